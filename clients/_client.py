@@ -1,0 +1,240 @@
+"""The async client of the state server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+
+from skillstate.state.v1 import state_pb2 as pb
+from skillstate.state.v1 import state_pb2_grpc as pb_grpc
+
+from ._errors import UnavailableError, from_rpc_error
+from ._types import JSON, CreatedExecution, HistoryPage, Observation, PatchResult, RevisionEvent, Snapshot, State
+
+T = TypeVar("T")
+
+_RESUMABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Retries of UNAVAILABLE with exponential backoff; every call here is safe to retry."""
+
+    attempts: int = 5
+    initial_backoff: float = 0.05
+    max_backoff: float = 2.0
+
+    def backoff(self, attempt: int) -> float:
+        return float(min(self.max_backoff, self.initial_backoff * 2**attempt))
+
+
+def _dumps(value: JSON) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class StateClient:
+    """Talks to one state server. Use as `async with StateClient("host:port") as client: ...`."""
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        *,
+        channel: grpc.aio.Channel | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        timeout: float | None = 30.0,
+    ) -> None:
+        self._channel = channel if channel is not None else grpc.aio.insecure_channel(target)
+        self._owns_channel = channel is None
+        self._stub = pb_grpc.StateServiceStub(self._channel)
+        self._retry = retry
+        self._timeout = timeout
+
+    async def __aenter__(self) -> StateClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._owns_channel:
+            await self._channel.close()
+
+    async def _call(self, method: Callable[..., Awaitable[T]], request: Any) -> T:
+        for attempt in range(self._retry.attempts):
+            try:
+                return await method(request, timeout=self._timeout)
+            except grpc.aio.AioRpcError as e:
+                error = from_rpc_error(e)
+                if not isinstance(error, UnavailableError) or attempt == self._retry.attempts - 1:
+                    raise error from None
+            await asyncio.sleep(self._retry.backoff(attempt))
+        raise AssertionError("unreachable")
+
+    async def create_execution(
+        self,
+        execution_id: str = "",
+        *,
+        schema: Mapping[str, JSON] | None = None,
+        initial_state: Mapping[str, JSON] | None = None,
+    ) -> CreatedExecution:
+        """Create an execution; an empty id lets the server choose one."""
+        request = pb.CreateExecutionRequest(
+            execution_id=execution_id,
+            schema_json=_dumps(schema) if schema is not None else "",
+            initial_state_json=_dumps(initial_state) if initial_state is not None else "",
+        )
+        reply = await self._call(self._stub.CreateExecution, request)
+        return CreatedExecution(reply.execution_id, reply.revision, reply.state_hash)
+
+    async def get_state(self, execution_id: str, at_revision: int | None = None) -> State:
+        """The state at head, or at a committed revision."""
+        request = pb.GetStateRequest(execution_id=execution_id, at_revision=at_revision)
+        reply = await self._call(self._stub.GetState, request)
+        return State(reply.revision, json.loads(reply.state_json), reply.state_hash)
+
+    async def submit_patch(
+        self,
+        execution_id: str,
+        patch: Mapping[str, JSON],
+        *,
+        agent_id: str,
+        base_revision: int,
+        action: JSON = None,
+        client_patch_id: str | None = None,
+    ) -> PatchResult:
+        """Submit a merge patch computed against base_revision.
+
+        A client_patch_id is generated when none is given, so that retries after UNAVAILABLE can never
+        apply the patch twice. Raises ConflictError when the patch overlaps a concurrent change under
+        the `reject` policy: re-read the state and submit again.
+        """
+        request = pb.SubmitPatchRequest(
+            execution_id=execution_id,
+            agent_id=agent_id,
+            base_revision=base_revision,
+            patch_json=_dumps(patch),
+            client_patch_id=client_patch_id if client_patch_id is not None else uuid.uuid4().hex,
+            action_json=_dumps(action) if action is not None else "",
+        )
+        return PatchResult.from_pb(await self._call(self._stub.SubmitPatch, request))
+
+    async def get_history(
+        self,
+        execution_id: str,
+        from_revision: int = 1,
+        to_revision: int = 0,
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> HistoryPage:
+        """One page of the audit trail."""
+        request = pb.GetHistoryRequest(
+            execution_id=execution_id,
+            from_revision=from_revision,
+            to_revision=to_revision,
+            page_size=page_size,
+            page_token=page_token,
+        )
+        reply = await self._call(self._stub.GetHistory, request)
+        events = [RevisionEvent.from_pb(r) for r in reply.revisions]
+        return HistoryPage(events, reply.next_page_token, reply.head_revision, reply.compact_revision)
+
+    async def history(
+        self, execution_id: str, from_revision: int = 1, to_revision: int = 0, *, page_size: int = 0
+    ) -> AsyncIterator[RevisionEvent]:
+        """Every revision in the range, fetching page after page."""
+        token = ""
+        while True:
+            page = await self.get_history(
+                execution_id, from_revision, to_revision, page_size=page_size, page_token=token
+            )
+            for event in page.revisions:
+                yield event
+            token = page.next_page_token
+            if not token:
+                return
+
+    async def watch(
+        self, execution_id: str, from_revision: int = 0, *, resume: bool = True
+    ) -> AsyncIterator[RevisionEvent | Snapshot]:
+        """Every revision after from_revision, in order, exactly once, then live ones.
+
+        With resume (the default), a cut stream (UNAVAILABLE, or RESOURCE_EXHAUSTED for a watcher that
+        fell behind) is reopened from the last revision received, so no revision is missed or repeated.
+        """
+
+        def open_stream(cursor: int) -> Any:
+            return self._stub.Watch(pb.WatchRequest(execution_id=execution_id, from_revision=cursor))
+
+        def decode(message: pb.WatchResponse) -> tuple[int, RevisionEvent | Snapshot]:
+            if message.HasField("snapshot"):
+                s = message.snapshot
+                return s.revision, Snapshot(s.revision, json.loads(s.state_json), s.state_hash, message.compact_revision)
+            return message.event.revision, RevisionEvent.from_pb(message.event)
+
+        async for item in self._resumable(open_stream, decode, from_revision, resume):
+            yield item
+
+    async def publish_observation(
+        self, execution_id: str, to: str, payload: JSON, *, source: str = "", kind: str = ""
+    ) -> int:
+        """Store an observation for an agent id, `skill:NAME` or `*`; returns its sequence number."""
+        request = pb.PublishObservationRequest(
+            execution_id=execution_id, to=to, source=source, kind=kind, payload_json=_dumps(payload)
+        )
+        return (await self._call(self._stub.PublishObservation, request)).sequence
+
+    async def observations(
+        self,
+        execution_id: str,
+        agent_id: str,
+        *,
+        skills: Sequence[str] = (),
+        after_sequence: int = 0,
+        resume: bool = True,
+    ) -> AsyncIterator[Observation]:
+        """Observations addressed to agent_id, its skills or everyone, resuming after a cut like watch."""
+
+        def open_stream(cursor: int) -> Any:
+            return self._stub.StreamObservations(
+                pb.StreamObservationsRequest(
+                    execution_id=execution_id, agent_id=agent_id, skills=list(skills), after_sequence=cursor
+                )
+            )
+
+        def decode(message: pb.StreamObservationsResponse) -> tuple[int, Observation]:
+            return message.observation.sequence, Observation.from_pb(message.observation)
+
+        async for item in self._resumable(open_stream, decode, after_sequence, resume):
+            yield item
+
+    async def _resumable(
+        self,
+        open_stream: Callable[[int], Any],
+        decode: Callable[[Any], tuple[int, T]],
+        cursor: int,
+        resume: bool,
+    ) -> AsyncIterator[T]:
+        """Yield decoded messages, reopening the stream from the last cursor after a resumable failure."""
+        failures = 0
+        while True:
+            call = open_stream(cursor)
+            try:
+                async for message in call:
+                    failures = 0
+                    cursor, item = decode(message)
+                    yield item
+                return
+            except grpc.aio.AioRpcError as e:
+                failures += 1
+                if not resume or e.code() not in _RESUMABLE or failures >= self._retry.attempts:
+                    raise from_rpc_error(e) from None
+            finally:
+                call.cancel()
+            await asyncio.sleep(self._retry.backoff(failures - 1))

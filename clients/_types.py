@@ -1,0 +1,133 @@
+"""The values the client returns, decoded from the wire messages."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from skillstate.state.v1 import state_pb2 as pb
+
+JSON = Any
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedExecution:
+    execution_id: str
+    revision: int
+    state_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """An execution's state at one revision."""
+
+    revision: int
+    state: dict[str, JSON]
+    state_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """How one concurrently written path was merged: policy and outcome are lower-case names."""
+
+    path: str
+    policy: str
+    outcome: str
+
+    @classmethod
+    def from_pb(cls, message: pb.Resolution) -> Resolution:
+        policy = pb.MergePolicy.Name(message.policy).removeprefix("MERGE_POLICY_").lower()
+        outcome = pb.ResolutionOutcome.Name(message.outcome).removeprefix("RESOLUTION_OUTCOME_").lower()
+        return cls(message.path, policy, outcome)
+
+
+@dataclass(frozen=True, slots=True)
+class PatchResult:
+    """A committed patch: its revision, hash, the effective change, and how conflicts were resolved."""
+
+    revision: int
+    state_hash: str
+    applied_patch: dict[str, JSON]
+    resolutions: tuple[Resolution, ...]
+    duplicate: bool
+
+    @classmethod
+    def from_pb(cls, message: pb.SubmitPatchResponse) -> PatchResult:
+        return cls(
+            message.revision,
+            message.state_hash,
+            json.loads(message.applied_patch_json),
+            tuple(Resolution.from_pb(r) for r in message.resolutions),
+            message.duplicate,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionEvent:
+    """One committed revision, as Watch and GetHistory report it."""
+
+    revision: int
+    agent_id: str
+    base_revision: int
+    applied_patch: dict[str, JSON]
+    action: JSON
+    state_hash: str
+    commit_time: datetime
+    client_patch_id: str
+    resolutions: tuple[Resolution, ...]
+
+    @classmethod
+    def from_pb(cls, message: pb.RevisionEvent) -> RevisionEvent:
+        return cls(
+            message.revision,
+            message.agent_id,
+            message.base_revision,
+            json.loads(message.applied_patch_json),
+            json.loads(message.action_json) if message.action_json else None,
+            message.state_hash,
+            message.commit_time.ToDatetime(tzinfo=UTC),
+            message.client_patch_id,
+            tuple(Resolution.from_pb(r) for r in message.resolutions),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The whole state, sent first by a watch whose starting point was compacted away."""
+
+    revision: int
+    state: dict[str, JSON]
+    state_hash: str
+    compact_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPage:
+    revisions: list[RevisionEvent]
+    next_page_token: str
+    head_revision: int
+    compact_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    sequence: int
+    to: str
+    source: str
+    kind: str
+    payload: JSON
+    publish_time: datetime
+
+    @classmethod
+    def from_pb(cls, message: pb.Observation) -> Observation:
+        return cls(
+            message.sequence,
+            message.to,
+            message.source,
+            message.kind,
+            json.loads(message.payload_json),
+            message.publish_time.ToDatetime(tzinfo=UTC),
+        )
+

@@ -1,0 +1,253 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class MergePolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MERGE_POLICY_UNSPECIFIED: _ClassVar[MergePolicy]
+    MERGE_POLICY_REJECT: _ClassVar[MergePolicy]
+    MERGE_POLICY_LWW: _ClassVar[MergePolicy]
+    MERGE_POLICY_COUNTER: _ClassVar[MergePolicy]
+    MERGE_POLICY_MAX: _ClassVar[MergePolicy]
+    MERGE_POLICY_MIN: _ClassVar[MergePolicy]
+    MERGE_POLICY_SET: _ClassVar[MergePolicy]
+    MERGE_POLICY_APPEND: _ClassVar[MergePolicy]
+    MERGE_POLICY_TEXT: _ClassVar[MergePolicy]
+
+class ResolutionOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RESOLUTION_OUTCOME_UNSPECIFIED: _ClassVar[ResolutionOutcome]
+    RESOLUTION_OUTCOME_PATCH_WON: _ClassVar[ResolutionOutcome]
+    RESOLUTION_OUTCOME_HEAD_KEPT: _ClassVar[ResolutionOutcome]
+    RESOLUTION_OUTCOME_COMBINED: _ClassVar[ResolutionOutcome]
+    RESOLUTION_OUTCOME_UNCHANGED: _ClassVar[ResolutionOutcome]
+MERGE_POLICY_UNSPECIFIED: MergePolicy
+MERGE_POLICY_REJECT: MergePolicy
+MERGE_POLICY_LWW: MergePolicy
+MERGE_POLICY_COUNTER: MergePolicy
+MERGE_POLICY_MAX: MergePolicy
+MERGE_POLICY_MIN: MergePolicy
+MERGE_POLICY_SET: MergePolicy
+MERGE_POLICY_APPEND: MergePolicy
+MERGE_POLICY_TEXT: MergePolicy
+RESOLUTION_OUTCOME_UNSPECIFIED: ResolutionOutcome
+RESOLUTION_OUTCOME_PATCH_WON: ResolutionOutcome
+RESOLUTION_OUTCOME_HEAD_KEPT: ResolutionOutcome
+RESOLUTION_OUTCOME_COMBINED: ResolutionOutcome
+RESOLUTION_OUTCOME_UNCHANGED: ResolutionOutcome
+
+class Resolution(_message.Message):
+    __slots__ = ("path", "policy", "outcome")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    policy: MergePolicy
+    outcome: ResolutionOutcome
+    def __init__(self, path: _Optional[str] = ..., policy: _Optional[_Union[MergePolicy, str]] = ..., outcome: _Optional[_Union[ResolutionOutcome, str]] = ...) -> None: ...
+
+class CreateExecutionRequest(_message.Message):
+    __slots__ = ("execution_id", "schema_json", "initial_state_json")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_STATE_JSON_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    schema_json: str
+    initial_state_json: str
+    def __init__(self, execution_id: _Optional[str] = ..., schema_json: _Optional[str] = ..., initial_state_json: _Optional[str] = ...) -> None: ...
+
+class CreateExecutionResponse(_message.Message):
+    __slots__ = ("execution_id", "revision", "state_hash")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    STATE_HASH_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    revision: int
+    state_hash: str
+    def __init__(self, execution_id: _Optional[str] = ..., revision: _Optional[int] = ..., state_hash: _Optional[str] = ...) -> None: ...
+
+class GetStateRequest(_message.Message):
+    __slots__ = ("execution_id", "at_revision")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    AT_REVISION_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    at_revision: int
+    def __init__(self, execution_id: _Optional[str] = ..., at_revision: _Optional[int] = ...) -> None: ...
+
+class GetStateResponse(_message.Message):
+    __slots__ = ("revision", "state_json", "state_hash")
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    STATE_JSON_FIELD_NUMBER: _ClassVar[int]
+    STATE_HASH_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    state_json: str
+    state_hash: str
+    def __init__(self, revision: _Optional[int] = ..., state_json: _Optional[str] = ..., state_hash: _Optional[str] = ...) -> None: ...
+
+class SubmitPatchRequest(_message.Message):
+    __slots__ = ("execution_id", "agent_id", "base_revision", "patch_json", "client_patch_id", "action_json")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    BASE_REVISION_FIELD_NUMBER: _ClassVar[int]
+    PATCH_JSON_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_PATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_JSON_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    agent_id: str
+    base_revision: int
+    patch_json: str
+    client_patch_id: str
+    action_json: str
+    def __init__(self, execution_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., base_revision: _Optional[int] = ..., patch_json: _Optional[str] = ..., client_patch_id: _Optional[str] = ..., action_json: _Optional[str] = ...) -> None: ...
+
+class SubmitPatchResponse(_message.Message):
+    __slots__ = ("revision", "state_hash", "applied_patch_json", "resolutions", "duplicate")
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    STATE_HASH_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_PATCH_JSON_FIELD_NUMBER: _ClassVar[int]
+    RESOLUTIONS_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    state_hash: str
+    applied_patch_json: str
+    resolutions: _containers.RepeatedCompositeFieldContainer[Resolution]
+    duplicate: bool
+    def __init__(self, revision: _Optional[int] = ..., state_hash: _Optional[str] = ..., applied_patch_json: _Optional[str] = ..., resolutions: _Optional[_Iterable[_Union[Resolution, _Mapping]]] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+
+class RevisionEvent(_message.Message):
+    __slots__ = ("revision", "agent_id", "base_revision", "applied_patch_json", "action_json", "state_hash", "commit_time", "client_patch_id", "resolutions")
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    BASE_REVISION_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_PATCH_JSON_FIELD_NUMBER: _ClassVar[int]
+    ACTION_JSON_FIELD_NUMBER: _ClassVar[int]
+    STATE_HASH_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_TIME_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_PATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOLUTIONS_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    agent_id: str
+    base_revision: int
+    applied_patch_json: str
+    action_json: str
+    state_hash: str
+    commit_time: _timestamp_pb2.Timestamp
+    client_patch_id: str
+    resolutions: _containers.RepeatedCompositeFieldContainer[Resolution]
+    def __init__(self, revision: _Optional[int] = ..., agent_id: _Optional[str] = ..., base_revision: _Optional[int] = ..., applied_patch_json: _Optional[str] = ..., action_json: _Optional[str] = ..., state_hash: _Optional[str] = ..., commit_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., client_patch_id: _Optional[str] = ..., resolutions: _Optional[_Iterable[_Union[Resolution, _Mapping]]] = ...) -> None: ...
+
+class Snapshot(_message.Message):
+    __slots__ = ("revision", "state_json", "state_hash")
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    STATE_JSON_FIELD_NUMBER: _ClassVar[int]
+    STATE_HASH_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    state_json: str
+    state_hash: str
+    def __init__(self, revision: _Optional[int] = ..., state_json: _Optional[str] = ..., state_hash: _Optional[str] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("execution_id", "from_revision")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_REVISION_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    from_revision: int
+    def __init__(self, execution_id: _Optional[str] = ..., from_revision: _Optional[int] = ...) -> None: ...
+
+class WatchResponse(_message.Message):
+    __slots__ = ("event", "snapshot", "compact_revision")
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    COMPACT_REVISION_FIELD_NUMBER: _ClassVar[int]
+    event: RevisionEvent
+    snapshot: Snapshot
+    compact_revision: int
+    def __init__(self, event: _Optional[_Union[RevisionEvent, _Mapping]] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., compact_revision: _Optional[int] = ...) -> None: ...
+
+class GetHistoryRequest(_message.Message):
+    __slots__ = ("execution_id", "from_revision", "to_revision", "page_size", "page_token")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_REVISION_FIELD_NUMBER: _ClassVar[int]
+    TO_REVISION_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    from_revision: int
+    to_revision: int
+    page_size: int
+    page_token: str
+    def __init__(self, execution_id: _Optional[str] = ..., from_revision: _Optional[int] = ..., to_revision: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class GetHistoryResponse(_message.Message):
+    __slots__ = ("revisions", "next_page_token", "head_revision", "compact_revision")
+    REVISIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    HEAD_REVISION_FIELD_NUMBER: _ClassVar[int]
+    COMPACT_REVISION_FIELD_NUMBER: _ClassVar[int]
+    revisions: _containers.RepeatedCompositeFieldContainer[RevisionEvent]
+    next_page_token: str
+    head_revision: int
+    compact_revision: int
+    def __init__(self, revisions: _Optional[_Iterable[_Union[RevisionEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., head_revision: _Optional[int] = ..., compact_revision: _Optional[int] = ...) -> None: ...
+
+class PublishObservationRequest(_message.Message):
+    __slots__ = ("execution_id", "to", "source", "kind", "payload_json")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    to: str
+    source: str
+    kind: str
+    payload_json: str
+    def __init__(self, execution_id: _Optional[str] = ..., to: _Optional[str] = ..., source: _Optional[str] = ..., kind: _Optional[str] = ..., payload_json: _Optional[str] = ...) -> None: ...
+
+class PublishObservationResponse(_message.Message):
+    __slots__ = ("sequence",)
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    def __init__(self, sequence: _Optional[int] = ...) -> None: ...
+
+class Observation(_message.Message):
+    __slots__ = ("sequence", "to", "source", "kind", "payload_json", "publish_time")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
+    PUBLISH_TIME_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    to: str
+    source: str
+    kind: str
+    payload_json: str
+    publish_time: _timestamp_pb2.Timestamp
+    def __init__(self, sequence: _Optional[int] = ..., to: _Optional[str] = ..., source: _Optional[str] = ..., kind: _Optional[str] = ..., payload_json: _Optional[str] = ..., publish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class StreamObservationsRequest(_message.Message):
+    __slots__ = ("execution_id", "agent_id", "skills", "after_sequence")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SKILLS_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    agent_id: str
+    skills: _containers.RepeatedScalarFieldContainer[str]
+    after_sequence: int
+    def __init__(self, execution_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., skills: _Optional[_Iterable[str]] = ..., after_sequence: _Optional[int] = ...) -> None: ...
+
+class StreamObservationsResponse(_message.Message):
+    __slots__ = ("observation",)
+    OBSERVATION_FIELD_NUMBER: _ClassVar[int]
+    observation: Observation
+    def __init__(self, observation: _Optional[_Union[Observation, _Mapping]] = ...) -> None: ...

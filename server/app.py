@@ -1,0 +1,85 @@
+"""Assembles the gRPC server: the state service, health checking and reflection on one port."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from skillstate.state.v1 import state_pb2, state_pb2_grpc
+
+from .engine import EngineConfig, StateEngine
+from .service import StateServicer
+from .storage.base import RevisionLog
+from .storage.memory import MemoryRevisionLog
+from .storage.sqlite import SqliteRevisionLog
+
+log = logging.getLogger("skillstate.server")
+
+SERVICE_NAME = state_pb2.DESCRIPTOR.services_by_name["StateService"].full_name
+DEFAULT_LISTEN = "127.0.0.1:50051"
+DEFAULT_DB = "skillstate.db"
+
+
+def open_log(db: str) -> RevisionLog:
+    """`:memory:` keeps everything in process; anything else is a SQLite file path."""
+    return MemoryRevisionLog() if db == ":memory:" else SqliteRevisionLog(Path(db))
+
+
+@dataclass
+class RunningServer:
+    """A started server; `port` is the bound port (useful with port 0)."""
+
+    server: grpc.aio.Server
+    engine: StateEngine
+    port: int
+
+    async def stop(self, grace: float | None = 1.0) -> None:
+        """Stop taking calls, let running ones finish for `grace` seconds, then commit and close the log."""
+        await self.server.stop(grace)
+        await self.engine.close()
+
+
+async def start_server(
+    log_: RevisionLog, listen: str = DEFAULT_LISTEN, config: EngineConfig = EngineConfig()
+) -> RunningServer:
+    """Recover the engine from the log and start serving on `listen` (host:port; port 0 picks one)."""
+    engine = StateEngine(log_, config)
+    await engine.start()
+    size = config.limits.max_message_bytes
+    server = grpc.aio.server(
+        options=[("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size)]
+    )
+    state_pb2_grpc.add_StateServiceServicer_to_server(StateServicer(engine), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    port = server.add_insecure_port(listen)
+    if port == 0:
+        await engine.close()
+        raise OSError(f"cannot listen on {listen}")
+    await server.start()
+    for name in ("", SERVICE_NAME):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return RunningServer(server, engine, port)
+
+
+async def serve(db: str = DEFAULT_DB, listen: str = DEFAULT_LISTEN, config: EngineConfig = EngineConfig()) -> None:
+    """Run until SIGINT or SIGTERM, then shut down gracefully."""
+    running = await start_server(open_log(db), listen, config)
+    host = listen.rsplit(":", 1)[0]
+    log.info("skillstate state server listening on %s:%d (log: %s)", host, running.port, db)
+    print(f"skillstate serving on {host}:{running.port} (log: {db})", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+    await running.stop()

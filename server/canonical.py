@@ -1,0 +1,99 @@
+"""Canonical JSON: the one byte form of a JSON value that hashes, compares and replays identically.
+
+Canonical means object keys sorted by code point, no insignificant whitespace, UTF-8. Parsing is strict:
+NaN and Infinity are not JSON, integers must fit in 64 bits, and nesting and size are bounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+from .errors import InvalidArgumentError
+from .limits import Limits
+
+JSON = Any
+"""A decoded JSON value: dict, list, str, int, float, bool or None."""
+
+_CANONICAL = orjson.OPT_SORT_KEYS
+
+
+def dumps(value: JSON) -> bytes:
+    """Canonical JSON bytes of a decoded value."""
+    return orjson.dumps(value, option=_CANONICAL)
+
+
+def dumps_str(value: JSON) -> str:
+    """Canonical JSON as text, for string fields of the wire contract."""
+    return orjson.dumps(value, option=_CANONICAL).decode()
+
+
+def parse(text: str | bytes, field: str, limits: Limits, *, max_bytes: int | None = None) -> JSON:
+    """Decode one JSON document from a request field, enforcing size and depth limits.
+
+    Raises InvalidArgumentError naming `field` and the broken rule.
+    """
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    limit = limits.max_json_bytes if max_bytes is None else max_bytes
+    if len(data) > limit:
+        raise InvalidArgumentError(f"{field}: {len(data)} bytes exceeds the limit of {limit} bytes")
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        raise InvalidArgumentError(f"{field}: not valid JSON: {e}") from e
+    depth = nesting_depth(value)
+    if depth > limits.max_depth:
+        raise InvalidArgumentError(f"{field}: nesting depth {depth} exceeds the limit of {limits.max_depth}")
+    return value
+
+
+def parse_object(text: str | bytes, field: str, limits: Limits, *, max_bytes: int | None = None) -> dict[str, JSON]:
+    """Like parse, but the document must be a JSON object."""
+    value = parse(text, field, limits, max_bytes=max_bytes)
+    if not isinstance(value, dict):
+        raise InvalidArgumentError(f"{field}: must be a JSON object, got {type_name(value)}")
+    return value
+
+
+def nesting_depth(value: JSON) -> int:
+    """How deeply objects and arrays nest in value (a scalar has depth 0); iterative, so any input is safe."""
+    deepest = 0
+    stack: list[tuple[JSON, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def type_name(value: JSON) -> str:
+    """The JSON type of a decoded value, as JSON Schema names it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    return "integer" if isinstance(value, int) else "number"
+
+
+def sha256_hex(*parts: bytes) -> str:
+    """Hex SHA-256 of parts, each length-prefixed so that no two sequences of parts collide."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()

@@ -1,0 +1,430 @@
+"""The state engine: executions, revisions, merges, durability and fan-out, with no knowledge of gRPC.
+
+Every mutation of an execution happens synchronously on the event loop between two awaits, so the merge
+of one patch always sees the head left by the previous one; durability is the group committer's job, and
+a caller is answered only after its revision is committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from . import canonical
+from .committer import GroupCommitter, Pending
+from .errors import (
+    AlreadyExistsError,
+    BaseAheadError,
+    InvalidArgumentError,
+    NotFoundError,
+    OutOfRangeError,
+    StorageError,
+    WatcherTooSlowError,
+)
+from .execution import Entry, Execution, genesis_hash, replay, revision_hash
+from .hub import Hub
+from .limits import DEFAULT_LIMITS, Limits
+from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
+from .mergepatch import NO_CHANGE, apply, effective, strip_nulls, touched_paths
+from .requests import check_address, check_execution_id, check_label, decode_page_token, encode_page_token
+from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
+from .storage.base import RevisionLog
+from .storage.records import ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Tuning knobs; docs/limits.md describes each."""
+
+    limits: Limits = DEFAULT_LIMITS
+    window: int = 256
+    """Recent revisions kept in memory per execution (older bases are replayed from the log)."""
+    snapshot_every: int = 1000
+    """A snapshot is stored every this many revisions, bounding recovery and old-state reads."""
+    subscriber_queue: int = 1024
+    """Items a watcher or observation stream may fall behind before it is ended."""
+    max_batch: int = 1024
+    """Most items in one group commit."""
+
+
+class StateEngine:
+    """Holds every execution; create with a RevisionLog, `await start()`, and `await close()` at the end."""
+
+    def __init__(self, log: RevisionLog, config: EngineConfig = EngineConfig()) -> None:
+        self._log = log
+        self._config = config
+        self._limits = config.limits
+        self._executions: dict[str, Execution] = {}
+        self._creating: set[str] = set()
+        self._revisions: Hub[RevisionRecord] = Hub(config.subscriber_queue)
+        self._observations: Hub[ObservationRecord] = Hub(config.subscriber_queue)
+        self._committer = GroupCommitter(log, self._committed, config.max_batch)
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the log and recover the head of every execution from it."""
+        await self._log.open()
+        for record in await self._log.list_executions():
+            self._executions[record.execution_id] = await self._recover(record)
+        self._committer.start()
+
+    async def close(self) -> None:
+        """Commit what is pending, then close the log."""
+        await self._committer.close()
+        await self._log.close()
+
+    async def _recover(self, record: ExecutionRecord) -> Execution:
+        execution = Execution(record.execution_id, orjson.loads(record.schema_json), record.created_at, self._config.window)
+        snapshot = await self._log.latest_snapshot(record.execution_id)
+        if snapshot is None:
+            raise OutOfRangeError(f"execution {record.execution_id!r} has no snapshot to recover from")
+        records = await self._log.read_revisions(record.execution_id, after=snapshot.revision)
+        for entry in replay(snapshot, records):
+            execution.push(entry)
+        execution.mark_committed(execution.head.revision)
+        execution.compacted = await self._log.compact_revision(record.execution_id)
+        execution.patch_ids_complete = snapshot.revision == 0
+        execution.observation_sequence = execution.observation_committed = await self._log.last_observation_sequence(
+            record.execution_id
+        )
+        return execution
+
+    # -- executions and reads ----------------------------------------------------------------------------
+
+    async def create_execution(self, execution_id: str, schema_json: str, initial_state_json: str) -> Created:
+        limits = self._limits
+        execution_id = check_execution_id(execution_id, limits) if execution_id else f"ex-{uuid.uuid4().hex}"
+        schema = canonical.parse_object(schema_json or "{}", "schema_json", limits, max_bytes=limits.max_schema_bytes)
+        state = strip_nulls(canonical.parse_object(initial_state_json or "{}", "initial_state_json", limits))
+        execution = Execution(execution_id, schema, time.time(), self._config.window)
+        execution.validator.validate(state)
+        if execution_id in self._executions or execution_id in self._creating:
+            raise AlreadyExistsError(f"execution {execution_id!r} already exists")
+        state_hash = genesis_hash(execution_id, schema, state)
+        genesis = SnapshotRecord(execution_id, 0, canonical.dumps_str(state), state_hash)
+        self._creating.add(execution_id)
+        try:
+            await self._log.create_execution(
+                ExecutionRecord(execution_id, canonical.dumps_str(schema), execution.created_at), genesis
+            )
+        finally:
+            self._creating.discard(execution_id)
+        execution.push(Entry(0, state, state_hash, None, None))
+        self._executions[execution_id] = execution
+        return Created(execution_id, 0, state_hash)
+
+    def _get(self, execution_id: str) -> Execution:
+        try:
+            return self._executions[execution_id]
+        except KeyError:
+            raise NotFoundError(f"execution {execution_id!r} not found") from None
+
+    def head_revision(self, execution_id: str) -> int:
+        return self._get(execution_id).committed
+
+    async def get_state(self, execution_id: str, at_revision: int | None = None) -> StateView:
+        execution = self._get(execution_id)
+        revision = execution.committed if at_revision is None else at_revision
+        if not 0 <= revision <= execution.committed:
+            raise OutOfRangeError(f"at_revision: {revision} is outside 0..{execution.committed} (the head)")
+        entry = await self._entry_at(execution, revision)
+        return StateView(entry.revision, canonical.dumps_str(entry.state), entry.state_hash)
+
+    async def _entry_at(self, execution: Execution, revision: int) -> Entry:
+        """The state at a committed revision, from the window or replayed from the log."""
+        found = execution.entry(revision)
+        if found is not None:
+            return found
+        if revision < execution.compacted:
+            raise OutOfRangeError(
+                f"revision {revision} was compacted away; the oldest retained is {execution.compacted}"
+            )
+        snapshot = await self._log.latest_snapshot(execution.id, at_most=revision)
+        if snapshot is None:
+            raise OutOfRangeError(f"no snapshot at or before revision {revision}")
+        records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=revision)
+        *_, last = replay(snapshot, records)
+        return last
+
+    def _changes_since(self, execution: Execution, base: int) -> tuple[dict[str, Any], list[Change]] | None:
+        """The state at `base` and every change after it up to head, or None if the window lacks the base."""
+        entry = execution.entry(base)
+        if entry is not None:
+            later = list(execution.window)[base - execution.window[0].revision + 1 :]
+            return entry.state, [e.change for e in later if e.change is not None]
+        cached = execution.replayed
+        if cached is not None and cached[0].revision <= base and execution.window[0].revision <= cached[-1].revision + 1:
+            changes = [e.change for e in cached if e.revision > base and e.change is not None]
+            changes += [e.change for e in execution.window if e.revision > cached[-1].revision and e.change is not None]
+            return cached[base - cached[0].revision].state, changes
+        return None
+
+    async def _replay_log_to(self, execution: Execution, base: int) -> None:
+        """Replay the log from the snapshot before `base` to the durable head, for a base older than the window."""
+        if base < execution.compacted:
+            raise OutOfRangeError(
+                f"base_revision: {base} was compacted away (the oldest retained is {execution.compacted}); "
+                "re-read the state and retry"
+            )
+        snapshot = await self._log.latest_snapshot(execution.id, at_most=base)
+        if snapshot is None:
+            raise OutOfRangeError(f"base_revision: no snapshot at or before {base}")
+        records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=execution.committed)
+        execution.replayed = list(replay(snapshot, records))
+
+    # -- patches -----------------------------------------------------------------------------------------
+
+    async def submit_patch(
+        self,
+        execution_id: str,
+        agent_id: str,
+        base_revision: int,
+        patch_json: str,
+        client_patch_id: str = "",
+        action_json: str = "",
+    ) -> SubmitResult:
+        """Merge, validate and durably commit one patch; see docs/merge.md for the semantics."""
+        limits = self._limits
+        execution = self._get(execution_id)
+        agent_id = check_label(agent_id, "agent_id", limits)
+        client_patch_id = check_label(client_patch_id, "client_patch_id", limits, required=False)
+        patch = canonical.parse_object(patch_json, "patch_json", limits)
+        action = canonical.parse(action_json, "action_json", limits) if action_json else None
+        if base_revision < 0:
+            raise InvalidArgumentError(f"base_revision: must be >= 0, got {base_revision}")
+        if base_revision > execution.committed:
+            raise BaseAheadError(
+                f"base_revision: {base_revision} is ahead of the head revision {execution.committed}"
+            )
+        key = (agent_id, client_patch_id)
+        request = (base_revision, canonical.dumps_str(patch), canonical.dumps_str(action))
+        while True:
+            if client_patch_id:
+                earlier = await self._earlier_result(execution, key, request)
+                if earlier is not None:
+                    return earlier
+            since_base = self._changes_since(execution, base_revision)
+            if since_base is not None:
+                break
+            await self._replay_log_to(execution, base_revision)  # then look again: the window moved on
+
+        # From here to enqueue there is no await: the merge sees exactly the head it commits on.
+        head = execution.head
+        base_state, changes = since_base
+        applied, resolutions = self._merge(execution, head, base_state, changes, patch, agent_id, base_revision, client_patch_id)
+        state = apply(head.state, applied)
+        execution.validator.validate_change(head.state, state, applied)
+        revision = head.revision + 1
+        record = RevisionRecord(
+            execution_id=execution.id,
+            revision=revision,
+            agent_id=agent_id,
+            base_revision=base_revision,
+            patch_json=request[1],
+            applied_patch_json=canonical.dumps_str(applied),
+            action_json=request[2],
+            client_patch_id=client_patch_id,
+            resolutions_json=encode_resolutions(resolutions),
+            state_hash="",
+            committed_at=time.time(),
+        )
+        record = dataclasses.replace(record, state_hash=revision_hash(head.state_hash, record))
+        change = Change(revision, base_revision, agent_id, tuple(touched_paths(head.state, applied)), patch, client_patch_id)
+        execution.push(Entry(revision, state, record.state_hash, record, change))
+        snapshot = None
+        if revision % self._config.snapshot_every == 0:
+            snapshot = SnapshotRecord(execution.id, revision, canonical.dumps_str(state), record.state_hash)
+        pending = Pending(execution, execution.epoch, revision=record, snapshot=snapshot)
+        future = self._committer.enqueue(pending)
+        if client_patch_id:
+            execution.pending_patches[key] = future
+        await asyncio.shield(future)
+        return SubmitResult(revision, record.state_hash, record.applied_patch_json, tuple(resolutions))
+
+    def _merge(
+        self,
+        execution: Execution,
+        head: Entry,
+        base_state: dict[str, Any],
+        changes: Sequence[Change],
+        patch: dict[str, Any],
+        agent_id: str,
+        base_revision: int,
+        client_patch_id: str,
+    ) -> tuple[dict[str, Any], list[Resolution]]:
+        if base_revision == head.revision:
+            change = effective(head.state, patch)
+            return ({} if change is NO_CHANGE else change), []
+        result = merge(
+            base=base_state,
+            head=head.state,
+            head_revision=execution.committed,
+            changes=changes,
+            patch=patch,
+            stamp=(base_revision, agent_id),
+            policies=execution.policies,
+            client_patch_id=client_patch_id,
+        )
+        return result.applied_patch, result.resolutions
+
+    async def _earlier_result(
+        self, execution: Execution, key: tuple[str, str], request: tuple[int, str, str]
+    ) -> SubmitResult | None:
+        """The result of an earlier submit under the same idempotency key, or None if there was none.
+
+        Returns None only right after checking memory with no await since, so the caller can merge at once.
+        """
+        while True:
+            pending = execution.pending_patches.get(key)
+            if pending is not None:
+                try:
+                    await asyncio.shield(pending)
+                except StorageError:
+                    pass  # the original never committed; this submit may apply it
+                continue
+            revision = execution.patch_ids.get(key)
+            if revision is not None:
+                return _duplicate(await self._record(execution, revision), key, request)
+            if execution.patch_ids_complete:
+                return None
+            record = await self._log.find_patch(execution.id, *key)
+            if record is not None:
+                return _duplicate(record, key, request)
+            if key not in execution.pending_patches and key not in execution.patch_ids:
+                return None
+
+    async def _record(self, execution: Execution, revision: int) -> RevisionRecord:
+        entry = execution.entry(revision)
+        if entry is not None and entry.record is not None:
+            return entry.record
+        return (await self._log.read_revisions(execution.id, after=revision - 1, up_to=revision))[0]
+
+    def _committed(self, item: Pending) -> None:
+        execution = item.execution
+        if item.revision is not None:
+            execution.mark_committed(item.revision.revision)
+            if item.revision.client_patch_id:
+                execution.pending_patches.pop((item.revision.agent_id, item.revision.client_patch_id), None)
+            self._revisions.publish(execution.id, item.revision)
+        if item.observation is not None:
+            execution.observation_committed = item.observation.sequence
+            self._observations.publish(execution.id, item.observation)
+
+    # -- watch and history -------------------------------------------------------------------------------
+
+    async def watch(self, execution_id: str, from_revision: int) -> AsyncIterator[RevisionRecord | WatchSnapshot]:
+        """Every revision after from_revision, in order, exactly once, then live ones as they commit."""
+        execution = self._get(execution_id)
+        if from_revision < 0:
+            raise InvalidArgumentError(f"from_revision: must be >= 0, got {from_revision}")
+        subscription = self._revisions.subscribe(execution.id)  # before reading history: no gap, no await
+        caught_up_to = execution.committed
+        cursor = from_revision
+        try:
+            if cursor < execution.compacted:
+                entry = await self._entry_at(execution, execution.compacted)
+                yield WatchSnapshot(entry.revision, canonical.dumps_str(entry.state), entry.state_hash, execution.compacted)
+                cursor = execution.compacted
+            while cursor < caught_up_to:
+                for record in await self._records(execution, cursor, caught_up_to, 512):
+                    yield record
+                    cursor = record.revision
+            while True:
+                record = await subscription.get()
+                if record.revision > cursor:
+                    yield record
+                    cursor = record.revision
+        except WatcherTooSlowError as e:
+            raise WatcherTooSlowError(f"watch {e}; resume with from_revision={cursor}") from None
+        finally:
+            self._revisions.unsubscribe(subscription)
+
+    async def _records(self, execution: Execution, after: int, up_to: int, limit: int) -> list[RevisionRecord]:
+        """Committed revisions in (after, up_to], at most limit, from the window when it holds them."""
+        if execution.entry(after + 1) is not None:
+            first = execution.window[0].revision
+            entries = list(execution.window)[after + 1 - first : up_to + 1 - first][:limit]
+            return [e.record for e in entries if e.record is not None]
+        return await self._log.read_revisions(execution.id, after=after, up_to=up_to, limit=limit)
+
+    async def history(
+        self, execution_id: str, from_revision: int, to_revision: int, page_size: int, page_token: str
+    ) -> HistoryPage:
+        execution = self._get(execution_id)
+        head = execution.committed
+        if page_size < 0:
+            raise InvalidArgumentError(f"page_size: must be >= 0, got {page_size}")
+        size = min(page_size or 100, self._limits.max_history_page)
+        last = min(to_revision or head, head)
+        after = decode_page_token(page_token, execution.id) if page_token else max(from_revision, 1) - 1
+        after = max(after, execution.compacted)
+        records = await self._records(execution, after, last, size) if after < last else []
+        more = bool(records) and records[-1].revision < last
+        token = encode_page_token(execution.id, records[-1].revision) if more else ""
+        return HistoryPage(records, token, head, execution.compacted)
+
+    # -- observations ------------------------------------------------------------------------------------
+
+    async def publish_observation(self, execution_id: str, to: str, source: str, kind: str, payload_json: str) -> int:
+        limits = self._limits
+        execution = self._get(execution_id)
+        to = check_address(to, limits)
+        source = check_label(source, "source", limits, required=False)
+        kind = check_label(kind, "kind", limits, required=False)
+        payload = canonical.parse(payload_json or "null", "payload_json", limits)
+        execution.observation_sequence += 1
+        record = ObservationRecord(
+            execution.id, execution.observation_sequence, to, source, kind, canonical.dumps_str(payload), time.time()
+        )
+        await asyncio.shield(self._committer.enqueue(Pending(execution, execution.epoch, observation=record)))
+        return record.sequence
+
+    async def observations(
+        self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int
+    ) -> AsyncIterator[ObservationRecord]:
+        """Observations addressed to agent_id, to one of its skills or to everyone, after after_sequence."""
+        execution = self._get(execution_id)
+        agent_id = check_label(agent_id, "agent_id", self._limits)
+        addresses = {agent_id, "*", *(f"skill:{check_label(s, 'skills', self._limits)}" for s in skills)}
+        subscription = self._observations.subscribe(execution.id, lambda o: o.to in addresses)
+        caught_up_to = execution.observation_committed
+        cursor = max(after_sequence, 0)
+        try:
+            while cursor < caught_up_to:
+                page = await self._log.read_observations(execution.id, after=cursor, limit=512)
+                for observation in page:
+                    if observation.sequence > caught_up_to:
+                        break
+                    if observation.to in addresses:
+                        yield observation
+                    cursor = observation.sequence
+                if not page:
+                    break
+            cursor = max(cursor, caught_up_to)
+            while True:
+                observation = await subscription.get()
+                if observation.sequence > cursor:
+                    yield observation
+                    cursor = observation.sequence
+        except WatcherTooSlowError as e:
+            raise WatcherTooSlowError(f"observation stream {e}; resume with after_sequence={cursor}") from None
+        finally:
+            self._observations.unsubscribe(subscription)
+
+
+def _duplicate(record: RevisionRecord, key: tuple[str, str], request: tuple[int, str, str]) -> SubmitResult:
+    if (record.base_revision, record.patch_json, record.action_json) != request:
+        raise AlreadyExistsError(
+            f"client_patch_id: {key[1]!r} was already used by agent {key[0]!r} for a different patch "
+            f"(revision {record.revision})"
+        )
+    resolutions = decode_resolutions(record.resolutions_json)
+    return SubmitResult(record.revision, record.state_hash, record.applied_patch_json, resolutions, duplicate=True)

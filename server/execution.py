@@ -1,0 +1,155 @@
+"""One execution in memory: its contract, its head, and a window of recent revisions.
+
+States are immutable and share structure (mergepatch.apply is copy-on-write), so the window keeps the
+recent states themselves at a cost that follows what changed. The window serves stale-base merges, watch
+catch-up and history without touching storage; anything older is replayed from the log.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from . import canonical
+from .errors import StorageError
+from .merge import Change
+from .mergepatch import apply, touched_paths
+from .policy import PolicyMap
+from .storage.records import RevisionRecord, SnapshotRecord
+from .validation import SchemaValidator
+
+HASH_DOMAIN = b"skillstate.state.v1"
+MAX_PATCH_IDS = 100_000
+"""Idempotency keys remembered per execution; older ones are looked up in the log."""
+
+
+def genesis_hash(execution_id: str, schema: Any, initial_state: Any) -> str:
+    """The hash of revision 0: binds the execution id, its schema and its initial state."""
+    return canonical.sha256_hex(HASH_DOMAIN, execution_id.encode(), canonical.dumps(schema), canonical.dumps(initial_state))
+
+
+def revision_hash(previous_hash: str, record: RevisionRecord) -> str:
+    """The hash of a revision: chains the previous hash with everything the revision committed."""
+    return canonical.sha256_hex(
+        previous_hash.encode(),
+        str(record.revision).encode(),
+        record.agent_id.encode(),
+        str(record.base_revision).encode(),
+        record.applied_patch_json.encode(),
+        record.action_json.encode(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A revision held in memory: the state after it, its hash, and what it changed."""
+
+    revision: int
+    state: dict[str, Any]
+    state_hash: str
+    record: RevisionRecord | None
+    """None for a snapshot, which stands in for the revisions before it."""
+    change: Change | None
+
+
+def replay(snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> Iterable[Entry]:
+    """Entries from a snapshot through each following record, checking the hash chain as it goes."""
+    state = orjson.loads(snapshot.state_json)
+    state_hash = snapshot.state_hash
+    yield Entry(snapshot.revision, state, state_hash, None, None)
+    for record in records:
+        applied = orjson.loads(record.applied_patch_json)
+        touched = touched_paths(state, applied)
+        state = apply(state, applied)
+        state_hash = revision_hash(state_hash, record)
+        if state_hash != record.state_hash:
+            raise StorageError(
+                f"execution {record.execution_id!r}: hash chain broken at revision {record.revision}; "
+                "the log was altered or corrupted"
+            )
+        yield Entry(record.revision, state, state_hash, record, change_of(record, touched))
+
+
+def change_of(record: RevisionRecord, touched: list[tuple[str, ...]]) -> Change:
+    return Change(
+        revision=record.revision,
+        base_revision=record.base_revision,
+        agent_id=record.agent_id,
+        touched=tuple(touched),
+        submitted_patch=orjson.loads(record.patch_json),
+        client_patch_id=record.client_patch_id,
+    )
+
+
+class Execution:
+    """The live state of one execution. Mutated only by the engine, on the event loop."""
+
+    def __init__(self, execution_id: str, schema: dict[str, Any], created_at: float, window: int) -> None:
+        self.id = execution_id
+        self.schema = schema
+        self.created_at = created_at
+        self.validator = SchemaValidator(schema)
+        self.policies = PolicyMap(schema)
+        self.window: collections.deque[Entry] = collections.deque()
+        self.window_size = window
+        self.committed = 0
+        """The newest revision that is durable; reads and watches never go past it."""
+        self.compacted = 0
+        self.epoch = 0
+        """Bumped when a failed commit rolls pending revisions back, orphaning work merged on them."""
+        self.patch_ids: dict[tuple[str, str], int] = {}
+        """(agent_id, client_patch_id) -> revision, for revisions since the log's oldest replayed point."""
+        self.patch_ids_complete = True
+        """True when patch_ids covers the whole log, so a miss needs no storage lookup."""
+        self.pending_patches: dict[tuple[str, str], Any] = {}
+        """Idempotency keys of revisions merged but not yet durable -> the future of their commit."""
+        self.replayed: list[Entry] | None = None
+        """The last replay of the log for a base older than the window (reused while it still connects)."""
+        self.observation_sequence = 0
+        """The last sequence handed out, durable or pending."""
+        self.observation_committed = 0
+
+    @property
+    def head(self) -> Entry:
+        return self.window[-1]
+
+    def push(self, entry: Entry) -> None:
+        """Add the next revision (durable or pending) at the head."""
+        self.window.append(entry)
+        if entry.record is not None and entry.record.client_patch_id:
+            self.patch_ids[(entry.record.agent_id, entry.record.client_patch_id)] = entry.revision
+            if len(self.patch_ids) > MAX_PATCH_IDS:
+                del self.patch_ids[next(iter(self.patch_ids))]
+                self.patch_ids_complete = False
+
+    def entry(self, revision: int) -> Entry | None:
+        """The window's entry for a revision, or None if the window does not hold it."""
+        first = self.window[0].revision
+        if first <= revision <= self.head.revision:
+            found = self.window[revision - first]
+            return found if found.revision == revision else None
+        return None
+
+    def committed_entry(self) -> Entry:
+        """The durable head; the window always holds it (trimming never passes it)."""
+        return self.window[self.committed - self.window[0].revision]
+
+    def mark_committed(self, revision: int) -> None:
+        """Record that revisions up to `revision` are durable, and trim the window behind them."""
+        self.committed = max(self.committed, revision)
+        while len(self.window) > self.window_size and self.window[0].revision < self.committed:
+            self.window.popleft()
+
+    def rollback(self) -> None:
+        """Forget every revision that is not durable (after a failed commit)."""
+        while self.window and self.head.revision > self.committed:
+            dropped = self.window.pop()
+            if dropped.record is not None:
+                self.patch_ids.pop((dropped.record.agent_id, dropped.record.client_patch_id), None)
+        self.pending_patches.clear()
+        self.observation_sequence = self.observation_committed
+        self.epoch += 1

@@ -1,0 +1,80 @@
+"""Fan-out of committed items to subscribers through bounded queues.
+
+A subscriber that lets its queue fill is dropped, never skipped past: its next read raises
+WatcherTooSlowError naming the last item it was given, so it can resume from there without a gap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from .errors import WatcherTooSlowError
+
+T = TypeVar("T")
+
+
+class Subscription(Generic[T]):
+    """One subscriber's queue; read with `get`."""
+
+    __slots__ = ("key", "_accepts", "_queue", "_overflowed")
+
+    def __init__(self, key: str, capacity: int, accepts: Callable[[T], bool] | None) -> None:
+        self.key = key
+        self._accepts = accepts
+        self._queue: asyncio.Queue[T] = asyncio.Queue(capacity)
+        self._overflowed = False
+
+    def offer(self, item: T) -> bool:
+        """Queue item if this subscriber wants it; False when the queue is full and the subscriber is lost."""
+        if self._accepts is not None and not self._accepts(item):
+            return True
+        try:
+            self._queue.put_nowait(item)
+        except asyncio.QueueFull:
+            self._overflowed = True
+            return False
+        return True
+
+    async def get(self) -> T:
+        """The next item; WatcherTooSlowError once everything queued before the overflow was read."""
+        if self._overflowed and self._queue.empty():
+            raise WatcherTooSlowError(f"fell more than {self._queue.maxsize} items behind")
+        return await self._queue.get()
+
+    def get_nowait(self) -> T | None:
+        """The next queued item, or None if none is ready."""
+        return None if self._queue.empty() else self._queue.get_nowait()
+
+
+class Hub(Generic[T]):
+    """Subscribers grouped by key (an execution id)."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._subscribers: dict[str, set[Subscription[T]]] = {}
+
+    def subscribe(self, key: str, accepts: Callable[[T], bool] | None = None) -> Subscription[T]:
+        subscription: Subscription[T] = Subscription(key, self._capacity, accepts)
+        self._subscribers.setdefault(key, set()).add(subscription)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription[T]) -> None:
+        group = self._subscribers.get(subscription.key)
+        if group is not None:
+            group.discard(subscription)
+            if not group:
+                del self._subscribers[subscription.key]
+
+    def publish(self, key: str, item: T) -> None:
+        """Offer item to every subscriber of key; the ones that overflow are dropped from the hub."""
+        group = self._subscribers.get(key)
+        if not group:
+            return
+        lost = [subscription for subscription in group if not subscription.offer(item)]
+        for subscription in lost:
+            group.discard(subscription)
+
+    def count(self, key: str) -> int:
+        return len(self._subscribers.get(key, ()))

@@ -1,0 +1,295 @@
+"""The merge operator ⊕ for concurrent writers: a three-way merge of a stale patch into head.
+
+A patch written against `base` meets head after other revisions committed. Paths it writes that nothing
+touched since base apply as they are. Where it overlaps a change (the same path, or one a prefix of the
+other) the conflict point is the shorter of the two paths, and the policy declared for that point decides.
+Cost follows the patch and the changes since its base, never the size of the state. docs/merge.md states
+the semantics and the properties the tests prove.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from . import canonical
+from .canonical import JSON
+from .errors import ConflictError
+from .mergepatch import MISSING, NO_CHANGE, Path, _Missing, apply_value, effective, json_equal, member_patch, pointer
+from .policy import MergePolicy, PolicyMap
+from .textmerge import TextEdit, merge_text
+
+Stamp = tuple[int, str]
+"""(base_revision, agent_id): the order `lww` decides by; arrival order never enters it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What one committed revision did, as the merge needs to know it."""
+
+    revision: int
+    base_revision: int
+    agent_id: str
+    touched: Sequence[Path]
+    submitted_patch: dict[str, JSON]
+    client_patch_id: str = ""
+
+    @property
+    def stamp(self) -> Stamp:
+        return (self.base_revision, self.agent_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """How one conflict point was resolved."""
+
+    path: str
+    policy: MergePolicy
+    outcome: str
+    """One of PATCH_WON, HEAD_KEPT, COMBINED, UNCHANGED."""
+
+
+def encode_resolutions(resolutions: Sequence[Resolution]) -> str:
+    """Resolutions as canonical JSON, for the revision log."""
+    return canonical.dumps_str([[r.path, r.policy.value, r.outcome] for r in resolutions])
+
+
+def decode_resolutions(text: str) -> tuple[Resolution, ...]:
+    return tuple(Resolution(path, MergePolicy(policy), outcome) for path, policy, outcome in orjson.loads(text))
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    applied_patch: dict[str, JSON]
+    resolutions: list[Resolution]
+
+
+@dataclass(slots=True)
+class _Trie:
+    """The paths changed since the base; `leaf` marks a path replaced or deleted as a whole."""
+
+    children: dict[str, _Trie] = field(default_factory=dict)
+    leaf: bool = False
+    changes: list[Change] = field(default_factory=list)
+    """Every change that touched this path or a path below it."""
+
+
+def _build_trie(changes: Sequence[Change]) -> _Trie:
+    root = _Trie()
+    for change in changes:
+        for path in change.touched:
+            node = root
+            node.changes.append(change)
+            for key in path:
+                node = node.children.setdefault(key, _Trie())
+                node.changes.append(change)
+            node.leaf = True
+    return root
+
+
+@dataclass(slots=True)
+class _Merge:
+    base: dict[str, JSON]
+    policies: PolicyMap
+    patch: dict[str, JSON]
+    stamp: Stamp
+    client_patch_id: str
+    head_revision: int
+    resolutions: list[Resolution] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+    def members(self, path: Path, patch: dict[str, JSON], base: Any, head: Any, trie: _Trie) -> dict[str, JSON]:
+        out: dict[str, JSON] = {}
+        base_members = base if isinstance(base, dict) else {}
+        for key, value in patch.items():
+            here = (*path, key)
+            current = head.get(key, MISSING)
+            node = trie.children.get(key)
+            if node is None:
+                change: Any = effective(current, value)
+            elif isinstance(value, dict) and not node.leaf and isinstance(current, dict):
+                change = self.members(here, value, base_members.get(key), current, node) or NO_CHANGE
+            else:
+                previous = base_members.get(key, MISSING)
+                change = self.resolve(here, previous, current, apply_value(previous, value), node)
+            if change is not NO_CHANGE:
+                out[key] = change
+        return out
+
+    def resolve(self, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> Any:
+        """Decide one conflict point; returns the member patch to apply, NO_CHANGE, or records a conflict."""
+        policy = self.policies.policy_at(path)
+        if policy not in _OPERATIONS and _same(head, intended):
+            self.resolutions.append(Resolution(pointer(path), policy, "UNCHANGED"))
+            return NO_CHANGE
+        try:
+            merged, outcome = _RESOLVERS[policy](self, path, base, head, intended, node)
+        except _Unmergeable as e:
+            self.conflicts.append(pointer(path))
+            if e.reason:
+                self.reasons.append(f"{pointer(path)}: {e.reason}")
+            return NO_CHANGE
+        self.resolutions.append(Resolution(pointer(path), policy, outcome))
+        return NO_CHANGE if _same(head, merged) else member_patch(head, merged)
+
+
+class _Unmergeable(Exception):
+    def __init__(self, reason: str = "") -> None:
+        self.reason = reason
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or (a is not MISSING and b is not MISSING and json_equal(a, b))
+
+
+def _reject(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
+    raise _Unmergeable()
+
+
+def _lww(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
+    newest = max(change.stamp for change in node.changes)
+    return (intended, "PATCH_WON") if m.stamp >= newest else (head, "HEAD_KEPT")
+
+
+def _number(value: Any, policy: str, role: str, *, missing: Any = MISSING) -> Any:
+    if value is MISSING and missing is not MISSING:
+        return missing
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Unmergeable(f"{policy} needs numbers, {role} is {_kind(value)}")
+    return value
+
+
+def _counter(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
+    delta = _number(intended, "counter", "the patch's value") - _number(base, "counter", "base", missing=0)
+    return _number(head, "counter", "head", missing=0) + delta, "COMBINED"
+
+
+def _extreme(pick: Any, name: str) -> Any:
+    def resolve(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
+        if intended is MISSING:
+            raise _Unmergeable(f"{name} cannot merge a deletion")
+        if head is MISSING:
+            return _number(intended, name, "the patch's value"), "PATCH_WON"
+        winner = pick(_number(head, name, "head"), _number(intended, name, "the patch's value"))
+        return winner, ("HEAD_KEPT" if winner is head else "PATCH_WON")
+
+    return resolve
+
+
+def _array(value: Any, policy: str, role: str) -> list[Any]:
+    if value is MISSING:
+        return []
+    if not isinstance(value, list):
+        raise _Unmergeable(f"{policy} needs arrays, {role} is {_kind(value)}")
+    return value
+
+
+def _set(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
+    def keyed(items: list[Any]) -> dict[bytes, Any]:
+        return {canonical.dumps(item): item for item in items}
+
+    before = keyed(_array(base, "set", "base"))
+    after = keyed(_array(intended, "set", "the patch's value"))
+    result = keyed(_array(head, "set", "head"))
+    result.update((k, v) for k, v in after.items() if k not in before)
+    for k in before.keys() - after.keys():
+        result.pop(k, None)
+    return [result[k] for k in sorted(result)], "COMBINED"
+
+
+def _append(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
+    log = _array(base, "append", "base")
+    mine = _array(intended, "append", "the patch's value")
+    theirs = _array(head, "append", "head")
+    if not _extends(mine, log):
+        raise _Unmergeable("append needs the patch's array to extend the log at its base")
+    if not _extends(theirs, log):
+        raise _Unmergeable("append cannot merge into a log that was rewritten since the base")
+    return theirs + mine[len(log) :], "COMBINED"
+
+
+def _extends(longer: list[Any], prefix: list[Any]) -> bool:
+    return len(longer) >= len(prefix) and all(json_equal(a, b) for a, b in zip(longer, prefix, strict=False))
+
+
+def _text(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
+    for value, role in ((base, "base"), (head, "head"), (intended, "the patch's value")):
+        if value is not MISSING and not isinstance(value, str):
+            raise _Unmergeable(f"text needs strings, {role} is {_kind(value)}")
+    original = "" if base is MISSING else base
+    mine = TextEdit(m.stamp, m.client_patch_id, "" if intended is MISSING else intended)
+    concurrent = _concurrent_text_edits(m, path, node, original)
+    if concurrent is None:
+        theirs = [TextEdit((m.head_revision, ""), "", "" if head is MISSING else head)]
+    else:
+        theirs = concurrent
+    return merge_text(original, [*theirs, mine]), "COMBINED"
+
+
+def _concurrent_text_edits(m: _Merge, path: Path, node: _Trie, original: str) -> list[TextEdit] | None:
+    """The intents of the revisions that wrote this string since the base, when all share the base.
+
+    Merging intents (each a diff from the same base) rather than head makes the result independent of
+    the order in which the patches arrived. When any writer had another base, None: merge with head.
+    """
+    edits = []
+    for change in node.changes:
+        if change.base_revision != m.stamp[0] or path not in change.touched:
+            return None
+        written = _patch_value_at(change.submitted_patch, path)
+        if written is not None and not isinstance(written, str):
+            return None
+        edits.append(TextEdit(change.stamp, change.client_patch_id, written or ""))
+    return edits
+
+
+def _patch_value_at(patch: dict[str, JSON], path: Path) -> JSON:
+    value: Any = patch
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _kind(value: Any) -> str:
+    return "absent" if isinstance(value, _Missing) else canonical.type_name(value)
+
+
+_OPERATIONS = frozenset({MergePolicy.COUNTER, MergePolicy.APPEND})
+"""Policies whose patches are operations (a delta, appended entries): equal to head still means a change."""
+
+_RESOLVERS = {
+    MergePolicy.REJECT: _reject,
+    MergePolicy.LWW: _lww,
+    MergePolicy.COUNTER: _counter,
+    MergePolicy.MAX: _extreme(max, "max"),
+    MergePolicy.MIN: _extreme(min, "min"),
+    MergePolicy.SET: _set,
+    MergePolicy.APPEND: _append,
+    MergePolicy.TEXT: _text,
+}
+
+
+def merge(
+    *,
+    base: dict[str, JSON],
+    head: dict[str, JSON],
+    head_revision: int,
+    changes: Sequence[Change],
+    patch: dict[str, JSON],
+    stamp: Stamp,
+    policies: PolicyMap,
+    client_patch_id: str = "",
+) -> MergeResult:
+    """Merge `patch` (written against `base`) into `head`, given the changes committed since the base.
+
+    Raises ConflictError, changing nothing, when any conflict point's policy cannot merge it.
+    """
+    run = _Merge(base, policies, patch, stamp, client_patch_id, head_revision)
+    applied = run.members((), patch, base, head, _build_trie(changes))
+    if run.conflicts:
+        raise ConflictError(run.conflicts, head_revision, run.reasons)
+    return MergeResult(applied, run.resolutions)

@@ -1,0 +1,261 @@
+"""The default RevisionLog: one SQLite file in WAL mode, through aiosqlite.
+
+Writes go through one connection, a transaction per batch with `executemany` per table, so a group commit
+of many patches costs a handful of thread hops and one fsync. Reads use a second connection, so they see
+only committed transactions and never wait behind a commit's fsync.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from ..errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError, StorageError
+from .base import RevisionLog
+from .records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+
+SCHEMA_VERSION = 1
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS executions (
+    execution_id     TEXT PRIMARY KEY,
+    schema_json      TEXT NOT NULL,
+    created_at       REAL NOT NULL,
+    compact_revision INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS revisions (
+    execution_id       TEXT NOT NULL REFERENCES executions(execution_id),
+    revision           INTEGER NOT NULL,
+    agent_id           TEXT NOT NULL,
+    base_revision      INTEGER NOT NULL,
+    patch_json         TEXT NOT NULL,
+    applied_patch_json TEXT NOT NULL,
+    action_json        TEXT NOT NULL,
+    client_patch_id    TEXT NOT NULL,
+    resolutions_json   TEXT NOT NULL,
+    state_hash         TEXT NOT NULL,
+    committed_at       REAL NOT NULL,
+    PRIMARY KEY (execution_id, revision)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS revisions_by_patch_id
+    ON revisions (execution_id, agent_id, client_patch_id) WHERE client_patch_id != '';
+CREATE TABLE IF NOT EXISTS snapshots (
+    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
+    revision     INTEGER NOT NULL,
+    state_json   TEXT NOT NULL,
+    state_hash   TEXT NOT NULL,
+    PRIMARY KEY (execution_id, revision)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS observations (
+    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
+    sequence     INTEGER NOT NULL,
+    to_address   TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    published_at REAL NOT NULL,
+    PRIMARY KEY (execution_id, sequence)
+) WITHOUT ROWID;
+"""
+
+_REVISION_COLUMNS = (
+    "execution_id, revision, agent_id, base_revision, patch_json, applied_patch_json, action_json, "
+    "client_patch_id, resolutions_json, state_hash, committed_at"
+)
+_OBSERVATION_COLUMNS = "execution_id, sequence, to_address, source, kind, payload_json, published_at"
+
+
+class SqliteRevisionLog(RevisionLog):
+    """A RevisionLog in one SQLite database file (created if missing)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = str(path)
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+
+    async def open(self) -> None:
+        if self._writer is not None:
+            return
+        try:
+            self._writer = await self._connect()
+            version = await self._scalar(self._writer, "PRAGMA user_version")
+            if version not in (0, SCHEMA_VERSION):
+                raise StorageError(f"{self._path}: schema version {version} is not {SCHEMA_VERSION}")
+            await self._writer.executescript(_DDL + f"PRAGMA user_version = {SCHEMA_VERSION};")
+            self._reader = await self._connect()
+        except sqlite3.Error as e:
+            raise StorageError(f"cannot open {self._path}: {e}") from e
+
+    async def _connect(self) -> aiosqlite.Connection:
+        connection = await aiosqlite.connect(self._path, isolation_level=None)
+        await connection.executescript(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"
+        )
+        return connection
+
+    async def close(self) -> None:
+        for connection in (self._reader, self._writer):
+            if connection is not None:
+                await connection.close()
+        self._reader = self._writer = None
+
+    @property
+    def _w(self) -> aiosqlite.Connection:
+        if self._writer is None:
+            raise StorageError("the revision log is not open")
+        return self._writer
+
+    @property
+    def _r(self) -> aiosqlite.Connection:
+        if self._reader is None:
+            raise StorageError("the revision log is not open")
+        return self._reader
+
+    async def create_execution(self, execution: ExecutionRecord, genesis: SnapshotRecord) -> None:
+        rows = [(execution.execution_id, execution.schema_json, execution.created_at)]
+        try:
+            await self._transaction(
+                ("INSERT INTO executions (execution_id, schema_json, created_at) VALUES (?, ?, ?)", rows),
+                ("INSERT INTO snapshots VALUES (?, ?, ?, ?)", [_snapshot_row(genesis)]),
+            )
+        except DuplicateRowError as e:
+            raise AlreadyExistsError(f"execution {execution.execution_id!r} already exists") from e
+
+    async def list_executions(self) -> list[ExecutionRecord]:
+        rows = await self._rows("SELECT execution_id, schema_json, created_at FROM executions ORDER BY execution_id")
+        return [ExecutionRecord(*row) for row in rows]
+
+    async def commit(self, batch: Batch) -> None:
+        await self._transaction(
+            (f"INSERT INTO revisions ({_REVISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [_revision_row(r) for r in batch.revisions]),
+            ("INSERT INTO snapshots VALUES (?, ?, ?, ?)", [_snapshot_row(s) for s in batch.snapshots]),
+            (f"INSERT INTO observations ({_OBSERVATION_COLUMNS}) VALUES (?,?,?,?,?,?,?)", [_observation_row(o) for o in batch.observations]),
+        )
+
+    async def _transaction(self, *statements: tuple[str, list[tuple[Any, ...]]]) -> None:
+        connection = self._w
+        try:
+            await connection.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, rows in statements:
+                    if rows:
+                        await connection.executemany(sql, rows)
+                await connection.execute("COMMIT")
+            except BaseException:
+                await connection.execute("ROLLBACK")
+                raise
+        except sqlite3.IntegrityError as e:
+            if "FOREIGN KEY" in str(e):
+                raise NotFoundError("a row refers to an unknown execution") from e
+            raise DuplicateRowError(f"a row with the same key is already stored: {e}") from e
+        except sqlite3.Error as e:
+            raise StorageError(f"commit to {self._path} failed: {e}") from e
+
+    async def head_revision(self, execution_id: str) -> int:
+        await self._require(execution_id)
+        head = await self._scalar(self._r, "SELECT MAX(revision) FROM revisions WHERE execution_id = ?", execution_id)
+        return head if head is not None else await self.compact_revision(execution_id)
+
+    async def read_revisions(
+        self, execution_id: str, after: int, up_to: int | None = None, limit: int | None = None
+    ) -> list[RevisionRecord]:
+        await self._require(execution_id)
+        rows = await self._rows(
+            f"SELECT {_REVISION_COLUMNS} FROM revisions WHERE execution_id = ? AND revision > ? AND revision <= ? "
+            "ORDER BY revision LIMIT ?",
+            execution_id, after, _MAX_INT if up_to is None else up_to, -1 if limit is None else limit,
+        )  # fmt: skip
+        return [RevisionRecord(*row) for row in rows]
+
+    async def latest_snapshot(self, execution_id: str, at_most: int | None = None) -> SnapshotRecord | None:
+        await self._require(execution_id)
+        rows = await self._rows(
+            "SELECT execution_id, revision, state_json, state_hash FROM snapshots WHERE execution_id = ? "
+            "AND revision <= ? ORDER BY revision DESC LIMIT 1",
+            execution_id, _MAX_INT if at_most is None else at_most,
+        )  # fmt: skip
+        return SnapshotRecord(*rows[0]) if rows else None
+
+    async def find_patch(self, execution_id: str, agent_id: str, client_patch_id: str) -> RevisionRecord | None:
+        await self._require(execution_id)
+        rows = await self._rows(
+            f"SELECT {_REVISION_COLUMNS} FROM revisions WHERE execution_id = ? AND agent_id = ? AND client_patch_id = ?",
+            execution_id, agent_id, client_patch_id,
+        )  # fmt: skip
+        return RevisionRecord(*rows[0]) if rows else None
+
+    async def read_observations(self, execution_id: str, after: int, limit: int | None = None) -> list[ObservationRecord]:
+        await self._require(execution_id)
+        rows = await self._rows(
+            f"SELECT {_OBSERVATION_COLUMNS} FROM observations WHERE execution_id = ? AND sequence > ? "
+            "ORDER BY sequence LIMIT ?",
+            execution_id, after, -1 if limit is None else limit,
+        )  # fmt: skip
+        return [ObservationRecord(*row) for row in rows]
+
+    async def last_observation_sequence(self, execution_id: str) -> int:
+        await self._require(execution_id)
+        last = await self._scalar(self._r, "SELECT MAX(sequence) FROM observations WHERE execution_id = ?", execution_id)
+        return last or 0
+
+    async def compact(self, execution_id: str, up_to: int) -> None:
+        await self._require(execution_id)
+        found = await self._scalar(
+            self._w, "SELECT COUNT(*) FROM snapshots WHERE execution_id = ? AND revision = ?", execution_id, up_to
+        )
+        if not found:
+            raise OutOfRangeError(f"no snapshot at revision {up_to} to compact to")
+        await self._transaction(
+            ("DELETE FROM revisions WHERE execution_id = ? AND revision <= ?", [(execution_id, up_to)]),
+            ("DELETE FROM snapshots WHERE execution_id = ? AND revision < ?", [(execution_id, up_to)]),
+            (
+                "UPDATE executions SET compact_revision = MAX(compact_revision, ?) WHERE execution_id = ?",
+                [(up_to, execution_id)],
+            ),
+        )
+
+    async def compact_revision(self, execution_id: str) -> int:
+        value = await self._scalar(self._r, "SELECT compact_revision FROM executions WHERE execution_id = ?", execution_id)
+        if value is None:
+            raise NotFoundError(f"execution {execution_id!r} not found")
+        return int(value)
+
+    async def _require(self, execution_id: str) -> None:
+        await self.compact_revision(execution_id)
+
+    async def _rows(self, sql: str, *params: Any) -> Iterable[Any]:
+        try:
+            async with self._r.execute(sql, params) as cursor:
+                return list(await cursor.fetchall())
+        except sqlite3.Error as e:
+            raise StorageError(f"read from {self._path} failed: {e}") from e
+
+    async def _scalar(self, connection: aiosqlite.Connection, sql: str, *params: Any) -> Any:
+        try:
+            async with connection.execute(sql, params) as cursor:
+                row = await cursor.fetchone()
+        except sqlite3.Error as e:
+            raise StorageError(f"read from {self._path} failed: {e}") from e
+        return row[0] if row else None
+
+
+_MAX_INT = (1 << 63) - 1
+
+
+def _revision_row(r: RevisionRecord) -> tuple[Any, ...]:
+    return (
+        r.execution_id, r.revision, r.agent_id, r.base_revision, r.patch_json, r.applied_patch_json,
+        r.action_json, r.client_patch_id, r.resolutions_json, r.state_hash, r.committed_at,
+    )  # fmt: skip
+
+
+def _snapshot_row(s: SnapshotRecord) -> tuple[Any, ...]:
+    return (s.execution_id, s.revision, s.state_json, s.state_hash)
+
+
+def _observation_row(o: ObservationRecord) -> tuple[Any, ...]:
+    return (o.execution_id, o.sequence, o.to, o.source, o.kind, o.payload_json, o.published_at)
