@@ -32,7 +32,7 @@ from .execution import Entry, Execution, genesis_hash, replay, revision_hash
 from .hub import Hub
 from .limits import DEFAULT_LIMITS, Limits
 from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
-from .mergepatch import NO_CHANGE, apply, effective, strip_nulls, touched_paths
+from .mergepatch import NO_CHANGE, apply, effective, strip_nulls, written_paths
 from .requests import check_address, check_execution_id, check_label, decode_page_token, encode_page_token
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
 from .storage.base import RevisionLog
@@ -237,7 +237,7 @@ class StateEngine:
             committed_at=time.time(),
         )
         record = dataclasses.replace(record, state_hash=revision_hash(head.state_hash, record))
-        change = Change(revision, base_revision, agent_id, tuple(touched_paths(head.state, applied)), patch, client_patch_id)
+        change = Change(revision, base_revision, agent_id, written_paths(head.state, applied, patch), patch, client_patch_id)
         execution.push(Entry(revision, state, record.state_hash, record, change))
         snapshot = None
         if revision % self._config.snapshot_every == 0:

@@ -17,7 +17,7 @@ import orjson
 from . import canonical
 from .errors import StorageError
 from .merge import Change
-from .mergepatch import apply, touched_paths
+from .mergepatch import apply, written_paths
 from .policy import PolicyMap
 from .storage.records import RevisionRecord, SnapshotRecord
 from .validation import SchemaValidator
@@ -63,7 +63,15 @@ def replay(snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> Itera
     yield Entry(snapshot.revision, state, state_hash, None, None)
     for record in records:
         applied = orjson.loads(record.applied_patch_json)
-        touched = touched_paths(state, applied)
+        submitted = orjson.loads(record.patch_json)
+        change = Change(
+            record.revision,
+            record.base_revision,
+            record.agent_id,
+            written_paths(state, applied, submitted),
+            submitted,
+            record.client_patch_id,
+        )
         state = apply(state, applied)
         state_hash = revision_hash(state_hash, record)
         if state_hash != record.state_hash:
@@ -71,18 +79,7 @@ def replay(snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> Itera
                 f"execution {record.execution_id!r}: hash chain broken at revision {record.revision}; "
                 "the log was altered or corrupted"
             )
-        yield Entry(record.revision, state, state_hash, record, change_of(record, touched))
-
-
-def change_of(record: RevisionRecord, touched: list[tuple[str, ...]]) -> Change:
-    return Change(
-        revision=record.revision,
-        base_revision=record.base_revision,
-        agent_id=record.agent_id,
-        touched=tuple(touched),
-        submitted_patch=orjson.loads(record.patch_json),
-        client_patch_id=record.client_patch_id,
-    )
+        yield Entry(record.revision, state, state_hash, record, change)
 
 
 class Execution:

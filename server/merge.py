@@ -111,7 +111,7 @@ class _Merge:
             node = trie.children.get(key)
             if node is None:
                 change: Any = effective(current, value)
-            elif isinstance(value, dict) and not node.leaf and isinstance(current, dict):
+            elif isinstance(value, dict) and value and not node.leaf and isinstance(current, dict):
                 change = self.members(here, value, base_members.get(key), current, node) or NO_CHANGE
             else:
                 previous = base_members.get(key, MISSING)
@@ -151,8 +151,22 @@ def _reject(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _T
 
 
 def _lww(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
-    newest = max(change.stamp for change in node.changes)
-    return (intended, "PATCH_WON") if m.stamp >= newest else (head, "HEAD_KEPT")
+    """Every write to this subtree since the base, and the patch's, applied to the base in stamp order.
+
+    That is what "the greatest stamp wins" means for nested writes too, and it cannot depend on arrival.
+    """
+    writes = sorted(
+        [(change.stamp, change.revision, change.submitted_patch) for change in node.changes]
+        + [(m.stamp, m.head_revision + 1, m.patch)]
+    )
+    value = base
+    for _, _, patch in writes:
+        written = _patch_value_at(patch, path)
+        if written is not MISSING:
+            value = apply_value(value, written)
+    if _same(value, head):
+        return head, "HEAD_KEPT"
+    return value, ("PATCH_WON" if writes[-1][2] is m.patch else "COMBINED")
 
 
 def _number(value: Any, policy: str, role: str, *, missing: Any = MISSING) -> Any:
@@ -169,13 +183,17 @@ def _counter(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _
 
 
 def _extreme(pick: Any, name: str) -> Any:
+    """max or min; numbers equal in value but not in form (1 and 1.0) are ordered by canonical text."""
+
     def resolve(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
         if intended is MISSING:
             raise _Unmergeable(f"{name} cannot merge a deletion")
+        mine = _number(intended, name, "the patch's value")
         if head is MISSING:
-            return _number(intended, name, "the patch's value"), "PATCH_WON"
-        winner = pick(_number(head, name, "head"), _number(intended, name, "the patch's value"))
-        return winner, ("HEAD_KEPT" if winner is head else "PATCH_WON")
+            return mine, "PATCH_WON"
+        theirs = _number(head, name, "head")
+        winner = pick((theirs, canonical.dumps(theirs)), (mine, canonical.dumps(mine)))[0]
+        return winner, ("PATCH_WON" if winner is mine else "HEAD_KEPT")
 
     return resolve
 
@@ -241,16 +259,19 @@ def _concurrent_text_edits(m: _Merge, path: Path, node: _Trie, original: str) ->
         if change.base_revision != m.stamp[0] or path not in change.touched:
             return None
         written = _patch_value_at(change.submitted_patch, path)
-        if written is not None and not isinstance(written, str):
+        if written is not MISSING and written is not None and not isinstance(written, str):
             return None
-        edits.append(TextEdit(change.stamp, change.client_patch_id, written or ""))
+        edits.append(TextEdit(change.stamp, change.client_patch_id, written if isinstance(written, str) else ""))
     return edits
 
 
-def _patch_value_at(patch: dict[str, JSON], path: Path) -> JSON:
+def _patch_value_at(patch: dict[str, JSON], path: Path) -> Any:
+    """What a patch writes at path (MISSING if nothing; None deletes); only called where it descends."""
     value: Any = patch
     for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
+        if not isinstance(value, dict) or key not in value:
+            return MISSING
+        value = value[key]
     return value
 
 

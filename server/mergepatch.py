@@ -7,6 +7,7 @@ many recent states costs memory in proportion to what changed, not to the state'
 
 from __future__ import annotations
 
+import math
 from typing import Any, Final
 
 from .canonical import JSON
@@ -76,21 +77,33 @@ def member_patch(old: JSON | _Missing, new: JSON | _Missing) -> JSON:
 
 
 def touched_paths(before: JSON, patch: dict[str, JSON], prefix: Path = ()) -> list[Path]:
-    """The paths a patch replaces or deletes in `before`: it descends only where both sides are objects."""
+    """The paths a patch writes in `before`: it descends only where both sides are non-empty objects.
+
+    An empty object is a write of its own path (a no-op on an object, a replacement of anything else).
+    """
     paths: list[Path] = []
     members: dict[str, JSON] = before if isinstance(before, dict) else {}
     for key, value in patch.items():
         path = (*prefix, key)
         previous = members.get(key)
-        if isinstance(value, dict) and isinstance(previous, dict):
+        if isinstance(value, dict) and value and isinstance(previous, dict):
             paths.extend(touched_paths(previous, value, path))
         else:
             paths.append(path)
     return paths
 
 
+def written_paths(before: JSON, applied: dict[str, JSON], submitted: dict[str, JSON]) -> tuple[Path, ...]:
+    """What a revision counts as having written: every path it changed, and every path its agent wrote.
+
+    A write of the value already there changes nothing but still is a write, with a stamp: without it a
+    later `lww` write would win or lose depending on arrival order.
+    """
+    return tuple(sorted({*touched_paths(before, applied), *touched_paths(before, submitted)}))
+
+
 def json_equal(a: JSON, b: JSON) -> bool:
-    """Equality of decoded JSON values by JSON type: unlike `==`, `true` is not `1` and `1` is not `1.0`."""
+    """Equality by JSON text: unlike `==`, `true` is not `1`, `1` is not `1.0`, and `0.0` is not `-0.0`."""
     if a is b:
         return True
     if type(a) is not type(b):
@@ -99,6 +112,8 @@ def json_equal(a: JSON, b: JSON) -> bool:
         return a.keys() == b.keys() and all(json_equal(v, b[k]) for k, v in a.items())
     if isinstance(a, list):
         return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):  # -0.0 == 0.0 in Python, but they are different JSON texts
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
     return bool(a == b)
 
 

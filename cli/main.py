@@ -1,0 +1,176 @@
+"""The `skillstate` command. Each subcommand imports what it needs only when it runs.
+
+Exit codes (stable, for scripts): 0 success; 1 unexpected failure; 2 usage error; 3 not found;
+4 conflict (re-read and retry); 5 invalid argument; 6 failed precondition or out of range;
+7 already exists; 8 server unavailable; 9 stream fell behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+EXIT_BY_STATUS = {
+    "NOT_FOUND": 3,
+    "ABORTED": 4,
+    "INVALID_ARGUMENT": 5,
+    "FAILED_PRECONDITION": 6,
+    "OUT_OF_RANGE": 6,
+    "ALREADY_EXISTS": 7,
+    "UNAVAILABLE": 8,
+    "RESOURCE_EXHAUSTED": 9,
+}
+DEFAULT_SERVER = os.environ.get("SKILLSTATE_SERVER", "127.0.0.1:50051")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="skillstate", description="Shared execution state for LLM agents.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the state server")
+    serve.add_argument("--db", default="skillstate.db", help="SQLite file, or :memory: (default: %(default)s)")
+    serve.add_argument("--listen", default="127.0.0.1:50051", help="host:port (default: %(default)s)")
+    serve.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
+
+    state = commands.add_parser("state", help="read and change execution state").add_subparsers(
+        dest="subcommand", required=True
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--server", default=DEFAULT_SERVER, help="host:port (default: $SKILLSTATE_SERVER or %(default)s)")
+
+    create = state.add_parser("create", parents=[common], help="create an execution")
+    create.add_argument("execution_id", nargs="?", default="", help="id (default: server-assigned)")
+    create.add_argument("--schema", default=None, help="JSON Schema: JSON text, @FILE or - for stdin")
+    create.add_argument("--state", default=None, help="initial state: JSON text, @FILE or -")
+
+    get = state.add_parser("get", parents=[common], help="print the state")
+    get.add_argument("execution_id")
+    get.add_argument("--at", type=int, default=None, help="a committed revision (default: head)")
+
+    patch = state.add_parser("patch", parents=[common], help="submit a JSON merge patch")
+    patch.add_argument("execution_id")
+    patch.add_argument("patch", help="the patch: JSON text, @FILE or -")
+    patch.add_argument("--agent", required=True, help="agent id")
+    patch.add_argument("--base", default="head", help="base revision, or 'head' to read it first (default)")
+    patch.add_argument("--action", default=None, help="action to record: JSON text, @FILE or -")
+    patch.add_argument("--id", dest="client_patch_id", default=None, help="idempotency key (default: random)")
+
+    watch = state.add_parser("watch", parents=[common], help="print revisions as JSON lines")
+    watch.add_argument("execution_id")
+    watch.add_argument("--from", dest="from_revision", type=int, default=0, help="start after this revision")
+    watch.add_argument("--count", type=int, default=None, help="stop after this many revisions")
+
+    history = state.add_parser("history", parents=[common], help="print the audit trail as JSON lines")
+    history.add_argument("execution_id")
+    history.add_argument("--from", dest="from_revision", type=int, default=1)
+    history.add_argument("--to", dest="to_revision", type=int, default=0, help="last revision (default: head)")
+    return parser
+
+
+def read_json(text: str | None, what: str) -> Any:
+    """Decode an argument given as JSON text, @FILE or - (stdin); SystemExit(2) with a message if bad."""
+    if text is None:
+        return None
+    if text == "-":
+        text = sys.stdin.read()
+    elif text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise UsageError(f"{what}: cannot read {text[1:]}: {e.strerror}") from e
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{what}: not valid JSON: {e}") from e
+
+
+class UsageError(Exception):
+    """A bad command line; exit code 2."""
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str), flush=True)
+
+
+async def run_state(args: argparse.Namespace) -> None:
+    from dataclasses import asdict
+
+    from skillstate.clients import StateClient
+
+    async with StateClient(args.server) as client:
+        if args.subcommand == "create":
+            created = await client.create_execution(
+                args.execution_id,
+                schema=read_json(args.schema, "--schema"),
+                initial_state=read_json(args.state, "--state"),
+            )
+            print_json(asdict(created))
+        elif args.subcommand == "get":
+            print_json(asdict(await client.get_state(args.execution_id, args.at)))
+        elif args.subcommand == "patch":
+            patch = read_json(args.patch, "patch")
+            if args.base == "head":
+                base = (await client.get_state(args.execution_id)).revision
+            elif args.base.isdigit():
+                base = int(args.base)
+            else:
+                raise UsageError(f"--base: expected a revision number or 'head', got {args.base!r}")
+            result = await client.submit_patch(
+                args.execution_id,
+                patch,
+                agent_id=args.agent,
+                base_revision=base,
+                action=read_json(args.action, "--action"),
+                client_patch_id=args.client_patch_id,
+            )
+            print_json(asdict(result))
+        elif args.subcommand == "watch":
+            seen = 0
+            async for event in client.watch(args.execution_id, args.from_revision):
+                print_json(asdict(event))
+                seen += 1
+                if args.count is not None and seen >= args.count:
+                    return
+        elif args.subcommand == "history":
+            async for event in client.history(args.execution_id, args.from_revision, args.to_revision):
+                print_json(asdict(event))
+
+
+def run_serve(args: argparse.Namespace) -> None:
+    import logging
+
+    from skillstate.server.app import serve
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(serve(db=args.db, listen=args.listen))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            run_serve(args)
+        elif args.command == "state":
+            asyncio.run(run_state(args))
+    except UsageError as e:
+        print(f"skillstate: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # the client's typed errors carry a status: map it to a stable exit code
+        status = getattr(getattr(e, "status", None), "name", None)
+        if status is None:
+            raise
+        print(f"skillstate: {e}", file=sys.stderr)
+        return EXIT_BY_STATUS.get(status, 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Shared fixtures: a real gRPC server on a loopback port and the real client."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+
+from skillstate.clients import StateClient  # noqa: E402
+from skillstate.server.app import RunningServer, start_server  # noqa: E402
+from skillstate.server.engine import EngineConfig  # noqa: E402
+from skillstate.server.storage.sqlite import SqliteRevisionLog  # noqa: E402
+
+
+settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True, max_examples=200)
+settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state.db"
+
+
+@pytest.fixture
+def engine_config() -> EngineConfig:
+    return EngineConfig()
+
+
+@pytest.fixture
+async def server(db_path: Path, engine_config: EngineConfig) -> AsyncIterator[RunningServer]:
+    running = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", engine_config)
+    yield running
+    await running.stop(grace=0)
+
+
+@pytest.fixture
+async def client(server: RunningServer) -> AsyncIterator[StateClient]:
+    async with StateClient(f"127.0.0.1:{server.port}") as c:
+        yield c
