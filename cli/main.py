@@ -41,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="subcommand", required=True
     )
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--server", default=DEFAULT_SERVER, help="host:port (default: $SKILLSTATE_SERVER or %(default)s)")
+    common.add_argument(
+        "--server", default=DEFAULT_SERVER, help="host:port (default: $SKILLSTATE_SERVER or %(default)s)"
+    )
 
     create = state.add_parser("create", parents=[common], help="create an execution")
     create.add_argument("execution_id", nargs="?", default="", help="id (default: server-assigned)")

@@ -1,8 +1,8 @@
 """The Python client of the skillstate state server (async first; `SyncStateClient` blocks).
 
-    async with StateClient("127.0.0.1:50051") as client:
-        created = await client.create_execution(schema={...}, initial_state={...})
-        result = await client.submit_patch(created.execution_id, {"done": True}, agent_id="a", base_revision=0)
+async with StateClient("127.0.0.1:50051") as client:
+    created = await client.create_execution(schema={...}, initial_state={...})
+    result = await client.submit_patch(created.execution_id, {"done": True}, agent_id="a", base_revision=0)
 """
 
 from ._client import RetryPolicy, StateClient

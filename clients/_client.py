@@ -51,7 +51,7 @@ class StateClient:
     ) -> None:
         self._channel = channel if channel is not None else grpc.aio.insecure_channel(target)
         self._owns_channel = channel is None
-        self._stub = pb_grpc.StateServiceStub(self._channel)
+        self._stub: Any = pb_grpc.StateServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._retry = retry
         self._timeout = timeout
 
@@ -175,7 +175,9 @@ class StateClient:
         def decode(message: pb.WatchResponse) -> tuple[int, RevisionEvent | Snapshot]:
             if message.HasField("snapshot"):
                 s = message.snapshot
-                return s.revision, Snapshot(s.revision, json.loads(s.state_json), s.state_hash, message.compact_revision)
+                return s.revision, Snapshot(
+                    s.revision, json.loads(s.state_json), s.state_hash, message.compact_revision
+                )
             return message.event.revision, RevisionEvent.from_pb(message.event)
 
         async for item in self._resumable(open_stream, decode, from_revision, resume):
@@ -188,7 +190,8 @@ class StateClient:
         request = pb.PublishObservationRequest(
             execution_id=execution_id, to=to, source=source, kind=kind, payload_json=_dumps(payload)
         )
-        return (await self._call(self._stub.PublishObservation, request)).sequence
+        reply: pb.PublishObservationResponse = await self._call(self._stub.PublishObservation, request)
+        return int(reply.sequence)
 
     async def observations(
         self,

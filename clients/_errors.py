@@ -1,14 +1,14 @@
 """Errors the client raises: each carries the gRPC status code and the server's message.
 
-    SkillstateError                 any failed call (status, message)
-    ├── NotFoundError               NOT_FOUND: unknown execution
-    ├── AlreadyExistsError          ALREADY_EXISTS: id taken, or idempotency key reused for another patch
-    ├── ValidationError             INVALID_ARGUMENT: bad JSON, over a limit, schema violation
-    ├── ConflictError               ABORTED: conflict under `reject`; re-read and retry
-    ├── PreconditionError           FAILED_PRECONDITION: base revision ahead of head
-    ├── OutOfRangeError             OUT_OF_RANGE: a revision that does not exist or was compacted
-    ├── ResourceExhaustedError      RESOURCE_EXHAUSTED: a stream fell too far behind
-    └── UnavailableError            UNAVAILABLE: server unreachable or its log failed; safe to retry
+SkillstateError                 any failed call (status, message)
+├── NotFoundError               NOT_FOUND: unknown execution
+├── AlreadyExistsError          ALREADY_EXISTS: id taken, or idempotency key reused for another patch
+├── ValidationError             INVALID_ARGUMENT: bad JSON, over a limit, schema violation
+├── ConflictError               ABORTED: conflict under `reject`; re-read and retry
+├── PreconditionError           FAILED_PRECONDITION: base revision ahead of head
+├── OutOfRangeError             OUT_OF_RANGE: a revision that does not exist or was compacted
+├── ResourceExhaustedError      RESOURCE_EXHAUSTED: a stream fell too far behind
+└── UnavailableError            UNAVAILABLE: server unreachable or its log failed; safe to retry
 """
 
 from __future__ import annotations

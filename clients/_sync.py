@@ -17,7 +17,9 @@ class SyncStateClient:
     Runs its own event loop, so it must not be used from inside a running one.
     """
 
-    def __init__(self, target: str = "127.0.0.1:50051", *, retry: RetryPolicy = RetryPolicy(), timeout: float | None = 30.0) -> None:
+    def __init__(
+        self, target: str = "127.0.0.1:50051", *, retry: RetryPolicy = RetryPolicy(), timeout: float | None = 30.0
+    ) -> None:
         self._runner = asyncio.Runner()
         self._client = self._runner.run(self._connect(target, retry, timeout))
 

@@ -130,4 +130,3 @@ class Observation:
             json.loads(message.payload_json),
             message.publish_time.ToDatetime(tzinfo=UTC),
         )
-

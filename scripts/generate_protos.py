@@ -1,7 +1,7 @@
 """Regenerate the Python stubs from proto/ (the one source of the wire contract).
 
-    python scripts/generate_protos.py            # rewrite the committed stubs in place
-    python scripts/generate_protos.py --check    # exit 1 if the committed stubs are stale
+python scripts/generate_protos.py            # rewrite the committed stubs in place
+python scripts/generate_protos.py --check    # exit 1 if the committed stubs are stale
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from skillstate.state.v1 import state_pb2, state_pb2_grpc
+from skillstate.state.v1 import state_pb2
 
 from .engine import EngineConfig, StateEngine
-from .service import StateServicer
+from .service import StateServicer, add_state_service
 from .storage.base import RevisionLog
 from .storage.memory import MemoryRevisionLog
 from .storage.sqlite import SqliteRevisionLog
@@ -56,7 +56,7 @@ async def start_server(
     server = grpc.aio.server(
         options=[("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size)]
     )
-    state_pb2_grpc.add_StateServiceServicer_to_server(StateServicer(engine), server)
+    add_state_service(StateServicer(engine), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)

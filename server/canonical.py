@@ -7,6 +7,9 @@ NaN and Infinity are not JSON, integers must fit in 64 bits, and nesting and siz
 from __future__ import annotations
 
 import hashlib
+import json
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -43,10 +46,28 @@ def parse(text: str | bytes, field: str, limits: Limits, *, max_bytes: int | Non
         value = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         raise InvalidArgumentError(f"{field}: not valid JSON: {e}") from e
+    if _LONG_DIGIT_RUN.search(data):
+        _check_integer_range(data, field)
     depth = nesting_depth(value)
     if depth > limits.max_depth:
         raise InvalidArgumentError(f"{field}: nesting depth {depth} exceeds the limit of {limits.max_depth}")
     return value
+
+
+_LONG_DIGIT_RUN = re.compile(rb"\d{19}")
+MIN_INTEGER, MAX_INTEGER = -(2**63), 2**64 - 1
+
+
+def _check_integer_range(data: bytes, field: str) -> None:
+    """orjson reads integers outside 64 bits as floats, silently losing digits: find them exactly."""
+
+    def integer(text: str) -> int:
+        number = int(text)
+        if not MIN_INTEGER <= number <= MAX_INTEGER:
+            raise InvalidArgumentError(f"{field}: integer {text} is outside the 64-bit range [-2^63, 2^64-1]")
+        return number
+
+    json.loads(data, parse_int=integer)
 
 
 def parse_object(text: str | bytes, field: str, limits: Limits, *, max_bytes: int | None = None) -> dict[str, JSON]:
@@ -63,6 +84,7 @@ def nesting_depth(value: JSON) -> int:
     stack: list[tuple[JSON, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[JSON]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

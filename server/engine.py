@@ -8,6 +8,7 @@ a caller is answered only after its revision is committed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 import uuid
@@ -32,7 +33,7 @@ from .execution import Entry, Execution, genesis_hash, replay, revision_hash
 from .hub import Hub
 from .limits import DEFAULT_LIMITS, Limits
 from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
-from .mergepatch import NO_CHANGE, apply, effective, strip_nulls, written_paths
+from .mergepatch import NoChange, apply, effective, strip_nulls, written_paths
 from .requests import check_address, check_execution_id, check_label, decode_page_token, encode_page_token
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
 from .storage.base import RevisionLog
@@ -72,8 +73,12 @@ class StateEngine:
     async def start(self) -> None:
         """Open the log and recover the head of every execution from it."""
         await self._log.open()
-        for record in await self._log.list_executions():
-            self._executions[record.execution_id] = await self._recover(record)
+        try:
+            for record in await self._log.list_executions():
+                self._executions[record.execution_id] = await self._recover(record)
+        except BaseException:
+            await self._log.close()
+            raise
         self._committer.start()
 
     async def close(self) -> None:
@@ -82,7 +87,9 @@ class StateEngine:
         await self._log.close()
 
     async def _recover(self, record: ExecutionRecord) -> Execution:
-        execution = Execution(record.execution_id, orjson.loads(record.schema_json), record.created_at, self._config.window)
+        execution = Execution(
+            record.execution_id, orjson.loads(record.schema_json), record.created_at, self._config.window
+        )
         snapshot = await self._log.latest_snapshot(record.execution_id)
         if snapshot is None:
             raise OutOfRangeError(f"execution {record.execution_id!r} has no snapshot to recover from")
@@ -161,7 +168,11 @@ class StateEngine:
             later = list(execution.window)[base - execution.window[0].revision + 1 :]
             return entry.state, [e.change for e in later if e.change is not None]
         cached = execution.replayed
-        if cached is not None and cached[0].revision <= base and execution.window[0].revision <= cached[-1].revision + 1:
+        if (
+            cached is not None
+            and cached[0].revision <= base
+            and execution.window[0].revision <= cached[-1].revision + 1
+        ):
             changes = [e.change for e in cached if e.revision > base and e.change is not None]
             changes += [e.change for e in execution.window if e.revision > cached[-1].revision and e.change is not None]
             return cached[base - cached[0].revision].state, changes
@@ -201,9 +212,7 @@ class StateEngine:
         if base_revision < 0:
             raise InvalidArgumentError(f"base_revision: must be >= 0, got {base_revision}")
         if base_revision > execution.committed:
-            raise BaseAheadError(
-                f"base_revision: {base_revision} is ahead of the head revision {execution.committed}"
-            )
+            raise BaseAheadError(f"base_revision: {base_revision} is ahead of the head revision {execution.committed}")
         key = (agent_id, client_patch_id)
         request = (base_revision, canonical.dumps_str(patch), canonical.dumps_str(action))
         while True:
@@ -219,7 +228,9 @@ class StateEngine:
         # From here to enqueue there is no await: the merge sees exactly the head it commits on.
         head = execution.head
         base_state, changes = since_base
-        applied, resolutions = self._merge(execution, head, base_state, changes, patch, agent_id, base_revision, client_patch_id)
+        applied, resolutions = self._merge(
+            execution, head, base_state, changes, patch, agent_id, base_revision, client_patch_id
+        )
         state = apply(head.state, applied)
         execution.validator.validate_change(head.state, state, applied)
         revision = head.revision + 1
@@ -237,7 +248,9 @@ class StateEngine:
             committed_at=time.time(),
         )
         record = dataclasses.replace(record, state_hash=revision_hash(head.state_hash, record))
-        change = Change(revision, base_revision, agent_id, written_paths(head.state, applied, patch), patch, client_patch_id)
+        change = Change(
+            revision, base_revision, agent_id, written_paths(head.state, applied, patch), patch, client_patch_id
+        )
         execution.push(Entry(revision, state, record.state_hash, record, change))
         snapshot = None
         if revision % self._config.snapshot_every == 0:
@@ -262,7 +275,7 @@ class StateEngine:
     ) -> tuple[dict[str, Any], list[Resolution]]:
         if base_revision == head.revision:
             change = effective(head.state, patch)
-            return ({} if change is NO_CHANGE else change), []
+            return ({} if isinstance(change, NoChange) else change), []
         result = merge(
             base=base_state,
             head=head.state,
@@ -285,10 +298,8 @@ class StateEngine:
         while True:
             pending = execution.pending_patches.get(key)
             if pending is not None:
-                try:
+                with contextlib.suppress(StorageError):  # if the original never committed, this one may apply
                     await asyncio.shield(pending)
-                except StorageError:
-                    pass  # the original never committed; this submit may apply it
                 continue
             revision = execution.patch_ids.get(key)
             if revision is not None:
@@ -318,6 +329,22 @@ class StateEngine:
             execution.observation_committed = item.observation.sequence
             self._observations.publish(execution.id, item.observation)
 
+    async def compact(self, execution_id: str, up_to: int) -> int:
+        """Drop history up to the newest snapshot at or before up_to; returns the new compact revision.
+
+        Reads and watches from before it get the snapshot instead (Watch says so with compact_revision).
+        """
+        execution = self._get(execution_id)
+        if not 0 <= up_to <= execution.committed:
+            raise OutOfRangeError(f"up_to: {up_to} is outside 0..{execution.committed} (the head)")
+        snapshot = await self._log.latest_snapshot(execution.id, at_most=up_to)
+        if snapshot is None or snapshot.revision <= execution.compacted:
+            return execution.compacted
+        await self._log.compact(execution.id, snapshot.revision)
+        execution.compacted = snapshot.revision
+        execution.patch_ids_complete = False
+        return execution.compacted
+
     # -- watch and history -------------------------------------------------------------------------------
 
     async def watch(self, execution_id: str, from_revision: int) -> AsyncIterator[RevisionRecord | WatchSnapshot]:
@@ -331,7 +358,9 @@ class StateEngine:
         try:
             if cursor < execution.compacted:
                 entry = await self._entry_at(execution, execution.compacted)
-                yield WatchSnapshot(entry.revision, canonical.dumps_str(entry.state), entry.state_hash, execution.compacted)
+                yield WatchSnapshot(
+                    entry.revision, canonical.dumps_str(entry.state), entry.state_hash, execution.compacted
+                )
                 cursor = execution.compacted
             while cursor < caught_up_to:
                 for record in await self._records(execution, cursor, caught_up_to, 512):

@@ -1,16 +1,16 @@
 """Errors raised by the state engine; the gRPC layer maps each class to one status code.
 
-    StateError
-    ├── NotFoundError            unknown execution, or a revision that does not exist
-    ├── AlreadyExistsError       execution id taken; idempotency key reused for another patch
-    ├── InvalidArgumentError     not JSON, wrong shape, over a limit, schema violation
-    │   └── SchemaViolationError the candidate state fails the execution's JSON Schema
-    ├── ConflictError            overlapping concurrent write under the `reject` policy
-    ├── BaseAheadError           a base revision newer than head
-    ├── OutOfRangeError          a revision outside what exists or is retained
-    ├── WatcherTooSlowError      a subscriber fell behind its bounded queue
-    └── StorageError             the revision log failed; nothing was acknowledged
-        └── DuplicateRowError    a row with the same key exists; the batch was not committed
+StateError
+├── NotFoundError            unknown execution, or a revision that does not exist
+├── AlreadyExistsError       execution id taken; idempotency key reused for another patch
+├── InvalidArgumentError     not JSON, wrong shape, over a limit, schema violation
+│   └── SchemaViolationError the candidate state fails the execution's JSON Schema
+├── ConflictError            overlapping concurrent write under the `reject` policy
+├── BaseAheadError           a base revision newer than head
+├── OutOfRangeError          a revision outside what exists or is retained
+├── WatcherTooSlowError      a subscriber fell behind its bounded queue
+└── StorageError             the revision log failed; nothing was acknowledged
+    └── DuplicateRowError    a row with the same key exists; the batch was not committed
 """
 
 from __future__ import annotations

@@ -29,7 +29,9 @@ MAX_PATCH_IDS = 100_000
 
 def genesis_hash(execution_id: str, schema: Any, initial_state: Any) -> str:
     """The hash of revision 0: binds the execution id, its schema and its initial state."""
-    return canonical.sha256_hex(HASH_DOMAIN, execution_id.encode(), canonical.dumps(schema), canonical.dumps(initial_state))
+    return canonical.sha256_hex(
+        HASH_DOMAIN, execution_id.encode(), canonical.dumps(schema), canonical.dumps(initial_state)
+    )
 
 
 def revision_hash(previous_hash: str, record: RevisionRecord) -> str:

@@ -18,7 +18,7 @@ T = TypeVar("T")
 class Subscription(Generic[T]):
     """One subscriber's queue; read with `get`."""
 
-    __slots__ = ("key", "_accepts", "_queue", "_overflowed")
+    __slots__ = ("_accepts", "_overflowed", "_queue", "key")
 
     def __init__(self, key: str, capacity: int, accepts: Callable[[T], bool] | None) -> None:
         self.key = key

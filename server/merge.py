@@ -18,7 +18,7 @@ import orjson
 from . import canonical
 from .canonical import JSON
 from .errors import ConflictError
-from .mergepatch import MISSING, NO_CHANGE, Path, _Missing, apply_value, effective, json_equal, member_patch, pointer
+from .mergepatch import MISSING, NO_CHANGE, Missing, Path, apply_value, effective, json_equal, member_patch, pointer
 from .policy import MergePolicy, PolicyMap
 from .textmerge import TextEdit, merge_text
 
@@ -276,7 +276,7 @@ def _patch_value_at(patch: dict[str, JSON], path: Path) -> Any:
 
 
 def _kind(value: Any) -> str:
-    return "absent" if isinstance(value, _Missing) else canonical.type_name(value)
+    return "absent" if isinstance(value, Missing) else canonical.type_name(value)
 
 
 _OPERATIONS = frozenset({MergePolicy.COUNTER, MergePolicy.APPEND})

@@ -15,12 +15,12 @@ from .canonical import JSON
 Path = tuple[str, ...]
 
 
-class _Missing:
+class Missing:
     """The absence of a value (distinct from JSON null)."""
 
-    _instance: _Missing | None = None
+    _instance: Missing | None = None
 
-    def __new__(cls) -> _Missing:
+    def __new__(cls) -> Missing:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -29,7 +29,7 @@ class _Missing:
         return "MISSING"
 
 
-MISSING: Final = _Missing()
+MISSING: Final = Missing()
 
 
 def apply(target: JSON, patch: JSON) -> JSON:
@@ -45,7 +45,7 @@ def apply(target: JSON, patch: JSON) -> JSON:
     return result
 
 
-def apply_value(current: JSON | _Missing, patch_value: JSON) -> JSON | _Missing:
+def apply_value(current: JSON | Missing, patch_value: JSON) -> JSON | Missing:
     """The value a member ends up with when `patch_value` is merged into `current` (MISSING if deleted)."""
     if patch_value is None:
         return MISSING
@@ -67,7 +67,7 @@ def diff(old: JSON, new: dict[str, JSON]) -> dict[str, JSON]:
     return patch
 
 
-def member_patch(old: JSON | _Missing, new: JSON | _Missing) -> JSON:
+def member_patch(old: JSON | Missing, new: JSON | Missing) -> JSON:
     """The patch value that turns member `old` into `new`; `None` deletes."""
     if new is MISSING:
         return None
@@ -122,7 +122,7 @@ def strip_nulls(value: JSON) -> JSON:
     return apply({}, value) if isinstance(value, dict) else value
 
 
-def get_path(value: JSON, path: Path) -> JSON | _Missing:
+def get_path(value: JSON, path: Path) -> JSON | Missing:
     """The member at path, or MISSING."""
     for key in path:
         if not isinstance(value, dict) or key not in value:
@@ -136,16 +136,16 @@ def pointer(path: Path) -> str:
     return "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in path)
 
 
-class _NoChange:
+class NoChange:
     def __repr__(self) -> str:
         return "NO_CHANGE"
 
 
-NO_CHANGE: Final = _NoChange()
+NO_CHANGE: Final = NoChange()
 """Returned by `effective` when a patch value would change nothing."""
 
 
-def effective(current: JSON | _Missing, patch_value: JSON) -> JSON | _NoChange:
+def effective(current: JSON | Missing, patch_value: JSON) -> JSON | NoChange:
     """The part of patch_value that changes current, or NO_CHANGE; cost follows the patch, not the state."""
     if patch_value is None:
         return NO_CHANGE if current is MISSING else None

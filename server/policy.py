@@ -49,7 +49,9 @@ class PolicyMap:
                 try:
                     self._patterns[pattern] = re.compile(pattern)
                 except re.error as e:
-                    raise InvalidArgumentError(f"schema_json: {location}/patternProperties: bad pattern {pattern!r}: {e}") from e
+                    raise InvalidArgumentError(
+                        f"schema_json: {location}/patternProperties: bad pattern {pattern!r}: {e}"
+                    ) from e
 
     def policy_at(self, path: Path) -> MergePolicy:
         """The policy governing writes at path."""
@@ -78,7 +80,9 @@ class PolicyMap:
 
     def _resolve(self, node: Any, hops: int = 0) -> Any:
         """Follow a local `$ref` (bounded, so a cycle cannot hang the server)."""
-        while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#") and hops < 32:
+        while (
+            isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#") and hops < 32
+        ):
             declared = node.get(KEYWORD)
             target: Any = self._root
             for part in node["$ref"][1:].split("/")[1:]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from skillstate.state.v1 import state_pb2 as pb
@@ -52,10 +54,23 @@ def status_of(error: StateError) -> grpc.StatusCode:
 R = TypeVar("R")
 
 
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """A request the protobuf runtime refused (for example a string field that is not UTF-8)."""
+
+    message_type: str
+    reason: str
+
+    def error(self) -> InvalidArgumentError:
+        return InvalidArgumentError(f"request is not a valid {self.message_type}: {self.reason}")
+
+
 def _unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
     @functools.wraps(method)
     async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> R:
         try:
+            if isinstance(request, Undecodable):
+                raise request.error()
             return await method(self, request, context)
         except StateError as e:
             await context.abort(status_of(e), str(e))
@@ -68,12 +83,40 @@ def _stream(method: Callable[..., AsyncIterator[R]]) -> Callable[..., AsyncItera
     @functools.wraps(method)
     async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[R]:
         try:
+            if isinstance(request, Undecodable):
+                raise request.error()
             async for message in method(self, request, context):
                 yield message
         except StateError as e:
             await context.abort(status_of(e), str(e))
 
     return handler
+
+
+def _lenient_parser(message_class: Any) -> Callable[[bytes], Any]:
+    def parse(data: bytes) -> Any:
+        try:
+            return message_class.FromString(data)
+        except DecodeError as e:
+            return Undecodable(message_class.DESCRIPTOR.name, str(e).rsplit(": ", 1)[-1])
+
+    return parse
+
+
+def add_state_service(servicer: StateServicer, server: grpc.aio.Server) -> None:
+    """Register the servicer like the generated add_StateServiceServicer_to_server, except that a request
+    that fails to decode reaches the servicer as Undecodable and is answered INVALID_ARGUMENT, not UNKNOWN."""
+    service = pb.DESCRIPTOR.services_by_name["StateService"]
+    handlers = {}
+    for method in service.methods:
+        make = grpc.unary_stream_rpc_method_handler if method.server_streaming else grpc.unary_unary_rpc_method_handler
+        handlers[method.name] = make(
+            getattr(servicer, method.name),
+            request_deserializer=_lenient_parser(getattr(pb, method.input_type.name)),
+            response_serializer=getattr(pb, method.output_type.name).SerializeToString,
+        )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
+    server.add_registered_method_handlers(service.full_name, handlers)
 
 
 class StateServicer(pb_grpc.StateServiceServicer):

@@ -30,18 +30,18 @@ def merge_text(original: str, edits: Sequence[TextEdit]) -> str:
 
     Edits that produce the same text are one edit: two writers making the same change make it once.
     """
-    seed = Doc(client_id=1)
+    seed: Doc[Text] = Doc(client_id=1)
     if original:
         seed.get(_ROOT, type=Text).insert(0, original)
     seed_update, seed_state = seed.get_update(), seed.get_state()
-    merged = Doc(client_id=1)
+    merged: Doc[Text] = Doc(client_id=1)
     merged.apply_update(seed_update)
-    first_of_each_text = {}
+    first_of_each_text: dict[str, TextEdit] = {}
     for edit in sorted(edits, key=lambda e: (e.stamp, e.client_patch_id, e.text)):
         first_of_each_text.setdefault(edit.text, edit)  # the same edit made twice counts once
     ordered = list(first_of_each_text.values())
     for client_id, edit in enumerate(ordered, start=2):
-        writer = Doc(client_id=client_id)
+        writer: Doc[Text] = Doc(client_id=client_id)
         writer.apply_update(seed_update)
         _replay_diff(writer.get(_ROOT, type=Text), original, edit.text)
         merged.apply_update(writer.get_update(seed_state))

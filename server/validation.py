@@ -100,4 +100,6 @@ def _describe(error: ValidationError, prefix: Path) -> str:
 def _raise_if_any(violations: Iterable[str]) -> None:
     found = sorted(set(violations))
     if found:
-        raise SchemaViolationError(found[:MAX_REPORTED] + ([f"and {len(found) - MAX_REPORTED} more"] if len(found) > MAX_REPORTED else []))
+        raise SchemaViolationError(
+            found[:MAX_REPORTED] + ([f"and {len(found) - MAX_REPORTED} more"] if len(found) > MAX_REPORTED else [])
+        )

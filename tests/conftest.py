@@ -11,11 +11,10 @@ from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
-from skillstate.clients import StateClient  # noqa: E402
-from skillstate.server.app import RunningServer, start_server  # noqa: E402
-from skillstate.server.engine import EngineConfig  # noqa: E402
-from skillstate.server.storage.sqlite import SqliteRevisionLog  # noqa: E402
-
+from skillstate.clients import StateClient
+from skillstate.server.app import RunningServer, start_server
+from skillstate.server.engine import EngineConfig
+from skillstate.server.storage.sqlite import SqliteRevisionLog
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True, max_examples=200)

@@ -6,7 +6,11 @@ from hypothesis import strategies as st
 
 KEYS = st.sampled_from(["a", "b", "c", "d", "é", "x/y", "~"])
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.floats(allow_nan=False, allow_infinity=False, width=32), st.text(max_size=5)
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53), 2**53),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(max_size=5),
 )
 
 

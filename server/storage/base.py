@@ -8,6 +8,7 @@ resolve a patch whose base is older than the in-memory window.
 from __future__ import annotations
 
 import abc
+
 from .records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
 
 
@@ -19,9 +20,11 @@ class RevisionLog(abc.ABC):
     DuplicateRowError and commits nothing of its batch; reads only ever see committed batches.
     """
 
+    @abc.abstractmethod
     async def open(self) -> None:
         """Prepare the backend (connect, create tables); idempotent."""
 
+    @abc.abstractmethod
     async def close(self) -> None:
         """Release every resource; the log is unusable afterwards."""
 
@@ -56,7 +59,9 @@ class RevisionLog(abc.ABC):
         """The revision an agent committed under an idempotency key, if any."""
 
     @abc.abstractmethod
-    async def read_observations(self, execution_id: str, after: int, limit: int | None = None) -> list[ObservationRecord]:
+    async def read_observations(
+        self, execution_id: str, after: int, limit: int | None = None
+    ) -> list[ObservationRecord]:
         """Observations with sequence > after, ascending, at most `limit`."""
 
     @abc.abstractmethod
@@ -70,4 +75,3 @@ class RevisionLog(abc.ABC):
     @abc.abstractmethod
     async def compact_revision(self, execution_id: str) -> int:
         """Revisions up to this one were compacted away (0 when the whole log is retained)."""
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from typing import Any
 
 from ..errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError
 from .base import RevisionLog
@@ -10,7 +11,7 @@ from .records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, 
 
 
 class _Execution:
-    __slots__ = ("record", "revisions", "snapshots", "observations", "compacted_to")
+    __slots__ = ("compacted_to", "observations", "record", "revisions", "snapshots")
 
     def __init__(self, record: ExecutionRecord) -> None:
         self.record = record
@@ -25,6 +26,12 @@ class MemoryRevisionLog(RevisionLog):
 
     def __init__(self) -> None:
         self._executions: dict[str, _Execution] = {}
+
+    async def open(self) -> None:
+        """Nothing to prepare."""
+
+    async def close(self) -> None:
+        """Nothing to release: the data stays readable, so a test can recover an engine from it."""
 
     def _get(self, execution_id: str) -> _Execution:
         try:
@@ -43,18 +50,16 @@ class MemoryRevisionLog(RevisionLog):
         return [self._executions[k].record for k in sorted(self._executions)]
 
     async def commit(self, batch: Batch) -> None:
-        tables = (
-            [(self._get(r.execution_id).revisions, r.revision, r) for r in batch.revisions],
-            [(self._get(s.execution_id).snapshots, s.revision, s) for s in batch.snapshots],
-            [(self._get(o.execution_id).observations, o.sequence, o) for o in batch.observations],
-        )
-        for rows in tables:
-            keys = [(id(table), key) for table, key, _ in rows]
-            if len(set(keys)) != len(keys) or any(key in table for table, key, _ in rows):
-                raise DuplicateRowError("a row with the same key is already stored")
-        for rows in tables:
-            for table, key, row in rows:
-                table[key] = row  # type: ignore[index]
+        rows: list[tuple[dict[int, Any], int, Any]] = [
+            *((self._get(r.execution_id).revisions, r.revision, r) for r in batch.revisions),
+            *((self._get(s.execution_id).snapshots, s.revision, s) for s in batch.snapshots),
+            *((self._get(o.execution_id).observations, o.sequence, o) for o in batch.observations),
+        ]
+        keys = [(id(table), key) for table, key, _ in rows]
+        if len(set(keys)) != len(keys) or any(key in table for table, key, _ in rows):
+            raise DuplicateRowError("a row with the same key is already stored")
+        for table, key, row in rows:
+            table[key] = row
 
     async def head_revision(self, execution_id: str) -> int:
         entry = self._get(execution_id)
@@ -78,7 +83,9 @@ class MemoryRevisionLog(RevisionLog):
                 return record
         return None
 
-    async def read_observations(self, execution_id: str, after: int, limit: int | None = None) -> list[ObservationRecord]:
+    async def read_observations(
+        self, execution_id: str, after: int, limit: int | None = None
+    ) -> list[ObservationRecord]:
         observations = self._get(execution_id).observations
         keys = sorted(observations)
         start = bisect.bisect_right(keys, after)

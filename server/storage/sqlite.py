@@ -8,7 +8,6 @@ only committed transactions and never wait behind a commit's fsync.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -87,14 +86,22 @@ class SqliteRevisionLog(RevisionLog):
                 raise StorageError(f"{self._path}: schema version {version} is not {SCHEMA_VERSION}")
             await self._writer.executescript(_DDL + f"PRAGMA user_version = {SCHEMA_VERSION};")
             self._reader = await self._connect()
-        except sqlite3.Error as e:
+        except (sqlite3.Error, StorageError) as e:
+            await self.close()  # an open connection keeps a worker thread alive
+            if isinstance(e, StorageError):
+                raise
             raise StorageError(f"cannot open {self._path}: {e}") from e
 
     async def _connect(self) -> aiosqlite.Connection:
         connection = await aiosqlite.connect(self._path, isolation_level=None)
-        await connection.executescript(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"
-        )
+        try:
+            await connection.executescript(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; "
+                "PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"
+            )
+        except BaseException:
+            await connection.close()
+            raise
         return connection
 
     async def close(self) -> None:
@@ -131,9 +138,15 @@ class SqliteRevisionLog(RevisionLog):
 
     async def commit(self, batch: Batch) -> None:
         await self._transaction(
-            (f"INSERT INTO revisions ({_REVISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", [_revision_row(r) for r in batch.revisions]),
+            (
+                f"INSERT INTO revisions ({_REVISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [_revision_row(r) for r in batch.revisions],
+            ),
             ("INSERT INTO snapshots VALUES (?, ?, ?, ?)", [_snapshot_row(s) for s in batch.snapshots]),
-            (f"INSERT INTO observations ({_OBSERVATION_COLUMNS}) VALUES (?,?,?,?,?,?,?)", [_observation_row(o) for o in batch.observations]),
+            (
+                f"INSERT INTO observations ({_OBSERVATION_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                [_observation_row(o) for o in batch.observations],
+            ),
         )
 
     async def _transaction(self, *statements: tuple[str, list[tuple[Any, ...]]]) -> None:
@@ -183,12 +196,15 @@ class SqliteRevisionLog(RevisionLog):
     async def find_patch(self, execution_id: str, agent_id: str, client_patch_id: str) -> RevisionRecord | None:
         await self._require(execution_id)
         rows = await self._rows(
-            f"SELECT {_REVISION_COLUMNS} FROM revisions WHERE execution_id = ? AND agent_id = ? AND client_patch_id = ?",
+            f"SELECT {_REVISION_COLUMNS} FROM revisions "
+            "WHERE execution_id = ? AND agent_id = ? AND client_patch_id = ?",
             execution_id, agent_id, client_patch_id,
         )  # fmt: skip
         return RevisionRecord(*rows[0]) if rows else None
 
-    async def read_observations(self, execution_id: str, after: int, limit: int | None = None) -> list[ObservationRecord]:
+    async def read_observations(
+        self, execution_id: str, after: int, limit: int | None = None
+    ) -> list[ObservationRecord]:
         await self._require(execution_id)
         rows = await self._rows(
             f"SELECT {_OBSERVATION_COLUMNS} FROM observations WHERE execution_id = ? AND sequence > ? "
@@ -199,7 +215,9 @@ class SqliteRevisionLog(RevisionLog):
 
     async def last_observation_sequence(self, execution_id: str) -> int:
         await self._require(execution_id)
-        last = await self._scalar(self._r, "SELECT MAX(sequence) FROM observations WHERE execution_id = ?", execution_id)
+        last = await self._scalar(
+            self._r, "SELECT MAX(sequence) FROM observations WHERE execution_id = ?", execution_id
+        )
         return last or 0
 
     async def compact(self, execution_id: str, up_to: int) -> None:
@@ -219,7 +237,9 @@ class SqliteRevisionLog(RevisionLog):
         )
 
     async def compact_revision(self, execution_id: str) -> int:
-        value = await self._scalar(self._r, "SELECT compact_revision FROM executions WHERE execution_id = ?", execution_id)
+        value = await self._scalar(
+            self._r, "SELECT compact_revision FROM executions WHERE execution_id = ?", execution_id
+        )
         if value is None:
             raise NotFoundError(f"execution {execution_id!r} not found")
         return int(value)
@@ -227,7 +247,7 @@ class SqliteRevisionLog(RevisionLog):
     async def _require(self, execution_id: str) -> None:
         await self.compact_revision(execution_id)
 
-    async def _rows(self, sql: str, *params: Any) -> Iterable[Any]:
+    async def _rows(self, sql: str, *params: Any) -> list[Any]:
         try:
             async with self._r.execute(sql, params) as cursor:
                 return list(await cursor.fetchall())

@@ -16,7 +16,9 @@ AGENTS = ["ada", "bob", "cy", "dee"]
 SMALL_TEXT = st.text(alphabet="abé😀 \n", max_size=8)
 NUMBERS = st.integers(-1000, 1000)
 POLICY_VALUES = {
-    "lww": st.one_of(NUMBERS, SMALL_TEXT, st.lists(NUMBERS, max_size=3), st.dictionaries(st.sampled_from("xy"), NUMBERS)),
+    "lww": st.one_of(
+        NUMBERS, SMALL_TEXT, st.lists(NUMBERS, max_size=3), st.dictionaries(st.sampled_from("xy"), NUMBERS)
+    ),
     "counter": NUMBERS,
     "max": st.one_of(NUMBERS, st.floats(-1e6, 1e6, allow_nan=False)),
     "min": st.one_of(NUMBERS, st.floats(-1e6, 1e6, allow_nan=False)),

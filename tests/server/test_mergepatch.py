@@ -6,7 +6,6 @@ import copy
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from skillstate.server.mergepatch import apply, diff, effective, json_equal, strip_nulls, touched_paths
 
@@ -75,7 +74,13 @@ def test_touched_paths_cover_exactly_what_changed(state: dict, patch: dict) -> N
 
 @pytest.mark.parametrize(
     ("a", "b", "equal"),
-    [(True, 1, False), (1, 1.0, False), (0, False, False), ([1, {"a": None}], [1, {"a": None}], True), ("x", "x", True)],
+    [
+        (True, 1, False),
+        (1, 1.0, False),
+        (0, False, False),
+        ([1, {"a": None}], [1, {"a": None}], True),
+        ("x", "x", True),
+    ],
 )
 def test_json_equal_distinguishes_json_types(a: object, b: object, equal: bool) -> None:
     assert json_equal(a, b) is equal

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# mypy cannot follow setuptools' editable-install finder, so give it the import namespace as a link tree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tree=build/typecheck/skillstate
+rm -rf build/typecheck && mkdir -p "$tree"
+for pair in server:server clients:clients agents:agents cli:cli state:proto/skillstate/state; do
+  ln -s "$PWD/${pair#*:}" "$tree/${pair%%:*}"
+done
+MYPYPATH=build/typecheck exec mypy -p skillstate.server -p skillstate.clients -p skillstate.cli "$@"

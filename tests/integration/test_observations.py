@@ -1,0 +1,60 @@
+"""Observations: addressed to an agent, a skill or everyone; durable and resumable by sequence."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from skillstate.clients import Observation, StateClient
+from skillstate.server.app import start_server
+from skillstate.server.storage.sqlite import SqliteRevisionLog
+
+
+async def take(client: StateClient, execution_id: str, agent: str, count: int, **kwargs) -> list[Observation]:
+    got = []
+    async for observation in client.observations(execution_id, agent, **kwargs):
+        got.append(observation)
+        if len(got) == count:
+            return got
+    raise AssertionError("stream ended early")
+
+
+async def test_routing_by_agent_skill_and_broadcast(client: StateClient) -> None:
+    execution_id = (await client.create_execution()).execution_id
+    addresses = ["picker", "skill:shipping", "*", "packer", "skill:billing", "picker"]
+    for n, to in enumerate(addresses):
+        assert await client.publish_observation(execution_id, to, {"n": n}, source="env", kind="event") == n + 1
+    picker = await take(client, execution_id, "picker", 4, skills=["shipping"])
+    assert [(o.sequence, o.to, o.payload) for o in picker] == [
+        (1, "picker", {"n": 0}),
+        (2, "skill:shipping", {"n": 1}),
+        (3, "*", {"n": 2}),
+        (6, "picker", {"n": 5}),
+    ]
+    packer = await take(client, execution_id, "packer", 2)
+    assert [o.sequence for o in packer] == [3, 4]
+
+
+async def test_live_delivery_and_resume_after_a_sequence(client: StateClient) -> None:
+    execution_id = (await client.create_execution()).execution_id
+    reader = asyncio.create_task(take(client, execution_id, "a", 3))
+    await asyncio.sleep(0.05)
+    for n in range(3):
+        await client.publish_observation(execution_id, "a", n)
+    assert [o.payload for o in await reader] == [0, 1, 2]
+    assert [o.payload for o in await take(client, execution_id, "a", 1, after_sequence=2)] == [2]
+
+
+async def test_observations_survive_a_restart(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    first = await start_server(SqliteRevisionLog(db), "127.0.0.1:0")
+    async with StateClient(f"127.0.0.1:{first.port}") as client:
+        execution_id = (await client.create_execution()).execution_id
+        await client.publish_observation(execution_id, "*", "before", kind="boot")
+    await first.stop()
+    second = await start_server(SqliteRevisionLog(db), "127.0.0.1:0")
+    async with StateClient(f"127.0.0.1:{second.port}") as client:
+        assert await client.publish_observation(execution_id, "*", "after") == 2
+        got = await take(client, execution_id, "anyone", 2)
+        assert [(o.payload, o.kind) for o in got] == [("before", "boot"), ("after", "")]
+    await second.stop()

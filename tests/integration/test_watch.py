@@ -1,0 +1,107 @@
+"""Watch streams: every committed revision exactly once and in order, across cuts and slow readers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import grpc
+import pytest
+
+from skillstate.clients import RevisionEvent, StateClient
+from skillstate.server.app import RunningServer, start_server
+from skillstate.server.engine import EngineConfig
+from skillstate.server.storage.sqlite import SqliteRevisionLog
+from skillstate.state.v1 import state_pb2 as pb
+from skillstate.state.v1 import state_pb2_grpc as pb_grpc
+
+
+async def collect(client: StateClient, execution_id: str, until: int, from_revision: int = 0) -> list[RevisionEvent]:
+    events = []
+    async for event in client.watch(execution_id, from_revision):
+        assert isinstance(event, RevisionEvent)
+        events.append(event)
+        if event.revision >= until:
+            return events
+    raise AssertionError("watch ended early")
+
+
+async def test_watchers_see_every_revision_once_in_order(client: StateClient) -> None:
+    execution_id = (await client.create_execution()).execution_id
+    early = asyncio.create_task(collect(client, execution_id, 60))
+    await asyncio.sleep(0.05)
+
+    async def agent(name: str) -> None:
+        for i in range(6):
+            await client.submit_patch(execution_id, {f"{name}-{i}": i}, agent_id=name, base_revision=0)
+
+    writers = [asyncio.create_task(agent(f"a{n}")) for n in range(10)]
+    await asyncio.sleep(0.02)
+    late = asyncio.create_task(collect(client, execution_id, 60))  # joins mid-stream: history, then live
+    await asyncio.gather(*writers)
+    history = [e async for e in client.history(execution_id)]
+    for watched in (await early, await late):
+        assert [e.revision for e in watched] == list(range(1, 61))
+        assert [e.state_hash for e in watched] == [e.state_hash for e in history]
+    assert [e.revision for e in await collect(client, execution_id, 60, from_revision=55)] == [56, 57, 58, 59, 60]
+
+
+async def test_watch_resumes_after_the_server_restarts(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    first = await start_server(SqliteRevisionLog(db), "127.0.0.1:0")
+    port = first.port
+    async with StateClient(f"127.0.0.1:{port}") as client:
+        execution_id = (await client.create_execution()).execution_id
+        for i in range(5):
+            await client.submit_patch(execution_id, {"n": i}, agent_id="a", base_revision=i)
+        watched: list[int] = []
+
+        async def watch() -> None:
+            async for event in client.watch(execution_id):
+                watched.append(event.revision)
+                if event.revision == 10:
+                    return
+
+        watcher = asyncio.create_task(watch())
+        while len(watched) < 5:
+            await asyncio.sleep(0.01)
+        await first.stop(grace=0)  # the stream is cut
+        second = await start_server(SqliteRevisionLog(db), f"127.0.0.1:{port}")
+        try:
+            for i in range(5, 10):
+                await client.submit_patch(execution_id, {"n": i}, agent_id="a", base_revision=i)
+            await asyncio.wait_for(watcher, 20)
+        finally:
+            await second.stop(grace=0)
+    assert watched == list(range(1, 11))
+
+
+@pytest.fixture
+def engine_config() -> EngineConfig:
+    return EngineConfig(subscriber_queue=4)
+
+
+async def test_a_watcher_that_falls_behind_is_told_where_to_resume(server: RunningServer, client: StateClient) -> None:
+    execution_id = (await client.create_execution()).execution_id
+    await client.submit_patch(execution_id, {"k": 0}, agent_id="a", base_revision=0)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        stream = pb_grpc.StateServiceStub(channel).Watch(pb.WatchRequest(execution_id=execution_id))
+        first = await stream.read()  # the watch is live; now stop reading while much is committed
+        await asyncio.gather(
+            *(
+                client.submit_patch(execution_id, {f"k{i}": "x" * 4000}, agent_id="a", base_revision=1)
+                for i in range(399)
+            )
+        )
+        received = [first.event.revision]
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            while True:
+                message = await stream.read()
+                if message is grpc.aio.EOF:
+                    break
+                received.append(message.event.revision)
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert received == list(range(1, len(received) + 1)), "a slow watcher must never skip"
+    assert f"resume with from_revision={received[-1]}" in caught.value.details()
+    resumed = await collect(client, execution_id, 400, from_revision=received[-1])  # the SDK resumes by itself
+    assert [e.revision for e in resumed] == list(range(received[-1] + 1, 401))

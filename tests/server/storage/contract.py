@@ -1,0 +1,123 @@
+"""The behaviour every RevisionLog must have; each backend's test module subclasses RevisionLogContract."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from skillstate.server.errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError
+from skillstate.server.storage.base import RevisionLog
+from skillstate.server.storage.records import (
+    Batch,
+    ExecutionRecord,
+    ObservationRecord,
+    RevisionRecord,
+    SnapshotRecord,
+)
+
+
+def execution(execution_id: str = "e1") -> tuple[ExecutionRecord, SnapshotRecord]:
+    return ExecutionRecord(execution_id, "{}", 1.5), SnapshotRecord(execution_id, 0, "{}", "h0")
+
+
+def revision(n: int, execution_id: str = "e1", *, agent: str = "a", key: str = "") -> RevisionRecord:
+    return RevisionRecord(
+        execution_id, n, agent, n - 1, f'{{"k":{n}}}', f'{{"k":{n}}}', "null", key, "[]", f"h{n}", 2.5
+    )
+
+
+def observation(n: int, execution_id: str = "e1", to: str = "*") -> ObservationRecord:
+    return ObservationRecord(execution_id, n, to, "env", "alert", f'{{"n":{n}}}', 3.5)
+
+
+class RevisionLogContract:
+    """Subclass and provide a `log` fixture that yields an opened, empty backend."""
+
+    @pytest.fixture
+    async def log(self) -> AsyncIterator[RevisionLog]:
+        raise NotImplementedError
+        yield
+
+    async def test_create_and_list(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution("b"))
+        await log.create_execution(*execution("a"))
+        assert [e.execution_id for e in await log.list_executions()] == ["a", "b"]
+        assert await log.head_revision("a") == 0
+        snapshot = await log.latest_snapshot("a")
+        assert snapshot == SnapshotRecord("a", 0, "{}", "h0")
+
+    async def test_create_twice_is_already_exists(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution())
+        with pytest.raises(AlreadyExistsError):
+            await log.create_execution(*execution())
+
+    async def test_unknown_execution_is_not_found(self, log: RevisionLog) -> None:
+        with pytest.raises(NotFoundError):
+            await log.read_revisions("nope", 0)
+        with pytest.raises(NotFoundError):
+            await log.commit(Batch(revisions=[revision(1, "nope")]))
+
+    async def test_commit_and_read_ranges(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution())
+        await log.commit(Batch(revisions=[revision(n) for n in range(1, 6)]))
+        assert await log.head_revision("e1") == 5
+        assert [r.revision for r in await log.read_revisions("e1", 0)] == [1, 2, 3, 4, 5]
+        assert [r.revision for r in await log.read_revisions("e1", 1, up_to=3)] == [2, 3]
+        assert [r.revision for r in await log.read_revisions("e1", 0, limit=2)] == [1, 2]
+        assert (await log.read_revisions("e1", 0))[2] == revision(3)
+
+    async def test_duplicate_revision_commits_nothing_of_its_batch(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution())
+        await log.commit(Batch(revisions=[revision(1)]))
+        with pytest.raises(DuplicateRowError):
+            await log.commit(Batch(revisions=[revision(2), revision(1)], observations=[observation(1)]))
+        assert [r.revision for r in await log.read_revisions("e1", 0)] == [1]
+        assert await log.last_observation_sequence("e1") == 0
+
+    async def test_duplicate_within_one_batch_is_refused(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution())
+        with pytest.raises(DuplicateRowError):
+            await log.commit(Batch(revisions=[revision(1), revision(1)]))
+        assert await log.head_revision("e1") == 0
+
+    async def test_snapshots(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution())
+        await log.commit(Batch(snapshots=[SnapshotRecord("e1", 10, '{"a":1}', "h10")]))
+        assert (await log.latest_snapshot("e1")).revision == 10  # type: ignore[union-attr]
+        assert (await log.latest_snapshot("e1", at_most=9)).revision == 0  # type: ignore[union-attr]
+
+    async def test_find_patch_by_idempotency_key(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution())
+        await log.commit(Batch(revisions=[revision(1, key="k1"), revision(2, agent="b", key="k1")]))
+        found = await log.find_patch("e1", "b", "k1")
+        assert found is not None and found.revision == 2
+        assert await log.find_patch("e1", "c", "k1") is None
+
+    async def test_observations(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution())
+        await log.commit(Batch(observations=[observation(n) for n in range(1, 4)]))
+        assert await log.last_observation_sequence("e1") == 3
+        assert [o.sequence for o in await log.read_observations("e1", 1)] == [2, 3]
+        assert [o.sequence for o in await log.read_observations("e1", 0, limit=1)] == [1]
+        assert (await log.read_observations("e1", 0))[0] == observation(1)
+
+    async def test_executions_are_isolated(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution("a"))
+        await log.create_execution(*execution("b"))
+        await log.commit(Batch(revisions=[revision(1, "a"), revision(1, "b"), revision(2, "b")]))
+        assert await log.head_revision("a") == 1
+        assert await log.head_revision("b") == 2
+
+    async def test_compact(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution())
+        await log.commit(
+            Batch(revisions=[revision(n) for n in range(1, 5)], snapshots=[SnapshotRecord("e1", 2, "{}", "h2")])
+        )
+        with pytest.raises(OutOfRangeError):
+            await log.compact("e1", 3)
+        await log.compact("e1", 2)
+        assert await log.compact_revision("e1") == 2
+        assert [r.revision for r in await log.read_revisions("e1", 0)] == [3, 4]
+        assert (await log.latest_snapshot("e1", at_most=1)) is None
+        assert await log.head_revision("e1") == 4

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from skillstate.server.errors import StorageError
+from skillstate.server.storage.base import RevisionLog
+from skillstate.server.storage.records import Batch
+from skillstate.server.storage.sqlite import SqliteRevisionLog
+
+from .contract import RevisionLogContract, execution, revision
+
+
+class TestSqliteRevisionLog(RevisionLogContract):
+    @pytest.fixture
+    async def log(self, tmp_path: Path) -> AsyncIterator[RevisionLog]:
+        backend = SqliteRevisionLog(tmp_path / "log.db")
+        await backend.open()
+        yield backend
+        await backend.close()
+
+
+async def test_reopening_the_file_keeps_everything(tmp_path: Path) -> None:
+    first = SqliteRevisionLog(tmp_path / "log.db")
+    await first.open()
+    await first.create_execution(*execution())
+    await first.commit(Batch(revisions=[revision(1), revision(2)]))
+    await first.close()
+    second = SqliteRevisionLog(tmp_path / "log.db")
+    await second.open()
+    assert [r.revision for r in await second.read_revisions("e1", 0)] == [1, 2]
+    await second.close()
+
+
+async def test_a_file_that_is_not_a_database_is_a_storage_error(tmp_path: Path) -> None:
+    path = tmp_path / "log.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StorageError, match="cannot open"):
+        await SqliteRevisionLog(path).open()
+    # regression: a failed open left an aiosqlite worker thread waiting forever, so pytest hung at exit
+    workers = [t for t in threading.enumerate() if "connection_worker" in t.name]
+    for worker in workers:
+        worker.join(timeout=5)  # a closed connection's thread ends just after close() returns
+    assert not [t for t in workers if t.is_alive()]

@@ -1,0 +1,71 @@
+"""Path-local validation of a change must agree with validating the whole new state."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from skillstate.server.errors import InvalidArgumentError, SchemaViolationError
+from skillstate.server.mergepatch import apply, strip_nulls
+from skillstate.server.validation import SchemaValidator
+
+from ..strategies import json_values
+
+SCHEMAS = [
+    {"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}}},
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}}, "maxProperties": 2}, "c": {}},
+    },
+    {
+        "type": "object",
+        "patternProperties": {"^[ab]": {"type": ["integer", "object"]}},
+        "propertyNames": {"maxLength": 1},
+    },
+    {"$defs": {"n": {"type": "integer", "minimum": 0}}, "type": "object", "properties": {"a": {"$ref": "#/$defs/n"}}},
+    {"type": "object", "properties": {"a": {"type": "object", "dependentRequired": {"b": ["c"]}}}},
+    {"type": "object", "allOf": [{"properties": {"b": {"type": "array", "maxItems": 2}}}], "minProperties": 1},
+    {
+        "type": "object",
+        "properties": {"a": {"type": "object", "additionalProperties": {"type": "object", "required": ["x"]}}},
+    },
+]
+KEYS = st.sampled_from(["a", "b", "c", "x", "ab"])
+OBJECTS = st.dictionaries(KEYS, json_values(8), max_size=4)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=range(len(SCHEMAS)))
+@given(old=OBJECTS, patch=st.dictionaries(KEYS, json_values(8), max_size=3))
+def test_local_validation_agrees_with_full_validation(schema: dict, old: dict, patch: dict) -> None:
+    validator = SchemaValidator(schema)
+    old = strip_nulls(old)
+    try:
+        validator.validate(old)
+    except SchemaViolationError:
+        return  # the engine only ever holds valid states
+    new = apply(old, patch)
+    try:
+        validator.validate(new)
+        full_ok = True
+    except SchemaViolationError:
+        full_ok = False
+    try:
+        validator.validate_change(old, new, patch)
+        local_ok = True
+    except SchemaViolationError:
+        local_ok = False
+    assert local_ok == full_ok
+
+
+def test_violations_name_path_and_keyword() -> None:
+    validator = SchemaValidator(SCHEMAS[0])
+    with pytest.raises(SchemaViolationError) as caught:
+        validator.validate({"a": "x"})
+    assert caught.value.violations == ["/a: 'x' is not of type 'integer' (type)"]
+
+
+def test_an_invalid_schema_is_refused_with_its_location() -> None:
+    with pytest.raises(InvalidArgumentError, match="schema_json: not a valid Draft 2020-12 schema at /properties/a"):
+        SchemaValidator({"properties": {"a": {"type": "nope"}}})

@@ -1,0 +1,33 @@
+"""Architecture rules: the contract and the client depend on nothing of ours; the server never loads litellm."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def loaded_modules(statement: str) -> set[str]:
+    code = f"import json, sys; {statement}; print(json.dumps(sorted(sys.modules)))"
+    output = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    return set(json.loads(output))
+
+
+def test_the_client_imports_only_the_generated_stubs() -> None:
+    ours = {m for m in loaded_modules("import skillstate.clients") if m.startswith("skillstate.")}
+    assert ours <= {m for m in ours if m.startswith(("skillstate.clients", "skillstate.state"))}
+
+
+def test_the_stubs_import_nothing_of_ours() -> None:
+    ours = {m for m in loaded_modules("import skillstate.state.v1.state_pb2_grpc") if m.startswith("skillstate.")}
+    assert all(m.startswith("skillstate.state") for m in ours)
+
+
+def test_the_server_does_not_import_litellm() -> None:
+    modules = loaded_modules("import skillstate.server.app, skillstate.cli.main")
+    assert "litellm" not in modules
+
+
+def test_the_engine_does_not_import_grpc() -> None:
+    modules = loaded_modules("import skillstate.server.engine")
+    assert not any(m == "grpc" or m.startswith("grpc.") for m in modules)
