@@ -24,13 +24,16 @@ _CANONICAL = orjson.OPT_SORT_KEYS
 
 
 def dumps(value: JSON) -> bytes:
-    """Canonical JSON bytes of a decoded value."""
-    return orjson.dumps(value, option=_CANONICAL)
+    """Canonical JSON bytes of a decoded value; InvalidArgumentError if it holds what JSON cannot."""
+    try:
+        return orjson.dumps(value, option=_CANONICAL)
+    except orjson.JSONEncodeError as e:
+        raise InvalidArgumentError(f"cannot encode the result as JSON: {e}") from e
 
 
 def dumps_str(value: JSON) -> str:
     """Canonical JSON as text, for string fields of the wire contract."""
-    return orjson.dumps(value, option=_CANONICAL).decode()
+    return dumps(value).decode()
 
 
 def parse(text: str | bytes, field: str, limits: Limits, *, max_bytes: int | None = None) -> JSON:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -234,20 +233,20 @@ class StateEngine:
         state = apply(head.state, applied)
         execution.validator.validate_change(head.state, state, applied)
         revision = head.revision + 1
+        applied_json = canonical.dumps_str(applied)
         record = RevisionRecord(
             execution_id=execution.id,
             revision=revision,
             agent_id=agent_id,
             base_revision=base_revision,
             patch_json=request[1],
-            applied_patch_json=canonical.dumps_str(applied),
+            applied_patch_json=applied_json,
             action_json=request[2],
             client_patch_id=client_patch_id,
             resolutions_json=encode_resolutions(resolutions),
-            state_hash="",
+            state_hash=revision_hash(head.state_hash, revision, agent_id, base_revision, applied_json, request[2]),
             committed_at=time.time(),
         )
-        record = dataclasses.replace(record, state_hash=revision_hash(head.state_hash, record))
         change = Change(
             revision, base_revision, agent_id, written_paths(head.state, applied, patch), patch, client_patch_id
         )

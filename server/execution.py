@@ -34,15 +34,17 @@ def genesis_hash(execution_id: str, schema: Any, initial_state: Any) -> str:
     )
 
 
-def revision_hash(previous_hash: str, record: RevisionRecord) -> str:
+def revision_hash(
+    previous_hash: str, revision: int, agent_id: str, base_revision: int, applied_patch_json: str, action_json: str
+) -> str:
     """The hash of a revision: chains the previous hash with everything the revision committed."""
     return canonical.sha256_hex(
         previous_hash.encode(),
-        str(record.revision).encode(),
-        record.agent_id.encode(),
-        str(record.base_revision).encode(),
-        record.applied_patch_json.encode(),
-        record.action_json.encode(),
+        str(revision).encode(),
+        agent_id.encode(),
+        str(base_revision).encode(),
+        applied_patch_json.encode(),
+        action_json.encode(),
     )
 
 
@@ -75,7 +77,14 @@ def replay(snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> Itera
             record.client_patch_id,
         )
         state = apply(state, applied)
-        state_hash = revision_hash(state_hash, record)
+        state_hash = revision_hash(
+            state_hash,
+            record.revision,
+            record.agent_id,
+            record.base_revision,
+            record.applied_patch_json,
+            record.action_json,
+        )
         if state_hash != record.state_hash:
             raise StorageError(
                 f"execution {record.execution_id!r}: hash chain broken at revision {record.revision}; "

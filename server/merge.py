@@ -179,7 +179,10 @@ def _number(value: Any, policy: str, role: str, *, missing: Any = MISSING) -> An
 
 def _counter(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
     delta = _number(intended, "counter", "the patch's value") - _number(base, "counter", "base", missing=0)
-    return _number(head, "counter", "head", missing=0) + delta, "COMBINED"
+    total = _number(head, "counter", "head", missing=0) + delta
+    if isinstance(total, int) and not canonical.MIN_INTEGER <= total <= canonical.MAX_INTEGER:
+        raise _Unmergeable(f"counter result {total} is outside the 64-bit integer range")
+    return total, "COMBINED"
 
 
 def _extreme(pick: Any, name: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -52,6 +53,7 @@ def status_of(error: StateError) -> grpc.StatusCode:
 
 
 R = TypeVar("R")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,10 @@ def _unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
         except StateError as e:
             await context.abort(status_of(e), str(e))
             raise  # unreachable: abort raises
+        except Exception:
+            log.exception("%s failed", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__} (logged by the server)")
+            raise
 
     return handler
 
@@ -89,6 +95,9 @@ def _stream(method: Callable[..., AsyncIterator[R]]) -> Callable[..., AsyncItera
                 yield message
         except StateError as e:
             await context.abort(status_of(e), str(e))
+        except Exception:
+            log.exception("%s failed", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__} (logged by the server)")
 
     return handler
 

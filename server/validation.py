@@ -43,6 +43,9 @@ class SchemaValidator:
             raise InvalidArgumentError(f"schema_json: not a valid Draft 2020-12 schema at {where}: {e.message}") from e
         self._validator = Draft202012Validator(schema)
         self._root = schema
+        self._evolved: dict[int, Draft202012Validator] = {}
+        """Validators for subschemas of this schema, by id: every one stays alive in _root or _shallow."""
+        self._shallow: dict[int, dict[str, Any]] = {}
 
     def validate(self, state: Any) -> None:
         """Check a whole state; raises SchemaViolationError listing the failing paths."""
@@ -58,7 +61,9 @@ class SchemaValidator:
         if not isinstance(schema, dict) or not isinstance(new, dict) or not schema.keys() <= _LOCAL_KEYWORDS:
             yield from self._errors(new, schema, path)
             return
-        shallow = {key: schema[key] for key in _SHALLOW_KEYWORDS if key in schema}
+        shallow = self._shallow.get(id(schema))
+        if shallow is None:
+            shallow = self._shallow[id(schema)] = {key: schema[key] for key in _SHALLOW_KEYWORDS if key in schema}
         yield from self._errors(new, shallow, path)
         old_members = old if isinstance(old, dict) else {}
         for key, change in patch.items():
@@ -88,7 +93,12 @@ class SchemaValidator:
         return matched
 
     def _errors(self, value: Any, schema: Any, path: Path) -> Iterator[str]:
-        for error in self._validator.evolve(schema=schema).iter_errors(value):
+        if schema is True or schema == {}:
+            return
+        validator = self._evolved.get(id(schema))
+        if validator is None:
+            validator = self._evolved[id(schema)] = self._validator.evolve(schema=schema)
+        for error in validator.iter_errors(value):
             yield _describe(error, path)
 
 
