@@ -165,6 +165,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`skillstate state history X | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as e:  # the client's typed errors carry a status: map it to a stable exit code
         status = getattr(getattr(e, "status", None), "name", None)
         if status is None:

@@ -7,4 +7,4 @@ rm -rf build/typecheck && mkdir -p "$tree"
 for pair in server:server clients:clients agents:agents cli:cli state:proto/skillstate/state; do
   ln -s "$PWD/${pair#*:}" "$tree/${pair%%:*}"
 done
-MYPYPATH=build/typecheck exec mypy -p skillstate.server -p skillstate.clients -p skillstate.cli "$@"
+MYPYPATH=build/typecheck exec "${PYTHON:-python3}" -m mypy -p skillstate.server -p skillstate.clients -p skillstate.cli "$@"

@@ -1,0 +1,19 @@
+.PHONY: install test check protos bench serve
+
+install:            ## editable install with the development tools
+	python3 -m pip install -e '.[dev]'
+
+test:               ## the test suite (what the README gives)
+	python3 -m pytest
+
+check:              ## everything CI runs
+	bash .ci/run
+
+protos:             ## regenerate the committed stubs from proto/
+	python3 scripts/generate_protos.py
+
+bench:              ## throughput beside raw gRPC and SQLite baselines (about two minutes)
+	python3 bench/state_server.py
+
+serve:              ## the state server on 127.0.0.1:50051 with ./skillstate.db
+	skillstate serve
