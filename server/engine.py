@@ -164,8 +164,8 @@ class StateEngine:
         """The state at `base` and every change after it up to head, or None if the window lacks the base."""
         entry = execution.entry(base)
         if entry is not None:
-            later = list(execution.window)[base - execution.window[0].revision + 1 :]
-            return entry.state, [e.change for e in later if e.change is not None]
+            window, since = execution.window, execution.head.revision - base
+            return entry.state, [c for c in (window[i].change for i in range(-since, 0)) if c is not None]
         cached = execution.replayed
         if (
             cached is not None
@@ -379,8 +379,10 @@ class StateEngine:
         """Committed revisions in (after, up_to], at most limit, from the window when it holds them."""
         if execution.entry(after + 1) is not None:
             first = execution.window[0].revision
-            entries = list(execution.window)[after + 1 - first : up_to + 1 - first][:limit]
-            return [e.record for e in entries if e.record is not None]
+            stop = min(up_to, after + limit)
+            return [
+                r for r in (execution.window[i - first].record for i in range(after + 1, stop + 1)) if r is not None
+            ]
         return await self._log.read_revisions(execution.id, after=after, up_to=up_to, limit=limit)
 
     async def history(

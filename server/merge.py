@@ -67,27 +67,35 @@ class MergeResult:
     resolutions: list[Resolution]
 
 
-@dataclass(slots=True)
 class _Trie:
-    """The paths changed since the base; `leaf` marks a path replaced or deleted as a whole."""
+    """The paths written since the base, below one node; a child is gathered only when visited.
 
-    children: dict[str, _Trie] = field(default_factory=dict)
-    leaf: bool = False
-    changes: list[Change] = field(default_factory=list)
-    """Every change that touched this path or a path below it."""
+    A merge visits only the keys its patch writes, so it never spends time on paths the patch never meets.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: list[tuple[Path, Change]]) -> None:
+        self._entries = entries
+        """(path below this node, change that wrote it)"""
+
+    @property
+    def leaf(self) -> bool:
+        """True when a change replaced or deleted this path as a whole."""
+        return any(not path for path, _ in self._entries)
+
+    @property
+    def changes(self) -> list[Change]:
+        """Every change that wrote this path or a path below it, in commit order, once each."""
+        return list({id(change): change for _, change in self._entries}.values())
+
+    def child(self, key: str) -> _Trie | None:
+        entries = [(path[1:], change) for path, change in self._entries if path and path[0] == key]
+        return _Trie(entries) if entries else None
 
 
 def _build_trie(changes: Sequence[Change]) -> _Trie:
-    root = _Trie()
-    for change in changes:
-        for path in change.touched:
-            node = root
-            node.changes.append(change)
-            for key in path:
-                node = node.children.setdefault(key, _Trie())
-                node.changes.append(change)
-            node.leaf = True
-    return root
+    return _Trie([(path, change) for change in changes for path in change.touched])
 
 
 @dataclass(slots=True)
@@ -108,7 +116,7 @@ class _Merge:
         for key, value in patch.items():
             here = (*path, key)
             current = head.get(key, MISSING)
-            node = trie.children.get(key)
+            node = trie.child(key)
             if node is None:
                 change: Any = effective(current, value)
             elif isinstance(value, dict) and value and not node.leaf and isinstance(current, dict):
