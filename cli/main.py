@@ -36,6 +36,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--db", default="skillstate.db", help="SQLite file, or :memory: (default: %(default)s)")
     serve.add_argument("--listen", default="127.0.0.1:50051", help="host:port (default: %(default)s)")
     serve.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
+    serve.add_argument(
+        "--retain-revisions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="keep at least N revisions of history per execution, compacting older ones into snapshots "
+        "(default: keep everything)",
+    )
 
     state = commands.add_parser("state", help="read and change execution state").add_subparsers(
         dest="subcommand", required=True
@@ -148,9 +156,12 @@ def run_serve(args: argparse.Namespace) -> None:
     import logging
 
     from skillstate.server.app import serve
+    from skillstate.server.engine import EngineConfig
 
+    if args.retain_revisions is not None and args.retain_revisions < 0:
+        raise UsageError("--retain-revisions: must be >= 0")
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve(db=args.db, listen=args.listen))
+    asyncio.run(serve(db=args.db, listen=args.listen, config=EngineConfig(retain_revisions=args.retain_revisions)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -38,6 +39,8 @@ from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapsho
 from .storage.base import RevisionLog
 from .storage.records import ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
@@ -52,6 +55,9 @@ class EngineConfig:
     """Items a watcher or observation stream may fall behind before it is ended."""
     max_batch: int = 1024
     """Most items in one group commit."""
+    retain_revisions: int | None = None
+    """Keep at least this many revisions of history; older ones are compacted into a snapshot after each
+    snapshot commits. None keeps the whole log."""
 
 
 class StateEngine:
@@ -66,6 +72,7 @@ class StateEngine:
         self._revisions: Hub[RevisionRecord] = Hub(config.subscriber_queue)
         self._observations: Hub[ObservationRecord] = Hub(config.subscriber_queue)
         self._committer = GroupCommitter(log, self._committed, config.max_batch)
+        self._compactions: set[asyncio.Task[int]] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -81,8 +88,9 @@ class StateEngine:
         self._committer.start()
 
     async def close(self) -> None:
-        """Commit what is pending, then close the log."""
+        """Commit what is pending, finish compactions, then close the log."""
         await self._committer.close()
+        await asyncio.gather(*self._compactions, return_exceptions=True)
         await self._log.close()
 
     async def _recover(self, record: ExecutionRecord) -> Execution:
@@ -324,6 +332,12 @@ class StateEngine:
             if item.revision.client_patch_id:
                 execution.pending_patches.pop((item.revision.agent_id, item.revision.client_patch_id), None)
             self._revisions.publish(execution.id, item.revision)
+        if item.snapshot is not None and self._config.retain_revisions is not None:
+            up_to = item.snapshot.revision - self._config.retain_revisions
+            if up_to > execution.compacted:
+                task = asyncio.create_task(self.compact(execution.id, up_to))
+                self._compactions.add(task)
+                task.add_done_callback(self._compaction_done)
         if item.observation is not None:
             execution.observation_committed = item.observation.sequence
             self._observations.publish(execution.id, item.observation)
@@ -343,6 +357,11 @@ class StateEngine:
         execution.compacted = snapshot.revision
         execution.patch_ids_complete = False
         return execution.compacted
+
+    def _compaction_done(self, task: asyncio.Task[int]) -> None:
+        self._compactions.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("compaction failed: %s", task.exception())
 
     # -- watch and history -------------------------------------------------------------------------------
 

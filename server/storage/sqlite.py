@@ -7,6 +7,7 @@ only committed transactions and never wait behind a commit's fsync.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,8 @@ class SqliteRevisionLog(RevisionLog):
         self._path = str(path)
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+        """One transaction at a time on the writer: a commit and a compaction may be called concurrently."""
 
     async def open(self) -> None:
         if self._writer is not None:
@@ -150,7 +153,12 @@ class SqliteRevisionLog(RevisionLog):
         )
 
     async def _transaction(self, *statements: tuple[str, list[tuple[Any, ...]]]) -> None:
-        connection = self._w
+        async with self._write_lock:
+            await self._run_transaction(self._w, statements)
+
+    async def _run_transaction(
+        self, connection: aiosqlite.Connection, statements: tuple[tuple[str, list[tuple[Any, ...]]], ...]
+    ) -> None:
         try:
             await connection.execute("BEGIN IMMEDIATE")
             try:

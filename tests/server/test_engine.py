@@ -191,6 +191,24 @@ async def test_compacted_history_starts_watch_with_a_snapshot(engine: StateEngin
     assert page.compact_revision == 10 and [r.revision for r in page.revisions] == [11, 12]
 
 
+async def test_retention_compacts_behind_each_snapshot(tmp_path: Path) -> None:
+    engine = StateEngine(SqliteRevisionLog(tmp_path / "r.db"), EngineConfig(snapshot_every=5, retain_revisions=5))
+    await engine.start()
+    await engine.create_execution("x", "", "{}")
+    for i in range(22):
+        await engine.submit_patch("x", "ada", i, json.dumps({"n": i}))
+    await engine.close()  # waits for the compaction the snapshot at 20 started
+    reopened = StateEngine(SqliteRevisionLog(tmp_path / "r.db"))
+    await reopened.start()
+    page = await reopened.history("x", 1, 0, 100, "")
+    assert page.compact_revision == 15 and [r.revision for r in page.revisions] == list(range(16, 23))
+    stream = reopened.watch("x", 0)
+    first = await anext(stream)
+    assert isinstance(first, WatchSnapshot) and first.revision == 15
+    await stream.aclose()
+    await reopened.close()
+
+
 class FlakyLog(MemoryRevisionLog):
     """The in-memory log with a switch that makes commits fail, to inject storage faults."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -108,6 +109,16 @@ class RevisionLogContract:
         await log.commit(Batch(revisions=[revision(1, "a"), revision(1, "b"), revision(2, "b")]))
         assert await log.head_revision("a") == 1
         assert await log.head_revision("b") == 2
+
+    async def test_overlapping_commits_and_compaction(self, log: RevisionLog) -> None:
+        """Regression: a compaction started while a group commit was in flight failed both on SQLite."""
+        await log.create_execution(*execution())
+        await log.commit(Batch(revisions=[revision(1), revision(2)], snapshots=[SnapshotRecord("e1", 2, "{}", "h2")]))
+        await asyncio.gather(
+            *(log.commit(Batch(revisions=[revision(n)])) for n in range(3, 23)),
+            log.compact("e1", 2),
+        )
+        assert [r.revision for r in await log.read_revisions("e1", 0)] == list(range(3, 23))
 
     async def test_compact(self, log: RevisionLog) -> None:
         await log.create_execution(*execution())
