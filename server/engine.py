@@ -12,9 +12,9 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -30,7 +30,7 @@ from .errors import (
     WatcherTooSlowError,
 )
 from .execution import Entry, Execution, genesis_hash, replay, revision_hash
-from .hub import Hub
+from .hub import Hub, Subscription
 from .limits import DEFAULT_LIMITS, Limits
 from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
 from .mergepatch import NoChange, apply, effective, strip_nulls, written_paths
@@ -40,6 +40,7 @@ from .storage.base import RevisionLog
 from .storage.records import ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,13 +385,8 @@ class StateEngine:
                 for record in await self._records(execution, cursor, caught_up_to, 512):
                     yield record
                     cursor = record.revision
-            while True:
-                record = await subscription.get()
-                if record.revision > cursor:
-                    yield record
-                    cursor = record.revision
-        except WatcherTooSlowError as e:
-            raise WatcherTooSlowError(f"watch {e}; resume with from_revision={cursor}") from None
+            async for record in _live(subscription, cursor, lambda r: r.revision, "watch", "from_revision"):
+                yield record
         finally:
             self._revisions.unsubscribe(subscription)
 
@@ -457,16 +453,27 @@ class StateEngine:
                     cursor = observation.sequence
                 if not page:
                     break
-            cursor = max(cursor, caught_up_to)
-            while True:
-                observation = await subscription.get()
-                if observation.sequence > cursor:
-                    yield observation
-                    cursor = observation.sequence
-        except WatcherTooSlowError as e:
-            raise WatcherTooSlowError(f"observation stream {e}; resume with after_sequence={cursor}") from None
+            position = max(cursor, caught_up_to)
+            async for observation in _live(
+                subscription, position, lambda o: o.sequence, "observation stream", "after_sequence"
+            ):
+                yield observation
         finally:
             self._observations.unsubscribe(subscription)
+
+
+async def _live(
+    subscription: Subscription[T], cursor: int, position: Callable[[T], int], stream: str, resume_field: str
+) -> AsyncIterator[T]:
+    """The items a subscription receives after `cursor`, for as long as it keeps up."""
+    try:
+        while True:
+            item = await subscription.get()
+            if position(item) > cursor:
+                yield item
+                cursor = position(item)
+    except WatcherTooSlowError as e:
+        raise WatcherTooSlowError(f"{stream} {e}; resume with {resume_field}={cursor}") from None
 
 
 def _duplicate(record: RevisionRecord, key: tuple[str, str], request: tuple[int, str, str]) -> SubmitResult:

@@ -142,10 +142,6 @@ class Execution:
             return found if found.revision == revision else None
         return None
 
-    def committed_entry(self) -> Entry:
-        """The durable head; the window always holds it (trimming never passes it)."""
-        return self.window[self.committed - self.window[0].revision]
-
     def mark_committed(self, revision: int) -> None:
         """Record that revisions up to `revision` are durable, and trim the window behind them."""
         self.committed = max(self.committed, revision)

@@ -43,10 +43,6 @@ class Subscription(Generic[T]):
             raise WatcherTooSlowError(f"fell more than {self._queue.maxsize} items behind")
         return await self._queue.get()
 
-    def get_nowait(self) -> T | None:
-        """The next queued item, or None if none is ready."""
-        return None if self._queue.empty() else self._queue.get_nowait()
-
 
 class Hub(Generic[T]):
     """Subscribers grouped by key (an execution id)."""
@@ -75,6 +71,3 @@ class Hub(Generic[T]):
         lost = [subscription for subscription in group if not subscription.offer(item)]
         for subscription in lost:
             group.discard(subscription)
-
-    def count(self, key: str) -> int:
-        return len(self._subscribers.get(key, ()))

@@ -18,7 +18,18 @@ import orjson
 from . import canonical
 from .canonical import JSON
 from .errors import ConflictError
-from .mergepatch import MISSING, NO_CHANGE, Missing, Path, apply_value, effective, json_equal, member_patch, pointer
+from .mergepatch import (
+    MISSING,
+    NO_CHANGE,
+    Missing,
+    Path,
+    apply_value,
+    effective,
+    get_path,
+    json_equal,
+    member_patch,
+    pointer,
+)
 from .policy import MergePolicy, PolicyMap
 from .textmerge import TextEdit, merge_text
 
@@ -169,7 +180,7 @@ def _lww(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie
     )
     value = base
     for _, _, patch in writes:
-        written = _patch_value_at(patch, path)
+        written = get_path(patch, path)
         if written is not MISSING:
             value = apply_value(value, written)
     if _same(value, head):
@@ -269,21 +280,11 @@ def _concurrent_text_edits(m: _Merge, path: Path, node: _Trie, original: str) ->
     for change in node.changes:
         if change.base_revision != m.stamp[0] or path not in change.touched:
             return None
-        written = _patch_value_at(change.submitted_patch, path)
+        written = get_path(change.submitted_patch, path)
         if written is not MISSING and written is not None and not isinstance(written, str):
             return None
         edits.append(TextEdit(change.stamp, change.client_patch_id, written if isinstance(written, str) else ""))
     return edits
-
-
-def _patch_value_at(patch: dict[str, JSON], path: Path) -> Any:
-    """What a patch writes at path (MISSING if nothing; None deletes); only called where it descends."""
-    value: Any = patch
-    for key in path:
-        if not isinstance(value, dict) or key not in value:
-            return MISSING
-        value = value[key]
-    return value
 
 
 def _kind(value: Any) -> str:
