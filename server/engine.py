@@ -259,12 +259,11 @@ class StateEngine:
         change = Change(
             revision, base_revision, agent_id, written_paths(head.state, applied, patch), patch, client_patch_id
         )
-        execution.push(Entry(revision, state, record.state_hash, record, change))
         snapshot = None
         if revision % self._config.snapshot_every == 0:
             snapshot = SnapshotRecord(execution.id, revision, canonical.dumps_str(state), record.state_hash)
-        pending = Pending(execution, execution.epoch, revision=record, snapshot=snapshot)
-        future = self._committer.enqueue(pending)
+        future = self._committer.enqueue(Pending(execution, execution.epoch, revision=record, snapshot=snapshot))
+        execution.push(Entry(revision, state, record.state_hash, record, change))  # only once it will commit
         if client_patch_id:
             execution.pending_patches[key] = future
         await asyncio.shield(future)
@@ -425,11 +424,18 @@ class StateEngine:
         source = check_label(source, "source", limits, required=False)
         kind = check_label(kind, "kind", limits, required=False)
         payload = canonical.parse(payload_json or "null", "payload_json", limits)
-        execution.observation_sequence += 1
         record = ObservationRecord(
-            execution.id, execution.observation_sequence, to, source, kind, canonical.dumps_str(payload), time.time()
+            execution.id,
+            execution.observation_sequence + 1,
+            to,
+            source,
+            kind,
+            canonical.dumps_str(payload),
+            time.time(),
         )
-        await asyncio.shield(self._committer.enqueue(Pending(execution, execution.epoch, observation=record)))
+        future = self._committer.enqueue(Pending(execution, execution.epoch, observation=record))
+        execution.observation_sequence = record.sequence
+        await asyncio.shield(future)
         return record.sequence
 
     async def observations(
