@@ -111,7 +111,8 @@ def _build_trie(changes: Sequence[Change]) -> _Trie:
 
 @dataclass(slots=True)
 class _Merge:
-    base: dict[str, JSON]
+    """One merge in progress: what the resolvers need to know, and what they decided."""
+
     policies: PolicyMap
     patch: dict[str, JSON]
     stamp: Stamp
@@ -321,7 +322,7 @@ def merge(
 
     Raises ConflictError, changing nothing, when any conflict point's policy cannot merge it.
     """
-    run = _Merge(base, policies, patch, stamp, client_patch_id, head_revision)
+    run = _Merge(policies, patch, stamp, client_patch_id, head_revision)
     applied = run.members((), patch, base, head, _build_trie(changes))
     if run.conflicts:
         raise ConflictError(run.conflicts, head_revision, run.reasons)
