@@ -84,7 +84,9 @@ def engine_config() -> EngineConfig:
 async def test_a_watcher_that_falls_behind_is_told_where_to_resume(server: RunningServer, client: StateClient) -> None:
     execution_id = (await client.create_execution()).execution_id
     await client.submit_patch(execution_id, {"k": 0}, agent_id="a", base_revision=0)
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+    # a fixed 64 KiB stream window, so the server's sends block on this reader whatever gRPC would tune
+    small_window = [("grpc.http2.lookahead_bytes", 65536), ("grpc.http2.bdp_probe", 0)]
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}", options=small_window) as channel:
         stream = pb_grpc.StateServiceStub(channel).Watch(pb.WatchRequest(execution_id=execution_id))
         first = await stream.read()  # the watch is live; now stop reading while much is committed
         await asyncio.gather(
