@@ -3,29 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ._client import RetryPolicy, StateClient
+from ._types import JSON, CreatedExecution, HistoryPage, Observation, PatchResult, RevisionEvent, Snapshot, State
 
 T = TypeVar("T")
 
 
 class SyncStateClient:
-    """The same methods as StateClient, blocking; iterators are plain generators.
+    """StateClient's methods, blocking; its streams become plain iterators.
 
-    Runs its own event loop, so it must not be used from inside a running one.
+    It runs its own event loop, so it must not be called from inside a running one.
     """
 
     def __init__(
         self, target: str = "127.0.0.1:50051", *, retry: RetryPolicy = RetryPolicy(), timeout: float | None = 30.0
     ) -> None:
         self._runner = asyncio.Runner()
-        self._client = self._runner.run(self._connect(target, retry, timeout))
+        self._client = self._run(self._connect(target, retry, timeout))
 
     @staticmethod
     async def _connect(target: str, retry: RetryPolicy, timeout: float | None) -> StateClient:
-        return StateClient(target, retry=retry, timeout=timeout)
+        return StateClient(target, retry=retry, timeout=timeout)  # the channel binds to the running loop
 
     def __enter__(self) -> SyncStateClient:
         return self
@@ -34,24 +35,103 @@ class SyncStateClient:
         self.close()
 
     def close(self) -> None:
-        self._runner.run(self._client.close())
+        self._run(self._client.close())
         self._runner.close()
 
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._client, name)
-        if name in _STREAMS:
-            return lambda *args, **kwargs: self._iterate(method(*args, **kwargs))
-        return lambda *args, **kwargs: self._runner.run(method(*args, **kwargs))
+    def create_execution(
+        self,
+        execution_id: str = "",
+        *,
+        schema: Mapping[str, JSON] | None = None,
+        initial_state: Mapping[str, JSON] | None = None,
+    ) -> CreatedExecution:
+        return self._run(self._client.create_execution(execution_id, schema=schema, initial_state=initial_state))
+
+    def get_state(self, execution_id: str, at_revision: int | None = None) -> State:
+        return self._run(self._client.get_state(execution_id, at_revision))
+
+    def submit_patch(
+        self,
+        execution_id: str,
+        patch: Mapping[str, JSON],
+        *,
+        agent_id: str,
+        base_revision: int,
+        action: JSON = None,
+        client_patch_id: str | None = None,
+    ) -> PatchResult:
+        return self._run(
+            self._client.submit_patch(
+                execution_id,
+                patch,
+                agent_id=agent_id,
+                base_revision=base_revision,
+                action=action,
+                client_patch_id=client_patch_id,
+            )
+        )
+
+    def get_history(
+        self,
+        execution_id: str,
+        from_revision: int = 1,
+        to_revision: int = 0,
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> HistoryPage:
+        return self._run(
+            self._client.get_history(
+                execution_id, from_revision, to_revision, page_size=page_size, page_token=page_token
+            )
+        )
+
+    def history(
+        self, execution_id: str, from_revision: int = 1, to_revision: int = 0, *, page_size: int = 0
+    ) -> Iterator[RevisionEvent]:
+        return self._iterate(self._client.history(execution_id, from_revision, to_revision, page_size=page_size))
+
+    def watch(
+        self, execution_id: str, from_revision: int = 0, *, resume: bool = True
+    ) -> Iterator[RevisionEvent | Snapshot]:
+        return self._iterate(self._client.watch(execution_id, from_revision, resume=resume))
+
+    def publish_observation(
+        self, execution_id: str, to: str, payload: JSON, *, source: str = "", kind: str = ""
+    ) -> int:
+        return self._run(self._client.publish_observation(execution_id, to, payload, source=source, kind=kind))
+
+    def observations(
+        self,
+        execution_id: str,
+        agent_id: str,
+        *,
+        skills: Sequence[str] = (),
+        after_sequence: int = 0,
+        resume: bool = True,
+    ) -> Iterator[Observation]:
+        stream = self._client.observations(
+            execution_id, agent_id, skills=skills, after_sequence=after_sequence, resume=resume
+        )
+        return self._iterate(stream)
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self._runner.run(coroutine)
 
     def _iterate(self, stream: AsyncIterator[T]) -> Iterator[T]:
+        async def next_item() -> tuple[bool, T | None]:
+            try:
+                return True, await anext(stream)
+            except StopAsyncIteration:
+                return False, None
+
         try:
             while True:
-                try:
-                    yield self._runner.run(anext(stream))  # type: ignore[arg-type]
-                except StopAsyncIteration:
+                more, item = self._run(next_item())
+                if not more:
                     return
+                yield item  # type: ignore[misc]
         finally:
-            self._runner.run(stream.aclose())  # type: ignore[attr-defined]
-
-
-_STREAMS = frozenset({"watch", "history", "observations"})
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                self._run(aclose())
