@@ -46,6 +46,22 @@ async def test_watchers_see_every_revision_once_in_order(client: StateClient) ->
     assert [e.revision for e in await collect(client, execution_id, 60, from_revision=55)] == [56, 57, 58, 59, 60]
 
 
+async def test_history_pages_through_tokens(client: StateClient) -> None:
+    execution_id = (await client.create_execution()).execution_id
+    for i in range(10):
+        await client.submit_patch(execution_id, {"n": i}, agent_id=f"a{i % 3}", base_revision=i, action=f"step {i}")
+    page = await client.get_history(execution_id, 2, 9, page_size=3)
+    pages = [[e.revision for e in page.revisions]]
+    while page.next_page_token:
+        page = await client.get_history(execution_id, 2, 9, page_size=3, page_token=page.next_page_token)
+        pages.append([e.revision for e in page.revisions])
+    assert pages == [[2, 3, 4], [5, 6, 7], [8, 9]]
+    assert page.head_revision == 10 and page.compact_revision == 0
+    events = [e async for e in client.history(execution_id, page_size=4)]
+    assert [(e.revision, e.agent_id, e.action) for e in events][:2] == [(1, "a0", "step 0"), (2, "a1", "step 1")]
+    assert len(events) == 10
+
+
 async def test_watch_resumes_after_the_server_restarts(tmp_path: Path) -> None:
     db = tmp_path / "state.db"
     first = await start_server(SqliteRevisionLog(db), "127.0.0.1:0")
