@@ -104,6 +104,10 @@ class UsageError(Exception):
     """A bad command line; exit code 2."""
 
 
+class ServeError(Exception):
+    """The server could not start (address taken, log unusable); exit code 1."""
+
+
 def print_json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str), flush=True)
 
@@ -160,8 +164,13 @@ def run_serve(args: argparse.Namespace) -> None:
 
     if args.retain_revisions is not None and args.retain_revisions < 0:
         raise UsageError("--retain-revisions: must be >= 0")
+    from skillstate.server.errors import StorageError
+
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve(db=args.db, listen=args.listen, config=EngineConfig(retain_revisions=args.retain_revisions)))
+    try:
+        asyncio.run(serve(db=args.db, listen=args.listen, config=EngineConfig(retain_revisions=args.retain_revisions)))
+    except (OSError, StorageError) as e:
+        raise ServeError(str(e)) from e
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -174,6 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"skillstate: {e}", file=sys.stderr)
         return 2
+    except ServeError as e:
+        print(f"skillstate serve: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader went away (`skillstate state history X | head`): stop quietly

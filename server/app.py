@@ -54,16 +54,23 @@ async def start_server(
     await engine.start()
     size = config.limits.max_message_bytes
     server = grpc.aio.server(
-        options=[("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size)]
+        options=[
+            ("grpc.max_receive_message_length", size),
+            ("grpc.max_send_message_length", size),
+            ("grpc.so_reuseport", 0),  # a second server on a taken port must fail, not share its traffic
+        ]
     )
     add_state_service(StateServicer(engine), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    port = server.add_insecure_port(listen)
+    try:
+        port = server.add_insecure_port(listen)
+    except RuntimeError:
+        port = 0
     if port == 0:
         await engine.close()
-        raise OSError(f"cannot listen on {listen}")
+        raise OSError(f"cannot listen on {listen} (address in use or not available)")
     await server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)

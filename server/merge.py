@@ -292,8 +292,9 @@ def _kind(value: Any) -> str:
     return "absent" if isinstance(value, Missing) else canonical.type_name(value)
 
 
-_OPERATIONS = frozenset({MergePolicy.COUNTER, MergePolicy.APPEND})
-"""Policies whose patches are operations (a delta, appended entries): equal to head still means a change."""
+_OPERATIONS = frozenset({MergePolicy.COUNTER, MergePolicy.APPEND, MergePolicy.TEXT})
+"""Policies whose result folds every concurrent write (deltas, appended entries, edits), so a patch equal
+to head still counts: skipping it would make the result depend on arrival order."""
 
 _RESOLVERS = {
     MergePolicy.REJECT: _reject,

@@ -18,6 +18,7 @@ from skillstate.server.storage.sqlite import SqliteRevisionLog
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True, max_examples=200)
+settings.register_profile("thorough", parent=settings.get_profile("default"), max_examples=2000)  # --hypothesis-profile
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 

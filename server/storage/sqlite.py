@@ -10,9 +10,10 @@ only committed transactions and never wait behind a commit's fsync.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import aiosqlite
 
@@ -79,11 +80,13 @@ class SqliteRevisionLog(RevisionLog):
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        self._lock_file: IO[bytes] | None = None
         """One transaction at a time on the writer: a commit and a compaction may be called concurrently."""
 
     async def open(self) -> None:
         if self._writer is not None:
             return
+        self._lock_file = _lock_exclusively(Path(self._path + ".lock"))
         try:
             self._writer = await self._connect(isolation_level="DEFERRED")
             version = await self._scalar(self._writer, "PRAGMA user_version")
@@ -114,6 +117,9 @@ class SqliteRevisionLog(RevisionLog):
             if connection is not None:
                 await connection.close()
         self._reader = self._writer = None
+        if self._lock_file is not None:
+            self._lock_file.close()  # releases the lock
+            self._lock_file = None
 
     @property
     def _w(self) -> aiosqlite.Connection:
@@ -273,6 +279,20 @@ class SqliteRevisionLog(RevisionLog):
 
 
 _MAX_INT = (1 << 63) - 1
+
+
+def _lock_exclusively(path: Path) -> IO[bytes]:
+    """Hold an exclusive lock beside the database for as long as it is open: one server per log."""
+    try:
+        lock_file = open(path, "a+b")  # noqa: SIM115 - held until close()
+    except OSError as e:
+        raise StorageError(f"cannot open {path}: {e.strerror}") from e
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        lock_file.close()
+        raise StorageError(f"{path.with_suffix('')} is in use by another skillstate server") from e
+    return lock_file
 
 
 def _revision_row(r: RevisionRecord) -> tuple[Any, ...]:

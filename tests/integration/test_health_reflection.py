@@ -1,10 +1,20 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from skillstate.server.app import SERVICE_NAME, RunningServer
+from skillstate.server.app import SERVICE_NAME, RunningServer, start_server
+from skillstate.server.storage.memory import MemoryRevisionLog
+
+
+async def test_a_second_server_cannot_take_a_bound_port(server: RunningServer, tmp_path: Path) -> None:
+    """gRPC sets SO_REUSEPORT by default: two servers would silently share one address."""
+    with pytest.raises(OSError, match="cannot listen"):
+        await start_server(MemoryRevisionLog(), f"127.0.0.1:{server.port}")
 
 
 async def test_health_reports_serving(server: RunningServer) -> None:

@@ -108,3 +108,9 @@ def test_reject_equals_a_serial_order_of_the_accepted_patches(case: tuple[dict, 
         serial = apply(serial, write.patch)
     assert json.loads(outcome.state_json) == serial
     assert outcome.accepted, "the first patch on head always applies"
+
+
+def test_regression_text_intent_equal_to_an_intermediate_merge() -> None:
+    """Found by hypothesis: cy's intent equalled the merge of ada's and bob's, so it was skipped in one order."""
+    writes = [Write("ada", 0, {"v": "a"}), Write("bob", 0, {"v": " "}), Write("cy", 0, {"v": "a "})]
+    assert_order_independent("text", {"v": ""}, writes)

@@ -35,6 +35,17 @@ async def test_reopening_the_file_keeps_everything(tmp_path: Path) -> None:
     await second.close()
 
 
+async def test_one_log_is_opened_by_one_server_at_a_time(tmp_path: Path) -> None:
+    first = SqliteRevisionLog(tmp_path / "log.db")
+    await first.open()
+    with pytest.raises(StorageError, match="in use by another skillstate server"):
+        await SqliteRevisionLog(tmp_path / "log.db").open()
+    await first.close()
+    second = SqliteRevisionLog(tmp_path / "log.db")
+    await second.open()  # released by close
+    await second.close()
+
+
 async def test_a_file_that_is_not_a_database_is_a_storage_error(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
     path.write_bytes(b"this is not sqlite" * 100)
