@@ -115,9 +115,9 @@ def print_json(value: Any) -> None:
 async def run_state(args: argparse.Namespace) -> None:
     from dataclasses import asdict
 
-    from skillstate.clients import StateClient
+    from skillstate.clients import RetryPolicy, StateClient
 
-    async with StateClient(args.server) as client:
+    async with StateClient(args.server, retry=RetryPolicy(attempts=4)) as client:  # ~0.7 s before giving up
         if args.subcommand == "create":
             created = await client.create_execution(
                 args.execution_id,

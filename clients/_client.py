@@ -20,15 +20,25 @@ from ._types import JSON, CreatedExecution, HistoryPage, Observation, PatchResul
 T = TypeVar("T")
 
 _RESUMABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
+_CHANNEL_OPTIONS = [
+    # gRPC waits 1 s and more before reconnecting by default, longer than a retry policy should need to
+    # notice that a restarted server is back
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+]
 
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Retries of UNAVAILABLE with exponential backoff; every call here is safe to retry."""
+    """Retries of UNAVAILABLE with exponential backoff, for the calls a retry cannot duplicate: reads, and
+    SubmitPatch (its idempotency key makes a retry return the original result). CreateExecution and
+    PublishObservation are not retried: after a lost reply a retry could create or publish twice."""
 
-    attempts: int = 5
-    initial_backoff: float = 0.05
+    attempts: int = 8
+    initial_backoff: float = 0.1
     max_backoff: float = 2.0
+    """With the defaults a call keeps trying for about 7 s: long enough to ride out a server restart."""
 
     def backoff(self, attempt: int) -> float:
         return float(min(self.max_backoff, self.initial_backoff * 2**attempt))
@@ -49,7 +59,7 @@ class StateClient:
         retry: RetryPolicy = RetryPolicy(),
         timeout: float | None = 30.0,
     ) -> None:
-        self._channel = channel if channel is not None else grpc.aio.insecure_channel(target)
+        self._channel = channel if channel is not None else grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
         self._owns_channel = channel is None
         self._stub: Any = pb_grpc.StateServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._retry = retry
@@ -65,13 +75,13 @@ class StateClient:
         if self._owns_channel:
             await self._channel.close()
 
-    async def _call(self, method: Callable[..., Awaitable[T]], request: Any) -> T:
-        for attempt in range(self._retry.attempts):
+    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, *, retry: bool = True) -> T:
+        for attempt in range(self._retry.attempts if retry else 1):
             try:
                 return await method(request, timeout=self._timeout)
             except grpc.aio.AioRpcError as e:
                 error = from_rpc_error(e)
-                if not isinstance(error, UnavailableError) or attempt == self._retry.attempts - 1:
+                if not retry or not isinstance(error, UnavailableError) or attempt == self._retry.attempts - 1:
                     raise error from None
             await asyncio.sleep(self._retry.backoff(attempt))
         raise AssertionError("unreachable")
@@ -89,7 +99,7 @@ class StateClient:
             schema_json=_dumps(schema) if schema is not None else "",
             initial_state_json=_dumps(initial_state) if initial_state is not None else "",
         )
-        reply = await self._call(self._stub.CreateExecution, request)
+        reply = await self._call(self._stub.CreateExecution, request, retry=False)
         return CreatedExecution(reply.execution_id, reply.revision, reply.state_hash)
 
     async def get_state(self, execution_id: str, at_revision: int | None = None) -> State:
@@ -190,7 +200,7 @@ class StateClient:
         request = pb.PublishObservationRequest(
             execution_id=execution_id, to=to, source=source, kind=kind, payload_json=_dumps(payload)
         )
-        reply: pb.PublishObservationResponse = await self._call(self._stub.PublishObservation, request)
+        reply: pb.PublishObservationResponse = await self._call(self._stub.PublishObservation, request, retry=False)
         return int(reply.sequence)
 
     async def observations(
