@@ -174,7 +174,7 @@ class StateServicer(pb_grpc.StateServiceServicer):
                 snapshot = pb.Snapshot(revision=item.revision, state_json=item.state_json, state_hash=item.state_hash)
                 yield pb.WatchResponse(snapshot=snapshot, compact_revision=item.compact_revision)
             else:
-                yield pb.WatchResponse(event=revision_event(item))
+                yield _watch_event(item)
 
     @_unary
     async def GetHistory(self, request: pb.GetHistoryRequest, context: Any) -> pb.GetHistoryResponse:
@@ -237,6 +237,12 @@ def revision_event(record: RevisionRecord) -> pb.RevisionEvent:
         client_patch_id=record.client_patch_id,
         resolutions=[_resolution(r) for r in decode_resolutions(record.resolutions_json)],
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _watch_event(record: RevisionRecord) -> pb.WatchResponse:
+    """One message per revision, shared by every watcher that streams it (it is never mutated)."""
+    return pb.WatchResponse(event=revision_event(record))
 
 
 def _observation(record: ObservationRecord) -> pb.Observation:
