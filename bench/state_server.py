@@ -1,12 +1,14 @@
 """Benchmark the state server against the raw ceilings of this machine, measured in the same run.
 
-    python bench/state_server.py            # prints a Markdown table (about a minute)
+    python bench/state_server.py            # prints a Markdown table (about two minutes)
     python bench/state_server.py --quick    # fewer operations, for a smoke run
 
-Each server runs in its own process, the load comes from this one, as in ../shared/FACTS.md. Baselines:
-a raw grpc.aio echo server (unary, 64 in flight; and a 100-subscriber fan-out), and raw aiosqlite
-single-row commits. Figures are medians of a few rounds; the raw baselines are measured before and after
-the state server and averaged, since this machine drifts. Compare the ratios, not absolute rates.
+Each server runs in its own process; the load comes from this one, as in ../shared/FACTS.md. Baselines: a
+raw grpc.aio echo server (unary, 64 in flight; and a 100-subscriber fan-out) and raw aiosqlite single-row
+commits. This machine drifts by up to 2x within minutes, so every round of a case is bracketed by a round of
+its baseline, and a row's ratio is the median over its rounds of (case rate / mean of the two baseline
+rounds around it). Load goes through the generated stub, as the echo load goes through a raw channel, so
+both measure the server; one extra row shows the same case through the Python SDK.
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiosqlite
 import grpc
+import orjson
 
 from skillstate.clients import StateClient
 from skillstate.clients._client import RetryPolicy
+from skillstate.state.v1 import state_pb2 as pb
+from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
 ECHO_SERVER = r"""
 import asyncio, grpc, sys
@@ -61,17 +66,20 @@ asyncio.run(main())
 """
 
 WATCHERS = 100
+ECHO_IN_FLIGHT = 64
+
+Operation = Callable[[int, int], Awaitable[None]]
+"""An operation of the closed loop: (worker, sequence number)."""
 
 
 @dataclass
 class Row:
     case: str
-    rate: float
     unit: str
-    p50_ms: float | None = None
-    p99_ms: float | None = None
-    baseline: str = ""
-    ratio: float | None = None
+    rates: list[float] = field(default_factory=list)
+    ratios: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    baselines: list[float] = field(default_factory=list)
 
 
 async def spawn(*args: str) -> tuple[asyncio.subprocess.Process, str, float]:
@@ -86,72 +94,63 @@ async def spawn(*args: str) -> tuple[asyncio.subprocess.Process, str, float]:
     return process, match.group(1), time.perf_counter() - started
 
 
-async def closed_loop(
-    operation: Callable[[int], Awaitable[None]], in_flight: int, total: int
-) -> tuple[float, list[float]]:
+async def closed_loop(operation: Operation, in_flight: int, total: int) -> tuple[float, list[float]]:
     """Run `total` operations with `in_flight` workers; returns (ops/s, latencies in seconds)."""
     latencies: list[float] = []
     counter = iter(range(total))
 
-    async def worker() -> None:
+    async def worker(index: int) -> None:
         for n in counter:
             begun = time.perf_counter()
-            await operation(n)
+            await operation(index, n)
             latencies.append(time.perf_counter() - begun)
 
     started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    await asyncio.gather(*(worker(i) for i in range(in_flight)))
     return total / (time.perf_counter() - started), latencies
 
 
-def median_round(rounds: list[tuple[float, list[float]]]) -> tuple[float, float, float]:
-    rate = statistics.median(r for r, _ in rounds)
-    latencies = sorted(latency for _, lats in rounds for latency in lats)
-    return rate, latencies[len(latencies) // 2] * 1e3, latencies[int(len(latencies) * 0.99)] * 1e3
+class Echo:
+    """The raw ceilings: a grpc.aio server that echoes bytes, and fans one message out to many streams."""
 
+    def __init__(self, channel: grpc.aio.Channel, total: int) -> None:
+        self._unary = channel.unary_unary("/bench.Echo/Unary")
+        self._publish = channel.unary_unary("/bench.Echo/Publish")
+        self._subscribe = channel.unary_stream("/bench.Echo/Subscribe")
+        self._total = total
 
-async def raw_echo(address: str, total: int, rounds: int) -> tuple[float, float]:
-    async with grpc.aio.insecure_channel(address) as channel:
-        unary = channel.unary_unary("/bench.Echo/Unary")
-        publish = channel.unary_unary("/bench.Echo/Publish")
-        subscribe = channel.unary_stream("/bench.Echo/Subscribe")
+    async def unary_rate(self) -> float:
         payload = b"x" * 200
-        results = []
-        for _ in range(rounds):
 
-            async def call(n: int) -> None:
-                await unary(payload)
+        async def call(worker: int, n: int) -> None:
+            await self._unary(payload)
 
-            results.append(await closed_loop(call, 64, total))
-        echo_rate = statistics.median(r for r, _ in results)
+        rate, _ = await closed_loop(call, ECHO_IN_FLIGHT, self._total)
+        return rate
 
-        async def echo_round() -> tuple[Stream, Send]:
-            return (lambda: subscribe(b"")), (lambda n: publish(payload))
+    async def fanout_rate(self) -> float:
+        async def publish(n: int) -> None:
+            await self._publish(b"x" * 200)
 
-        fanout = await measure_fanout(echo_round, total // 10, rounds)
-    return echo_rate, fanout
+        return await measure_fanout(lambda: self._subscribe(b""), publish, self._total // 10)
 
 
-Stream = Callable[[], object]
-Send = Callable[[int], Awaitable[object]]
-
-
-async def measure_fanout(new_round: Callable[[], Awaitable[tuple[Stream, Send]]], messages: int, rounds: int) -> float:
+async def measure_fanout(open_stream: Callable[[], object], send: Callable[[int], Awaitable[object]], count: int) -> float:
     """Messages per second delivered to every one of WATCHERS streams (sends pipelined 16 at a time)."""
-    rates = []
-    for _ in range(rounds):
-        open_stream, send = await new_round()
-        streams = [open_stream() for _ in range(WATCHERS)]
-        await asyncio.sleep(0.3)  # let every stream be established
-        readers = [asyncio.create_task(_read(stream, messages)) for stream in streams]
-        started = time.perf_counter()
-        await closed_loop(_discarding(send), 16, messages)
-        await asyncio.wait_for(asyncio.gather(*readers), 120)
-        rates.append(messages / (time.perf_counter() - started))
-        for reader in readers:
-            reader.cancel()
-        await asyncio.gather(*readers, return_exceptions=True)
-    return statistics.median(rates)
+    streams = [open_stream() for _ in range(WATCHERS)]
+    await asyncio.sleep(0.3)  # let every stream be established
+    readers = [asyncio.create_task(_read(stream, count)) for stream in streams]
+
+    async def call(worker: int, n: int) -> None:
+        await send(n)
+
+    started = time.perf_counter()
+    await closed_loop(call, 16, count)
+    await asyncio.wait_for(asyncio.gather(*readers), 120)
+    rate = count / (time.perf_counter() - started)
+    for stream in streams:  # a raw call is cancelled; the SDK's watch is an async generator, closed
+        await stream.aclose() if hasattr(stream, "aclose") else stream.cancel()  # type: ignore[attr-defined]
+    return rate
 
 
 async def _read(stream: object, count: int) -> None:
@@ -162,11 +161,16 @@ async def _read(stream: object, count: int) -> None:
             return
 
 
-def _discarding(send: Send) -> Callable[[int], Awaitable[None]]:
-    async def call(n: int) -> None:
-        await send(n)
-
-    return call
+async def bracketed(row: Row, baseline: Callable[[], Awaitable[float]], case: Callable[[], Awaitable[object]]) -> None:
+    """One round of a case between two rounds of its baseline; appends the rate and the ratio to row."""
+    before = await baseline()
+    result = await case()
+    rate, latencies = result if isinstance(result, tuple) else (result, [])
+    after = await baseline()
+    row.rates.append(rate)
+    row.latencies.extend(latencies)
+    row.baselines.append((before + after) / 2)
+    row.ratios.append(rate / row.baselines[-1])
 
 
 async def raw_sqlite_commits(total: int) -> float:
@@ -184,71 +188,136 @@ async def raw_sqlite_commits(total: int) -> float:
             return total / (time.perf_counter() - started)
 
 
-def _agent_writes(
-    client: StateClient, execution: str, patch_of: Callable[[int, int], dict[str, object]], agents: int
-) -> Callable[[int], Awaitable[None]]:
-    """Agents that submit against the newest revision they know of, as SKILL.state agents that watch do.
-
-    `patch_of(n, hits)` builds patch n from the value of `hits` at that revision (a counter patch carries
-    the new value, and the server adds its delta from the base to whatever head holds).
-    """
-    latest = [0, 0]  # (revision, hits), learned from each reply's effective change
-
-    async def submit(n: int) -> None:
-        base, hits = latest
-        result = await client.submit_patch(
-            execution, patch_of(n, hits), agent_id=f"agent-{n % agents}", base_revision=base
-        )
-        if result.revision > latest[0]:
-            latest[:] = [result.revision, int(result.applied_patch.get("hits", hits))]  # type: ignore[call-overload]
-
-    return submit
+PatchOf = Callable[[int, int, int], dict[str, object]]
+"""(agent, sequence number, value of `hits` at the base) -> the patch to submit."""
 
 
-async def bench_state_server(address: str, total: int, rounds: int) -> tuple[list[Row], float]:
+def disjoint_keys(agent: int, n: int, hits: int) -> dict[str, object]:
+    return {f"agent-{agent}": n}  # each agent writes its own member: concurrent, never overlapping
+
+
+def one_counter(agent: int, n: int, hits: int) -> dict[str, object]:
+    return {"hits": hits + 1}  # the server adds the delta from the base to whatever head holds
+
+
+class Agents:
+    """Agents that submit against the newest revision they know, as SKILL.state agents that watch do."""
+
+    def __init__(self, stub: pb_grpc.StateServiceStub, client: StateClient) -> None:
+        self._stub = stub
+        self._client = client
+
+    async def create(self, schema: dict[str, object], initial: dict[str, object]) -> str:
+        return (await self._client.create_execution(schema=schema, initial_state=initial)).execution_id
+
+    def through_stub(self, execution: str, patch_of: PatchOf) -> Operation:
+        latest = [0, 0]  # (revision, hits), learned from each reply's effective change
+
+        async def submit(agent: int, n: int) -> None:
+            base, hits = latest
+            request = pb.SubmitPatchRequest(
+                execution_id=execution,
+                agent_id=f"agent-{agent}",
+                base_revision=base,
+                patch_json=orjson.dumps(patch_of(agent, n, hits)).decode(),
+            )
+            reply = await self._stub.SubmitPatch(request)
+            if reply.revision > latest[0]:
+                latest[:] = [reply.revision, orjson.loads(reply.applied_patch_json).get("hits", hits)]
+
+        return submit
+
+    def through_sdk(self, execution: str, patch_of: PatchOf) -> Operation:
+        latest = [0, 0]
+
+        async def submit(agent: int, n: int) -> None:
+            base, hits = latest
+            result = await self._client.submit_patch(
+                execution, patch_of(agent, n, hits), agent_id=f"agent-{agent}", base_revision=base
+            )
+            if result.revision > latest[0]:
+                latest[:] = [result.revision, int(result.applied_patch.get("hits", hits))]  # type: ignore[call-overload]
+
+        return submit
+
+
+COUNTER_SCHEMA = {"type": "object", "properties": {"hits": {"type": "integer", "x-merge": "counter"}}}
+
+
+async def bench_state_server(address: str, echo: Echo, total: int, rounds: int) -> tuple[list[Row], float]:
     rows: list[Row] = []
-    async with StateClient(address, retry=RetryPolicy(attempts=1)) as client:
-        schema = {"type": "object", "properties": {"hits": {"type": "integer", "x-merge": "counter"}}}
-        for agents in (1, 16, 64):
-            for shape in ("disjoint keys", "one counter key"):
-                results = []
-                for _ in range(rounds):
-                    execution = (await client.create_execution(schema=schema, initial_state={"hits": 0})).execution_id
-                    if shape == "disjoint keys":
-                        patch_of: Callable[[int, int], dict[str, object]] = lambda n, hits: {f"k{n}": n}  # noqa: E731
-                    else:
-                        patch_of = lambda n, hits: {"hits": hits + 1}  # noqa: E731
-                    results.append(await closed_loop(_agent_writes(client, execution, patch_of, agents), agents, total))
-                rate, p50, p99 = median_round(results)
-                rows.append(Row(f"SubmitPatch, {agents} in flight, {shape}", rate, "commits/s", p50, p99))
-                print(f"  SubmitPatch {agents:>2} in flight, {shape}: {rate:,.0f} commits/s", file=sys.stderr)
+    async with (
+        StateClient(address, retry=RetryPolicy(attempts=1)) as client,
+        grpc.aio.insecure_channel(address) as channel,
+    ):
+        agents = Agents(pb_grpc.StateServiceStub(channel), client)
 
-        state_rates = {}
-        for label, keys, size in (("1 KB", 10, 100), ("1 MB", 1000, 1000)):
-            initial = {f"key{i:04d}": "x" * size for i in range(keys)}
-            results = []
+        async def run(row: Row, in_flight: int, make: Callable[[str], Operation], initial: dict[str, object]) -> None:
             for _ in range(rounds):
-                lww = {"type": "object", "x-merge": "lww"}  # agents overwrite each other's keys
-                execution = (await client.create_execution(schema=lww, initial_state=initial)).execution_id
-                write = _agent_writes(client, execution, lambda n, _, keys=keys: {f"key{n % keys:04d}": f"v{n}"}, 16)
-                results.append(await closed_loop(write, 16, total))
-            rate, p50, p99 = median_round(results)
-            state_rates[label] = rate
-            rows.append(Row(f"SubmitPatch on a {label} state, 16 in flight", rate, "commits/s", p50, p99))
-            print(f"  SubmitPatch on a {label} state: {rate:,.0f} commits/s", file=sys.stderr)
+                execution = await agents.create(COUNTER_SCHEMA, initial)
+                await bracketed(row, echo.unary_rate, lambda: closed_loop(make(execution), in_flight, total))
+            rows.append(row)
+            print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
 
-        async def watch_round() -> tuple[Stream, Send]:
-            execution = (await client.create_execution()).execution_id
+        for in_flight in (1, 16, 64):
+            for shape, patch_of in (("disjoint keys", disjoint_keys), ("one counter key", one_counter)):
+                row = Row(f"SubmitPatch, {in_flight} in flight, {shape}", "commits/s")
+                await run(row, in_flight, lambda e, p=patch_of: agents.through_stub(e, p), {"hits": 0})  # type: ignore[misc]
+        sdk = Row("SubmitPatch, 64 in flight, disjoint keys, through the Python SDK", "commits/s")
+        await run(sdk, 64, lambda e: agents.through_sdk(e, disjoint_keys), {"hits": 0})
 
-            async def commit(n: int) -> None:
+        for label, keys, size in (("1 KB", 10, 100), ("1 MB", 1000, 1000)):
+            initial: dict[str, object] = {f"key{i:04d}": "x" * size for i in range(keys)}
+
+            def overwrite(agent: int, n: int, hits: int, keys: int = keys) -> dict[str, object]:
+                return {f"key{(agent * 7 + n) % keys:04d}": f"v{n}"}  # agents overwrite each other's keys
+
+            row = Row(f"SubmitPatch on a {label} state, 16 in flight", "commits/s")
+            lww = {"type": "object", "x-merge": "lww"}
+            for _ in range(rounds):
+                execution = await agents.create(lww, initial)
+                await bracketed(
+                    row, echo.unary_rate, lambda: closed_loop(agents.through_stub(execution, overwrite), 16, total)
+                )
+            rows.append(row)
+            print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
+        size_ratio = statistics.median(rows[-1].rates) / statistics.median(rows[-2].rates)
+
+        fanout = Row(f"Watch fan-out, {WATCHERS} watchers", "revisions/s to all")
+        for _ in range(rounds):
+            execution = await agents.create({}, {})
+
+            async def commit(n: int, execution: str = execution) -> None:
                 await client.submit_patch(execution, {f"k{n}": n}, agent_id="writer", base_revision=0)
 
-            return (lambda: client.watch(execution)), commit
+            await bracketed(
+                fanout, echo.fanout_rate, lambda: measure_fanout(lambda: client.watch(execution), commit, total // 10)
+            )
+        rows.append(fanout)
+        print(f"  {fanout.case}: {statistics.median(fanout.rates):,.0f} {fanout.unit}", file=sys.stderr)
+    return rows, size_ratio
 
-        fanout = await measure_fanout(watch_round, total // 10, rounds)
-        rows.append(Row(f"Watch fan-out, {WATCHERS} watchers", fanout, "revisions/s to all"))
-        print(f"  watch fan-out: {fanout:,.0f} revisions/s", file=sys.stderr)
-    return rows, state_rates["1 MB"] / state_rates["1 KB"]
+
+def table(rows: list[Row], echo: float, fanout: float, sqlite_rate: float) -> str:
+    lines = [
+        "| case | rate | p50 ms | p99 ms | baseline (bracketing rounds) | ratio |",
+        "|---|---|---|---|---|---|",
+        f"| raw grpc.aio echo, {ECHO_IN_FLIGHT} in flight | {echo:,.0f} RPC/s | | | ceiling | 1.00 |",
+        f"| raw grpc.aio fan-out to {WATCHERS} streams | {fanout:,.0f} broadcasts/s | | | ceiling | 1.00 |",
+        f"| raw aiosqlite, 1 row per commit | {sqlite_rate:,.0f} commits/s | | | durability reference | |",
+    ]
+    for row in rows:
+        latency = " | "
+        if row.latencies:
+            ordered = sorted(row.latencies)
+            latency = f"{ordered[len(ordered) // 2] * 1e3:.2f} | {ordered[int(len(ordered) * 0.99)] * 1e3:.2f}"
+        kind = "raw fan-out" if row.case.startswith("Watch") else "raw echo"
+        baseline = f"{kind} {statistics.median(row.baselines):,.0f}/s"
+        lines.append(
+            f"| {row.case} | {statistics.median(row.rates):,.0f} {row.unit} | {latency} | {baseline} "
+            f"| {statistics.median(row.ratios):.2f} |"
+        )
+    return "\n".join(lines)
 
 
 async def main() -> None:
@@ -257,43 +326,30 @@ async def main() -> None:
     args = parser.parse_args()
     total, rounds = (600, 1) if args.quick else (3000, 3)
 
-    print("measuring the raw grpc.aio echo server...", file=sys.stderr)
-    echo, echo_address, _ = await spawn(sys.executable, "-c", ECHO_SERVER)
+    echo_process, echo_address, _ = await spawn(sys.executable, "-c", ECHO_SERVER)
     try:
-        before = await raw_echo(echo_address, total, rounds)
-        print(f"  raw echo {before[0]:,.0f} RPC/s, raw fan-out {before[1]:,.0f} broadcasts/s", file=sys.stderr)
-        print("measuring raw aiosqlite commits...", file=sys.stderr)
-        sqlite_rate = await raw_sqlite_commits(total)
-        print("measuring the skillstate state server...", file=sys.stderr)
-        with tempfile.TemporaryDirectory() as tmp:
-            cli = [sys.executable, "-m", "skillstate.cli", "serve", "--db", str(Path(tmp) / "bench.db")]
-            server, address, startup = await spawn(*cli, "--listen", "127.0.0.1:0", "--log-level", "WARNING")
-            try:
-                rows, size_ratio = await bench_state_server(address, total, rounds)
-            finally:
-                server.kill()
-                await server.wait()
-        print("measuring the raw grpc.aio echo server again (the machine drifts)...", file=sys.stderr)
-        after = await raw_echo(echo_address, total, rounds)
+        async with grpc.aio.insecure_channel(echo_address) as channel:
+            echo = Echo(channel, total)
+            await echo.unary_rate()  # warm up both sides
+            print("measuring raw aiosqlite commits...", file=sys.stderr)
+            sqlite_rate = await raw_sqlite_commits(total)
+            print("measuring the state server, each round between two rounds of its baseline...", file=sys.stderr)
+            with tempfile.TemporaryDirectory() as tmp:
+                cli = [sys.executable, "-m", "skillstate.cli", "serve", "--db", str(Path(tmp) / "bench.db")]
+                server, address, startup = await spawn(*cli, "--listen", "127.0.0.1:0", "--log-level", "WARNING")
+                try:
+                    rows, size_ratio = await bench_state_server(address, echo, total, rounds)
+                finally:
+                    server.kill()
+                    await server.wait()
     finally:
-        echo.kill()
-        await echo.wait()
-    echo_rate, echo_fanout = statistics.mean((before[0], after[0])), statistics.mean((before[1], after[1]))
-    print(f"  raw echo {after[0]:,.0f} RPC/s, raw fan-out {after[1]:,.0f} broadcasts/s", file=sys.stderr)
+        echo_process.kill()
+        await echo_process.wait()
 
-    for row in rows:
-        if row.case.startswith("Watch"):
-            row.baseline, row.ratio = f"raw fan-out {echo_fanout:,.0f}/s", row.rate / echo_fanout
-        else:
-            row.baseline, row.ratio = f"raw echo {echo_rate:,.0f}/s", row.rate / echo_rate
-    print("\n| case | rate | p50 ms | p99 ms | baseline (same run) | ratio |")
-    print("|---|---|---|---|---|---|")
-    print(f"| raw grpc.aio echo, 64 in flight | {echo_rate:,.0f} RPC/s | | | ceiling | 1.00 |")
-    print(f"| raw grpc.aio fan-out to {WATCHERS} streams | {echo_fanout:,.0f} broadcasts/s | | | ceiling | 1.00 |")
-    print(f"| raw aiosqlite, 1 row per commit | {sqlite_rate:,.0f} commits/s | | | durability reference | |")
-    for row in rows:
-        latency = f"{row.p50_ms:.2f} | {row.p99_ms:.2f}" if row.p50_ms is not None else " | "
-        print(f"| {row.case} | {row.rate:,.0f} {row.unit} | {latency} | {row.baseline} | {row.ratio:.2f} |")
+    echo_rate = statistics.median(b for row in rows if not row.case.startswith("Watch") for b in row.baselines)
+    fanout_rate = statistics.median(rows[-1].baselines)
+    print()
+    print(table(rows, echo_rate, fanout_rate, sqlite_rate))
     print(f"\n1 MB state / 1 KB state commit rate: {size_ratio:.2f}; server ready to serve in {startup * 1e3:.0f} ms")
 
 

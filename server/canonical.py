@@ -51,9 +51,10 @@ def parse(text: str | bytes, field: str, limits: Limits, *, max_bytes: int | Non
         raise InvalidArgumentError(f"{field}: not valid JSON: {e}") from e
     if _LONG_DIGIT_RUN.search(data):
         _check_integer_range(data, field)
-    depth = nesting_depth(value)
-    if depth > limits.max_depth:
-        raise InvalidArgumentError(f"{field}: nesting depth {depth} exceeds the limit of {limits.max_depth}")
+    if data.count(b"{") + data.count(b"[") > limits.max_depth:  # else the depth cannot exceed it: skip the walk
+        depth = nesting_depth(value)
+        if depth > limits.max_depth:
+            raise InvalidArgumentError(f"{field}: nesting depth {depth} exceeds the limit of {limits.max_depth}")
     return value
 
 
@@ -117,8 +118,4 @@ def type_name(value: JSON) -> str:
 
 def sha256_hex(*parts: bytes) -> str:
     """Hex SHA-256 of parts, each length-prefixed so that no two sequences of parts collide."""
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(len(part).to_bytes(8, "big"))
-        digest.update(part)
-    return digest.hexdigest()
+    return hashlib.sha256(b"".join(len(part).to_bytes(8, "big") + part for part in parts)).hexdigest()

@@ -31,6 +31,26 @@ class Pending:
     snapshot: SnapshotRecord | None = None
     observation: ObservationRecord | None = None
     future: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    """Awaited by the caller that enqueued the item (cancelled with it if that caller goes away)."""
+    followers: list[asyncio.Future[None]] | None = None
+
+    def follow(self) -> asyncio.Future[None]:
+        """A future of this item's outcome for another caller (a retry under the same idempotency key)."""
+        follower = asyncio.get_running_loop().create_future()
+        if self.followers is None:
+            self.followers = []
+        self.followers.append(follower)
+        return follower
+
+    def resolve(self, error: Exception | None = None) -> None:
+        for future in (self.future, *(self.followers or ())):
+            if future.done():
+                continue
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+                future.exception()  # mark retrieved: a caller that went away must not log "never retrieved"
 
 
 class GroupCommitter:
@@ -55,16 +75,16 @@ class GroupCommitter:
         if self._task is not None:
             await self._task
 
-    def enqueue(self, item: Pending) -> asyncio.Future[None]:
+    def enqueue(self, item: Pending) -> None:
         if self._closing:
             raise StorageError("the server is shutting down")
         self._queue.append(item)
         self._wakeup.set()
-        return item.future
 
     async def _run(self) -> None:
         while True:
             await self._wakeup.wait()
+            await asyncio.sleep(0)  # one more turn of the loop: requests ready to merge join this batch
             self._wakeup.clear()
             while self._queue:
                 batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
@@ -78,7 +98,7 @@ class GroupCommitter:
             if item.epoch == item.execution.epoch:
                 live.append(item)
             else:
-                _fail(item, StorageError("not committed: an earlier revision it was merged on failed to commit"))
+                item.resolve(StorageError("not committed: an earlier revision it was merged on failed to commit"))
         batch = Batch(
             revisions=[i.revision for i in live if i.revision is not None],
             snapshots=[i.snapshot for i in live if i.snapshot is not None],
@@ -94,15 +114,8 @@ class GroupCommitter:
                 execution.rollback()
             error = e if isinstance(e, StorageError) else StorageError(f"commit failed: {e}")
             for item in live:
-                _fail(item, error)
+                item.resolve(error)
             return
         for item in live:
             self._on_committed(item)
-            if not item.future.done():
-                item.future.set_result(None)
-
-
-def _fail(item: Pending, error: Exception) -> None:
-    if not item.future.done():
-        item.future.set_exception(error)
-        item.future.exception()  # mark retrieved: a caller that went away must not log "never retrieved"
+            item.resolve()

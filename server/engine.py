@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 import uuid
@@ -32,7 +33,7 @@ from .errors import (
 from .execution import Entry, Execution, genesis_hash, replay, revision_hash
 from .hub import Hub, Subscription
 from .limits import DEFAULT_LIMITS, Limits
-from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
+from .merge import Change, decode_resolutions, encode_resolutions, merge
 from .mergepatch import NoChange, apply, effective, strip_nulls, written_paths
 from .requests import check_address, check_execution_id, check_label, decode_page_token, encode_page_token
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
@@ -173,8 +174,9 @@ class StateEngine:
         """The state at `base` and every change after it up to head, or None if the window lacks the base."""
         entry = execution.entry(base)
         if entry is not None:
-            window, since = execution.window, execution.head.revision - base
-            return entry.state, [c for c in (window[i].change for i in range(-since, 0)) if c is not None]
+            window = execution.window
+            after_base = itertools.islice(window, len(window) - (execution.head.revision - base), None)
+            return entry.state, [e.change for e in after_base if e.change is not None]
         cached = execution.replayed
         if (
             cached is not None
@@ -223,11 +225,14 @@ class StateEngine:
             raise BaseAheadError(f"base_revision: {base_revision} is ahead of the head revision {execution.committed}")
         key = (agent_id, client_patch_id)
         request = (base_revision, canonical.dumps_str(patch), canonical.dumps_str(action))
+        since_base = None
         while True:
             if client_patch_id:
                 earlier = await self._earlier_result(execution, key, request)
                 if earlier is not None:
                     return earlier
+            if execution.untouched_since(base_revision, patch):
+                break  # nothing to merge with: the patch applies to head as it is
             since_base = self._changes_since(execution, base_revision)
             if since_base is not None:
                 break
@@ -235,10 +240,20 @@ class StateEngine:
 
         # From here to enqueue there is no await: the merge sees exactly the head it commits on.
         head = execution.head
-        base_state, changes = since_base
-        applied, resolutions = self._merge(
-            execution, head, base_state, changes, patch, agent_id, base_revision, client_patch_id
-        )
+        if since_base is None:
+            applied, resolutions = _effective(head.state, patch), []
+        else:
+            result = merge(
+                base=since_base[0],
+                head=head.state,
+                head_revision=execution.committed,
+                changes=since_base[1],
+                patch=patch,
+                stamp=(base_revision, agent_id),
+                policies=execution.policies,
+                client_patch_id=client_patch_id,
+            )
+            applied, resolutions = result.applied_patch, result.resolutions
         state = apply(head.state, applied)
         execution.validator.validate_change(head.state, state, applied)
         revision = head.revision + 1
@@ -262,38 +277,13 @@ class StateEngine:
         snapshot = None
         if revision % self._config.snapshot_every == 0:
             snapshot = SnapshotRecord(execution.id, revision, canonical.dumps_str(state), record.state_hash)
-        future = self._committer.enqueue(Pending(execution, execution.epoch, revision=record, snapshot=snapshot))
+        pending = Pending(execution, execution.epoch, revision=record, snapshot=snapshot)
+        self._committer.enqueue(pending)
         execution.push(Entry(revision, state, record.state_hash, record, change))  # only once it will commit
         if client_patch_id:
-            execution.pending_patches[key] = future
-        await asyncio.shield(future)
+            execution.pending_patches[key] = pending
+        await pending.future
         return SubmitResult(revision, record.state_hash, record.applied_patch_json, tuple(resolutions))
-
-    def _merge(
-        self,
-        execution: Execution,
-        head: Entry,
-        base_state: dict[str, Any],
-        changes: Sequence[Change],
-        patch: dict[str, Any],
-        agent_id: str,
-        base_revision: int,
-        client_patch_id: str,
-    ) -> tuple[dict[str, Any], list[Resolution]]:
-        if base_revision == head.revision:
-            change = effective(head.state, patch)
-            return ({} if isinstance(change, NoChange) else change), []
-        result = merge(
-            base=base_state,
-            head=head.state,
-            head_revision=execution.committed,
-            changes=changes,
-            patch=patch,
-            stamp=(base_revision, agent_id),
-            policies=execution.policies,
-            client_patch_id=client_patch_id,
-        )
-        return result.applied_patch, result.resolutions
 
     async def _earlier_result(
         self, execution: Execution, key: tuple[str, str], request: tuple[int, str, str]
@@ -306,7 +296,7 @@ class StateEngine:
             pending = execution.pending_patches.get(key)
             if pending is not None:
                 with contextlib.suppress(StorageError):  # if the original never committed, this one may apply
-                    await asyncio.shield(pending)
+                    await pending.follow()
                 continue
             revision = execution.patch_ids.get(key)
             if revision is not None:
@@ -433,9 +423,10 @@ class StateEngine:
             canonical.dumps_str(payload),
             time.time(),
         )
-        future = self._committer.enqueue(Pending(execution, execution.epoch, observation=record))
+        pending = Pending(execution, execution.epoch, observation=record)
+        self._committer.enqueue(pending)
         execution.observation_sequence = record.sequence
-        await asyncio.shield(future)
+        await pending.future
         return record.sequence
 
     async def observations(
@@ -480,6 +471,11 @@ async def _live(
                 cursor = position(item)
     except WatcherTooSlowError as e:
         raise WatcherTooSlowError(f"{stream} {e}; resume with {resume_field}={cursor}") from None
+
+
+def _effective(head: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    change = effective(head, patch)
+    return {} if isinstance(change, NoChange) else change
 
 
 def _duplicate(record: RevisionRecord, key: tuple[str, str], request: tuple[int, str, str]) -> SubmitResult:

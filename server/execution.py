@@ -115,6 +115,8 @@ class Execution:
         """True when patch_ids covers the whole log, so a miss needs no storage lookup."""
         self.pending_patches: dict[tuple[str, str], Any] = {}
         """Idempotency keys of revisions merged but not yet durable -> the future of their commit."""
+        self.last_written: dict[str, int] = {}
+        """Top-level member -> the newest revision in the window that wrote at or below it."""
         self.replayed: list[Entry] | None = None
         """The last replay of the log for a base older than the window (reused while it still connects)."""
         self.observation_sequence = 0
@@ -128,6 +130,9 @@ class Execution:
     def push(self, entry: Entry) -> None:
         """Add the next revision (durable or pending) at the head."""
         self.window.append(entry)
+        if entry.change is not None:
+            for path in entry.change.touched:
+                self.last_written[path[0]] = entry.revision
         if entry.record is not None and entry.record.client_patch_id:
             self.patch_ids[(entry.record.agent_id, entry.record.client_patch_id)] = entry.revision
             if len(self.patch_ids) > MAX_PATCH_IDS:
@@ -146,7 +151,22 @@ class Execution:
         """Record that revisions up to `revision` are durable, and trim the window behind them."""
         self.committed = max(self.committed, revision)
         while len(self.window) > self.window_size and self.window[0].revision < self.committed:
-            self.window.popleft()
+            dropped = self.window.popleft()
+            if dropped.change is not None:
+                for path in dropped.change.touched:
+                    if self.last_written.get(path[0]) == dropped.revision:
+                        del self.last_written[path[0]]
+
+    def untouched_since(self, base: int, patch: dict[str, Any]) -> bool:
+        """True if no revision after `base` wrote under any member `patch` writes (base within the window).
+
+        Every path starts with a top-level member, so such a patch overlaps no change since its base, and
+        the merge would apply it as it is.
+        """
+        if base < self.window[0].revision:
+            return False
+        last_written = self.last_written
+        return not any(last_written.get(key, -1) > base for key in patch)
 
     def rollback(self) -> None:
         """Forget every revision that is not durable (after a failed commit)."""
@@ -154,6 +174,10 @@ class Execution:
             dropped = self.window.pop()
             if dropped.record is not None:
                 self.patch_ids.pop((dropped.record.agent_id, dropped.record.client_patch_id), None)
+        self.last_written = {}
+        for entry in self.window:
+            if entry.change is not None:
+                self.last_written.update((path[0], entry.revision) for path in entry.change.touched)
         self.pending_patches.clear()
         self.observation_sequence = self.observation_committed
         self.epoch += 1

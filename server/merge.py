@@ -86,7 +86,7 @@ class _Trie:
 
     __slots__ = ("_entries",)
 
-    def __init__(self, entries: list[tuple[Path, Change]]) -> None:
+    def __init__(self, entries: Sequence[tuple[Path, Change]]) -> None:
         self._entries = entries
         """(path below this node, change that wrote it)"""
 
@@ -105,8 +105,26 @@ class _Trie:
         return _Trie(entries) if entries else None
 
 
-def _build_trie(changes: Sequence[Change]) -> _Trie:
-    return _Trie([(path, change) for change in changes for path in change.touched])
+class _RootTrie(_Trie):
+    """The root: its children are gathered straight from the changes, without listing every path first."""
+
+    __slots__ = ("_changes",)
+
+    def __init__(self, changes: Sequence[Change]) -> None:
+        super().__init__(())
+        self._changes = changes
+
+    @property
+    def leaf(self) -> bool:
+        return False  # a merge patch is an object: no change replaces the root
+
+    @property
+    def changes(self) -> list[Change]:
+        return list(self._changes)
+
+    def child(self, key: str) -> _Trie | None:
+        entries = [(path[1:], change) for change in self._changes for path in change.touched if path[0] == key]
+        return _Trie(entries) if entries else None
 
 
 @dataclass(slots=True)
@@ -324,7 +342,7 @@ def merge(
     Raises ConflictError, changing nothing, when any conflict point's policy cannot merge it.
     """
     run = _Merge(policies, patch, stamp, client_patch_id, head_revision)
-    applied = run.members((), patch, base, head, _build_trie(changes))
+    applied = run.members((), patch, base, head, _RootTrie(changes))
     if run.conflicts:
         raise ConflictError(run.conflicts, head_revision, run.reasons)
     return MergeResult(applied, run.resolutions)

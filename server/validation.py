@@ -30,6 +30,31 @@ _LOCAL_KEYWORDS = frozenset(
     }
 )  # fmt: skip
 _SHALLOW_KEYWORDS = ("type", "required", "minProperties", "maxProperties")
+_ANNOTATIONS = frozenset(
+    {"x-merge", "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"}
+)
+_TYPE_CHECKS = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
+}
+
+
+def types_only(schema: Any) -> tuple[str, ...] | None:
+    """The type names of a schema that checks nothing but `type` (annotations aside), else None."""
+    if not isinstance(schema, dict) or "type" not in schema or not schema.keys() - _ANNOTATIONS <= {"type"}:
+        return None
+    names = (schema["type"],) if isinstance(schema["type"], str) else tuple(schema["type"])
+    return names if all(name in _TYPE_CHECKS for name in names) else None
+
+
+def has_type(value: Any, names: tuple[str, ...]) -> bool:
+    """Whether value has one of the JSON Schema types (an integral float is an integer, a bool no number)."""
+    return any(_TYPE_CHECKS[name](value) for name in names)
 
 
 class SchemaValidator:
@@ -46,6 +71,8 @@ class SchemaValidator:
         self._evolved: dict[int, Draft202012Validator] = {}
         """Validators for subschemas of this schema, by id: every one stays alive in _root or _shallow."""
         self._shallow: dict[int, dict[str, Any]] = {}
+        self._types_only: dict[int, tuple[str, ...] | None] = {}
+        """For subschemas that check only `type`, its names: checked here, with jsonschema only to explain."""
 
     def validate(self, state: Any) -> None:
         """Check a whole state; raises SchemaViolationError listing the failing paths."""
@@ -94,6 +121,12 @@ class SchemaValidator:
 
     def _errors(self, value: Any, schema: Any, path: Path) -> Iterator[str]:
         if schema is True or schema == {}:
+            return
+        key = id(schema)
+        if key not in self._types_only:
+            self._types_only[key] = types_only(schema)
+        names = self._types_only[key]
+        if names is not None and has_type(value, names):
             return
         validator = self._evolved.get(id(schema))
         if validator is None:

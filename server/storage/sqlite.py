@@ -1,10 +1,11 @@
 """The default RevisionLog: one SQLite file in WAL mode, through aiosqlite.
 
-Writes go through one connection, a transaction per batch with `executemany` per table and the transaction
-opened implicitly by the first of them, so a group commit of many patches costs two thread hops (one per
-table written, plus the commit) and one fsync. Each hop waits for the event loop, so under load the number
-of hops, not the disk, bounds the commit rate. Reads use a second connection, so they see
-only committed transactions and never wait behind a commit's fsync.
+Writes go through one connection in autocommit mode. A group commit that writes one table (the common
+case: a batch of revisions) is a single multi-row INSERT, which SQLite runs as its own transaction: one
+thread hop and one fsync for the whole batch. A batch that writes several tables runs in an explicit
+transaction, a hop per statement. Each hop waits for the event loop, so under load the number of hops, not
+the disk, bounds the commit rate. Reads use a second connection, so they see only committed transactions
+and never wait behind a commit's fsync.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -70,6 +72,23 @@ _REVISION_COLUMNS = (
     "client_patch_id, resolutions_json, state_hash, committed_at"
 )
 _OBSERVATION_COLUMNS = "execution_id, sequence, to_address, source, kind, payload_json, published_at"
+_SNAPSHOT_COLUMNS = "execution_id, revision, state_json, state_hash"
+
+Statement = tuple[str, Sequence[Any]]
+"""SQL and its parameters."""
+
+
+def _insert(table: str, columns: str, rows: list[tuple[Any, ...]]) -> Statement | None:
+    """One INSERT of every row (a single statement is atomic on its own), or None when there are none.
+
+    A batch holds at most EngineConfig.max_batch rows, far below SQLite's limit on bound parameters.
+    """
+    if not rows:
+        return None
+    placeholders = "(" + ",".join("?" * len(rows[0])) + ")"
+    return f"INSERT INTO {table} ({columns}) VALUES {','.join([placeholders] * len(rows))}", [
+        value for row in rows for value in row
+    ]
 
 
 class SqliteRevisionLog(RevisionLog):
@@ -88,20 +107,20 @@ class SqliteRevisionLog(RevisionLog):
             return
         self._lock_file = _lock_exclusively(Path(self._path + ".lock"))
         try:
-            self._writer = await self._connect(isolation_level="DEFERRED")
+            self._writer = await self._connect()
             version = await self._scalar(self._writer, "PRAGMA user_version")
             if version not in (0, SCHEMA_VERSION):
                 raise StorageError(f"{self._path}: schema version {version} is not {SCHEMA_VERSION}")
             await self._writer.executescript(_DDL + f"PRAGMA user_version = {SCHEMA_VERSION};")
-            self._reader = await self._connect(isolation_level=None)
+            self._reader = await self._connect()
         except (sqlite3.Error, StorageError) as e:
             await self.close()  # an open connection keeps a worker thread alive
             if isinstance(e, StorageError):
                 raise
             raise StorageError(f"cannot open {self._path}: {e}") from e
 
-    async def _connect(self, isolation_level: str | None) -> aiosqlite.Connection:
-        connection = await aiosqlite.connect(self._path, isolation_level=isolation_level)
+    async def _connect(self) -> aiosqlite.Connection:
+        connection = await aiosqlite.connect(self._path, isolation_level=None)  # autocommit: we say BEGIN
         try:
             await connection.executescript(
                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; "
@@ -137,8 +156,8 @@ class SqliteRevisionLog(RevisionLog):
         rows = [(execution.execution_id, execution.schema_json, execution.created_at)]
         try:
             await self._transaction(
-                ("INSERT INTO executions (execution_id, schema_json, created_at) VALUES (?, ?, ?)", rows),
-                ("INSERT INTO snapshots VALUES (?, ?, ?, ?)", [_snapshot_row(genesis)]),
+                _insert("executions", "execution_id, schema_json, created_at", rows),
+                _insert("snapshots", _SNAPSHOT_COLUMNS, [_snapshot_row(genesis)]),
             )
         except DuplicateRowError as e:
             raise AlreadyExistsError(f"execution {execution.execution_id!r} already exists") from e
@@ -149,39 +168,34 @@ class SqliteRevisionLog(RevisionLog):
 
     async def commit(self, batch: Batch) -> None:
         await self._transaction(
-            (
-                f"INSERT INTO revisions ({_REVISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                [_revision_row(r) for r in batch.revisions],
-            ),
-            ("INSERT INTO snapshots VALUES (?, ?, ?, ?)", [_snapshot_row(s) for s in batch.snapshots]),
-            (
-                f"INSERT INTO observations ({_OBSERVATION_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
-                [_observation_row(o) for o in batch.observations],
-            ),
+            _insert("revisions", _REVISION_COLUMNS, [_revision_row(r) for r in batch.revisions]),
+            _insert("snapshots", _SNAPSHOT_COLUMNS, [_snapshot_row(s) for s in batch.snapshots]),
+            _insert("observations", _OBSERVATION_COLUMNS, [_observation_row(o) for o in batch.observations]),
         )
 
-    async def _transaction(self, *statements: tuple[str, list[tuple[Any, ...]]]) -> None:
+    async def _transaction(self, *statements: Statement | None) -> None:
+        """Run the statements atomically: alone in autocommit when there is one, else between BEGIN and COMMIT."""
+        present = [s for s in statements if s is not None]
         async with self._write_lock:
-            await self._run_transaction(self._w, statements)
-
-    async def _run_transaction(
-        self, connection: aiosqlite.Connection, statements: tuple[tuple[str, list[tuple[Any, ...]]], ...]
-    ) -> None:
-        try:
-            try:  # the first statement opens the transaction (sqlite3's DEFERRED mode): one hop fewer than BEGIN
-                for sql, rows in statements:
-                    if rows:
-                        await connection.executemany(sql, rows)
-                await connection.commit()
-            except BaseException:
-                await connection.rollback()
-                raise
-        except sqlite3.IntegrityError as e:
-            if "FOREIGN KEY" in str(e):
-                raise NotFoundError("a row refers to an unknown execution") from e
-            raise DuplicateRowError(f"a row with the same key is already stored: {e}") from e
-        except sqlite3.Error as e:
-            raise StorageError(f"commit to {self._path} failed: {e}") from e
+            try:
+                if len(present) == 1:
+                    await self._w.execute(*present[0])
+                else:
+                    await self._w.execute("BEGIN IMMEDIATE")
+                    try:
+                        for statement in present:
+                            await self._w.execute(*statement)
+                        await self._w.execute("COMMIT")
+                    except BaseException:
+                        if self._w.in_transaction:  # SQLite ends it by itself after some errors
+                            await self._w.execute("ROLLBACK")
+                        raise
+            except sqlite3.IntegrityError as e:
+                if "FOREIGN KEY" in str(e):
+                    raise NotFoundError("a row refers to an unknown execution") from e
+                raise DuplicateRowError(f"a row with the same key is already stored: {e}") from e
+            except sqlite3.Error as e:
+                raise StorageError(f"commit to {self._path} failed: {e}") from e
 
     async def head_revision(self, execution_id: str) -> int:
         await self._require(execution_id)
@@ -243,11 +257,11 @@ class SqliteRevisionLog(RevisionLog):
         if not found:
             raise OutOfRangeError(f"no snapshot at revision {up_to} to compact to")
         await self._transaction(
-            ("DELETE FROM revisions WHERE execution_id = ? AND revision <= ?", [(execution_id, up_to)]),
-            ("DELETE FROM snapshots WHERE execution_id = ? AND revision < ?", [(execution_id, up_to)]),
+            ("DELETE FROM revisions WHERE execution_id = ? AND revision <= ?", (execution_id, up_to)),
+            ("DELETE FROM snapshots WHERE execution_id = ? AND revision < ?", (execution_id, up_to)),
             (
                 "UPDATE executions SET compact_revision = MAX(compact_revision, ?) WHERE execution_id = ?",
-                [(up_to, execution_id)],
+                (up_to, execution_id),
             ),
         )
 

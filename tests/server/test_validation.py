@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
 
 from skillstate.server.errors import InvalidArgumentError, SchemaViolationError
 from skillstate.server.mergepatch import apply, strip_nulls
-from skillstate.server.validation import SchemaValidator
+from skillstate.server.validation import SchemaValidator, has_type, types_only
 
 from ..strategies import json_values
 
@@ -69,3 +70,23 @@ def test_violations_name_path_and_keyword() -> None:
 def test_an_invalid_schema_is_refused_with_its_location() -> None:
     with pytest.raises(InvalidArgumentError, match="schema_json: not a valid Draft 2020-12 schema at /properties/a"):
         SchemaValidator({"properties": {"a": {"type": "nope"}}})
+
+
+TYPE_NAMES = st.sampled_from(["object", "array", "string", "integer", "number", "boolean", "null"])
+
+
+@given(
+    value=json_values(8) | st.floats(allow_nan=False, allow_infinity=False),
+    names=st.lists(TYPE_NAMES, min_size=1, max_size=3, unique=True),
+    as_list=st.booleans(),
+)
+def test_the_type_shortcut_agrees_with_jsonschema(value: object, names: list[str], as_list: bool) -> None:
+    schema = {"type": names if as_list or len(names) > 1 else names[0], "x-merge": "lww"}
+    assert types_only(schema) == tuple(names)
+    assert has_type(value, tuple(names)) == Draft202012Validator(schema).is_valid(value)
+
+
+def test_the_type_shortcut_leaves_other_keywords_to_jsonschema() -> None:
+    assert types_only({"type": "integer", "minimum": 0}) is None
+    assert types_only({"type": "decimal"}) is None
+    assert types_only({"properties": {}}) is None
