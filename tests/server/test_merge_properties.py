@@ -8,8 +8,11 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillstate.server.mergepatch import apply, strip_nulls
+from skillstate.server.merge import Change, merge
+from skillstate.server.mergepatch import NO_CHANGE, apply, effective, strip_nulls, written_paths
+from skillstate.server.policy import PolicyMap
 
+from ..strategies import json_values
 from .engine_harness import Write, run
 
 AGENTS = ["ada", "bob", "cy", "dee"]
@@ -114,3 +117,37 @@ def test_regression_text_intent_equal_to_an_intermediate_merge() -> None:
     """Found by hypothesis: cy's intent equalled the merge of ada's and bob's, so it was skipped in one order."""
     writes = [Write("ada", 0, {"v": "a"}), Write("bob", 0, {"v": " "}), Write("cy", 0, {"v": "a "})]
     assert_order_independent("text", {"v": ""}, writes)
+
+
+POLICY_NAMES = st.sampled_from(["reject", "lww", "counter", "max", "min", "set", "append", "text"])
+LEFT_KEYS, RIGHT_KEYS = st.sampled_from(["a", "b", "c"]), st.sampled_from(["p", "q", "r"])
+
+
+@given(
+    initial=st.dictionaries(st.sampled_from("abcpqr"), json_values(6), max_size=6),
+    changes=st.lists(st.dictionaries(LEFT_KEYS, json_values(4), min_size=1, max_size=2), max_size=4),
+    patch=st.dictionaries(RIGHT_KEYS, json_values(4), min_size=1, max_size=3),
+    policies=st.dictionaries(st.sampled_from("abcpqr"), POLICY_NAMES),
+)
+def test_a_patch_that_meets_no_change_since_its_base_merges_to_its_effect_on_head(
+    initial: dict, changes: list[dict], patch: dict, policies: dict
+) -> None:
+    """The engine applies such a patch without a merge (Execution.untouched_since); the merge agrees."""
+    schema = {"type": "object", "properties": {key: {"x-merge": policy} for key, policy in policies.items()}}
+    base = head = strip_nulls(initial)
+    committed = []
+    for revision, change in enumerate(changes, start=1):
+        committed.append(Change(revision, revision - 1, "other", written_paths(head, change, change), change))
+        head = apply(head, change)
+    result = merge(
+        base=base,
+        head=head,
+        head_revision=len(changes),
+        changes=committed,
+        patch=patch,
+        stamp=(0, "me"),
+        policies=PolicyMap(schema),
+    )
+    expected = effective(head, patch)
+    assert result.applied_patch == ({} if expected is NO_CHANGE else expected)
+    assert result.resolutions == []
