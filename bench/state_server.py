@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import re
 import statistics
 import sys
@@ -135,7 +136,9 @@ class Echo:
         return await measure_fanout(lambda: self._subscribe(b""), publish, self._total // 10)
 
 
-async def measure_fanout(open_stream: Callable[[], object], send: Callable[[int], Awaitable[object]], count: int) -> float:
+async def measure_fanout(
+    open_stream: Callable[[], object], send: Callable[[int], Awaitable[object]], count: int
+) -> float:
     """Messages per second delivered to every one of WATCHERS streams (sends pipelined 16 at a time)."""
     streams = [open_stream() for _ in range(WATCHERS)]
     await asyncio.sleep(0.3)  # let every stream be established
@@ -161,10 +164,10 @@ async def _read(stream: object, count: int) -> None:
             return
 
 
-async def bracketed(row: Row, baseline: Callable[[], Awaitable[float]], case: Callable[[], Awaitable[object]]) -> None:
+async def bracketed(row: Row, baseline: Callable[[], Awaitable[float]], case: Awaitable[object]) -> None:
     """One round of a case between two rounds of its baseline; appends the rate and the ratio to row."""
     before = await baseline()
-    result = await case()
+    result = await case
     rate, latencies = result if isinstance(result, tuple) else (result, [])
     after = await baseline()
     row.rates.append(rate)
@@ -255,7 +258,7 @@ async def bench_state_server(address: str, echo: Echo, total: int, rounds: int) 
         async def run(row: Row, in_flight: int, make: Callable[[str], Operation], initial: dict[str, object]) -> None:
             for _ in range(rounds):
                 execution = await agents.create(COUNTER_SCHEMA, initial)
-                await bracketed(row, echo.unary_rate, lambda: closed_loop(make(execution), in_flight, total))
+                await bracketed(row, echo.unary_rate, closed_loop(make(execution), in_flight, total))
             rows.append(row)
             print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
 
@@ -276,9 +279,8 @@ async def bench_state_server(address: str, echo: Echo, total: int, rounds: int) 
             lww = {"type": "object", "x-merge": "lww"}
             for _ in range(rounds):
                 execution = await agents.create(lww, initial)
-                await bracketed(
-                    row, echo.unary_rate, lambda: closed_loop(agents.through_stub(execution, overwrite), 16, total)
-                )
+                write = agents.through_stub(execution, overwrite)
+                await bracketed(row, echo.unary_rate, closed_loop(write, 16, total))
             rows.append(row)
             print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
         size_ratio = statistics.median(rows[-1].rates) / statistics.median(rows[-2].rates)
@@ -290,9 +292,8 @@ async def bench_state_server(address: str, echo: Echo, total: int, rounds: int) 
             async def commit(n: int, execution: str = execution) -> None:
                 await client.submit_patch(execution, {f"k{n}": n}, agent_id="writer", base_revision=0)
 
-            await bracketed(
-                fanout, echo.fanout_rate, lambda: measure_fanout(lambda: client.watch(execution), commit, total // 10)
-            )
+            watch = functools.partial(client.watch, execution)
+            await bracketed(fanout, echo.fanout_rate, measure_fanout(watch, commit, total // 10))
         rows.append(fanout)
         print(f"  {fanout.case}: {statistics.median(fanout.rates):,.0f} {fanout.unit}", file=sys.stderr)
     return rows, size_ratio
