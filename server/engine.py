@@ -30,7 +30,7 @@ from .errors import (
     StorageError,
     WatcherTooSlowError,
 )
-from .execution import Entry, Execution, genesis_hash, replay, revision_hash
+from .execution import Entry, Execution, Replayed, genesis_hash, replay, revision_hash
 from .hub import Hub, Subscription
 from .limits import DEFAULT_LIMITS, Limits
 from .merge import Change, decode_resolutions, encode_resolutions, merge
@@ -171,35 +171,44 @@ class StateEngine:
         return last
 
     def _changes_since(self, execution: Execution, base: int) -> tuple[dict[str, Any], list[Change]] | None:
-        """The state at `base` and every change after it up to head, or None if the window lacks the base."""
+        """The state at `base` and every change after it up to head, or None if memory lacks the base."""
+        window = execution.window
         entry = execution.entry(base)
         if entry is not None:
-            window = execution.window
             after_base = itertools.islice(window, len(window) - (execution.head.revision - base), None)
             return entry.state, [e.change for e in after_base if e.change is not None]
         cached = execution.replayed
-        if (
-            cached is not None
-            and cached[0].revision <= base
-            and execution.window[0].revision <= cached[-1].revision + 1
-        ):
-            changes = [e.change for e in cached if e.revision > base and e.change is not None]
-            changes += [e.change for e in execution.window if e.revision > cached[-1].revision and e.change is not None]
-            return cached[base - cached[0].revision].state, changes
+        if cached is not None and cached.base == base and window[0].revision <= cached.through + 1:
+            later = [e.change for e in window if e.revision > cached.through and e.change is not None]
+            return cached.state, cached.changes + later
         return None
 
     async def _replay_log_to(self, execution: Execution, base: int) -> None:
-        """Replay the log from the snapshot before `base` to the durable head, for a base older than the window."""
-        if base < execution.compacted:
-            raise OutOfRangeError(
-                f"base_revision: {base} was compacted away (the oldest retained is {execution.compacted}); "
-                "re-read the state and retry"
-            )
-        snapshot = await self._log.latest_snapshot(execution.id, at_most=base)
-        if snapshot is None:
-            raise OutOfRangeError(f"base_revision: no snapshot at or before {base}")
-        records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=execution.committed)
-        execution.replayed = list(replay(snapshot, records))
+        """Replay the log from the snapshot before `base` to the durable head, for a base older than the window.
+
+        Keeps only the state at `base` and the changes after it; concurrent callers share one replay.
+        """
+        async with execution.replaying:
+            if self._changes_since(execution, base) is not None:
+                return  # replayed while this caller waited
+            if base < execution.compacted:
+                raise OutOfRangeError(
+                    f"base_revision: {base} was compacted away (the oldest retained is {execution.compacted}); "
+                    "re-read the state and retry"
+                )
+            snapshot = await self._log.latest_snapshot(execution.id, at_most=base)
+            if snapshot is None:
+                raise OutOfRangeError(f"base_revision: no snapshot at or before {base}")
+            through = execution.committed
+            records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=through)
+            state: dict[str, Any] = {}
+            changes = []
+            for entry in replay(snapshot, records):
+                if entry.revision == base:
+                    state = entry.state
+                elif entry.revision > base and entry.change is not None:
+                    changes.append(entry.change)
+            execution.replayed = Replayed(base, state, changes, through)
 
     # -- patches -----------------------------------------------------------------------------------------
 

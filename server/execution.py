@@ -7,6 +7,7 @@ catch-up and history without touching storage; anything older is replayed from t
 
 from __future__ import annotations
 
+import asyncio
 import collections
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -93,6 +94,18 @@ def replay(snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> Itera
         yield Entry(record.revision, state, state_hash, record, change)
 
 
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """What a replay of the log found for a base older than the window: enough to merge on that base."""
+
+    base: int
+    state: dict[str, Any]
+    """The state at `base`."""
+    changes: list[Change]
+    """Every change after `base` through `through`, in order."""
+    through: int
+
+
 class Execution:
     """The live state of one execution. Mutated only by the engine, on the event loop."""
 
@@ -117,8 +130,10 @@ class Execution:
         """Idempotency keys of revisions merged but not yet durable -> the future of their commit."""
         self.last_written: dict[str, int] = {}
         """Top-level member -> the newest revision in the window that wrote at or below it."""
-        self.replayed: list[Entry] | None = None
+        self.replayed: Replayed | None = None
         """The last replay of the log for a base older than the window (reused while it still connects)."""
+        self.replaying = asyncio.Lock()
+        """One replay at a time: many agents stale on the same base share one."""
         self.observation_sequence = 0
         """The last sequence handed out, durable or pending."""
         self.observation_committed = 0

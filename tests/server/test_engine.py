@@ -240,3 +240,32 @@ async def test_a_failed_commit_acknowledges_nothing_and_rolls_back() -> None:
     await recovered.start()
     assert await recovered.get_state("x") == await engine.get_state("x")
     await engine.close()
+
+
+class CountingLog(SqliteRevisionLog):
+    """The SQLite log (whose reads really wait), counting how often the engine reads revisions back."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.revision_reads = 0
+
+    async def read_revisions(self, *args: object, **kwargs: object) -> list:
+        self.revision_reads += 1
+        return await super().read_revisions(*args, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_agents_stale_on_one_old_base_share_one_replay(tmp_path: Path) -> None:
+    log = CountingLog(tmp_path / "e.db")
+    engine = StateEngine(log, EngineConfig(window=16))
+    await engine.start()
+    try:
+        await engine.create_execution("x", json.dumps(SCHEMA), json.dumps(INITIAL))
+        for i in range(20):  # base 0 leaves the window
+            await engine.submit_patch("x", "writer", i, json.dumps({"slots": {f"s{i}": i}}))
+        reads = log.revision_reads
+        await asyncio.gather(*(engine.submit_patch("x", f"agent-{i}", 0, '{"count": 1}') for i in range(8)))
+        assert log.revision_reads == reads + 1
+        state = json.loads((await engine.get_state("x")).state_json)
+        assert state["count"] == 8 and len(state["slots"]) == 20
+    finally:
+        await engine.close()
