@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
@@ -28,20 +27,20 @@ from .errors import (
     NotFoundError,
     OutOfRangeError,
     StorageError,
-    WatcherTooSlowError,
 )
-from .execution import Entry, Execution, Replayed, genesis_hash, replay, revision_hash
-from .hub import Hub, Subscription
+from .execution import Entry, Execution, genesis_hash, replay, revision_hash
+from .hub import Hub, follow
 from .limits import DEFAULT_LIMITS, Limits
 from .merge import Change, decode_resolutions, encode_resolutions, merge
 from .mergepatch import NoChange, apply, effective, strip_nulls, written_paths
-from .requests import check_address, check_execution_id, check_label, decode_page_token, encode_page_token
+from .observations import Observations
+from .requests import check_execution_id, check_label, decode_page_token, encode_page_token
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
 from .storage.base import RevisionLog
 from .storage.records import ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+from .timeline import Timeline
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +71,9 @@ class StateEngine:
         self._executions: dict[str, Execution] = {}
         self._creating: set[str] = set()
         self._revisions: Hub[RevisionRecord] = Hub(config.subscriber_queue)
-        self._observations: Hub[ObservationRecord] = Hub(config.subscriber_queue)
         self._committer = GroupCommitter(log, self._committed, config.max_batch)
+        self._timeline = Timeline(log)
+        self._observations = Observations(log, self._committer, config.limits, config.subscriber_queue)
         self._compactions: set[asyncio.Task[int]] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -151,64 +151,8 @@ class StateEngine:
         revision = execution.committed if at_revision is None else at_revision
         if not 0 <= revision <= execution.committed:
             raise OutOfRangeError(f"at_revision: {revision} is outside 0..{execution.committed} (the head)")
-        entry = await self._entry_at(execution, revision)
+        entry = await self._timeline.entry_at(execution, revision)
         return StateView(entry.revision, canonical.dumps_str(entry.state), entry.state_hash)
-
-    async def _entry_at(self, execution: Execution, revision: int) -> Entry:
-        """The state at a committed revision, from the window or replayed from the log."""
-        found = execution.entry(revision)
-        if found is not None:
-            return found
-        if revision < execution.compacted:
-            raise OutOfRangeError(
-                f"revision {revision} was compacted away; the oldest retained is {execution.compacted}"
-            )
-        snapshot = await self._log.latest_snapshot(execution.id, at_most=revision)
-        if snapshot is None:
-            raise OutOfRangeError(f"no snapshot at or before revision {revision}")
-        records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=revision)
-        *_, last = replay(snapshot, records)
-        return last
-
-    def _changes_since(self, execution: Execution, base: int) -> tuple[dict[str, Any], list[Change]] | None:
-        """The state at `base` and every change after it up to head, or None if memory lacks the base."""
-        window = execution.window
-        entry = execution.entry(base)
-        if entry is not None:
-            after_base = itertools.islice(window, len(window) - (execution.head.revision - base), None)
-            return entry.state, [e.change for e in after_base if e.change is not None]
-        cached = execution.replayed
-        if cached is not None and cached.base == base and window[0].revision <= cached.through + 1:
-            later = [e.change for e in window if e.revision > cached.through and e.change is not None]
-            return cached.state, cached.changes + later
-        return None
-
-    async def _replay_log_to(self, execution: Execution, base: int) -> None:
-        """Replay the log from the snapshot before `base` to the durable head, for a base older than the window.
-
-        Keeps only the state at `base` and the changes after it; concurrent callers share one replay.
-        """
-        async with execution.replaying:
-            if self._changes_since(execution, base) is not None:
-                return  # replayed while this caller waited
-            if base < execution.compacted:
-                raise OutOfRangeError(
-                    f"base_revision: {base} was compacted away (the oldest retained is {execution.compacted}); "
-                    "re-read the state and retry"
-                )
-            snapshot = await self._log.latest_snapshot(execution.id, at_most=base)
-            if snapshot is None:
-                raise OutOfRangeError(f"base_revision: no snapshot at or before {base}")
-            through = execution.committed
-            records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=through)
-            state: dict[str, Any] = {}
-            changes = []
-            for entry in replay(snapshot, records):
-                if entry.revision == base:
-                    state = entry.state
-                elif entry.revision > base and entry.change is not None:
-                    changes.append(entry.change)
-            execution.replayed = Replayed(base, state, changes, through)
 
     # -- patches -----------------------------------------------------------------------------------------
 
@@ -242,10 +186,10 @@ class StateEngine:
                     return earlier
             if execution.untouched_since(base_revision, patch):
                 break  # nothing to merge with: the patch applies to head as it is
-            since_base = self._changes_since(execution, base_revision)
+            since_base = self._timeline.changes_since(execution, base_revision)
             if since_base is not None:
                 break
-            await self._replay_log_to(execution, base_revision)  # then look again: the window moved on
+            await self._timeline.replay_to(execution, base_revision)  # then look again: the window moved on
 
         # From here to enqueue there is no await: the merge sees exactly the head it commits on.
         head = execution.head
@@ -309,7 +253,7 @@ class StateEngine:
                 continue
             revision = execution.patch_ids.get(key)
             if revision is not None:
-                return _duplicate(await self._record(execution, revision), key, request)
+                return _duplicate(await self._timeline.record(execution, revision), key, request)
             if execution.patch_ids_complete:
                 return None
             record = await self._log.find_patch(execution.id, *key)
@@ -317,12 +261,6 @@ class StateEngine:
                 return _duplicate(record, key, request)
             if key not in execution.pending_patches and key not in execution.patch_ids:
                 return None
-
-    async def _record(self, execution: Execution, revision: int) -> RevisionRecord:
-        entry = execution.entry(revision)
-        if entry is not None and entry.record is not None:
-            return entry.record
-        return (await self._log.read_revisions(execution.id, after=revision - 1, up_to=revision))[0]
 
     def _committed(self, item: Pending) -> None:
         execution = item.execution
@@ -338,8 +276,7 @@ class StateEngine:
                 self._compactions.add(task)
                 task.add_done_callback(self._compaction_done)
         if item.observation is not None:
-            execution.observation_committed = item.observation.sequence
-            self._observations.publish(execution.id, item.observation)
+            self._observations.committed(execution, item.observation)
 
     async def compact(self, execution_id: str, up_to: int) -> int:
         """Drop history up to the newest snapshot at or before up_to; returns the new compact revision.
@@ -362,6 +299,17 @@ class StateEngine:
         if not task.cancelled() and task.exception() is not None:
             log.error("compaction failed: %s", task.exception())
 
+    # -- observations ------------------------------------------------------------------------------------
+
+    async def publish_observation(self, execution_id: str, to: str, source: str, kind: str, payload_json: str) -> int:
+        return await self._observations.publish(self._get(execution_id), to, source, kind, payload_json)
+
+    def observations(
+        self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int
+    ) -> AsyncIterator[ObservationRecord]:
+        """Observations addressed to agent_id, to one of its skills or to everyone, after after_sequence."""
+        return self._observations.stream(self._get(execution_id), agent_id, skills, after_sequence)
+
     # -- watch and history -------------------------------------------------------------------------------
 
     async def watch(self, execution_id: str, from_revision: int) -> AsyncIterator[RevisionRecord | WatchSnapshot]:
@@ -374,29 +322,19 @@ class StateEngine:
         cursor = from_revision
         try:
             if cursor < execution.compacted:
-                entry = await self._entry_at(execution, execution.compacted)
+                entry = await self._timeline.entry_at(execution, execution.compacted)
                 yield WatchSnapshot(
                     entry.revision, canonical.dumps_str(entry.state), entry.state_hash, execution.compacted
                 )
                 cursor = execution.compacted
             while cursor < caught_up_to:
-                for record in await self._records(execution, cursor, caught_up_to, 512):
+                for record in await self._timeline.records(execution, cursor, caught_up_to, 512):
                     yield record
                     cursor = record.revision
-            async for record in _live(subscription, cursor, lambda r: r.revision, "watch", "from_revision"):
+            async for record in follow(subscription, cursor, lambda r: r.revision, "watch", "from_revision"):
                 yield record
         finally:
             self._revisions.unsubscribe(subscription)
-
-    async def _records(self, execution: Execution, after: int, up_to: int, limit: int) -> list[RevisionRecord]:
-        """Committed revisions in (after, up_to], at most limit, from the window when it holds them."""
-        if execution.entry(after + 1) is not None:
-            first = execution.window[0].revision
-            stop = min(up_to, after + limit)
-            return [
-                r for r in (execution.window[i - first].record for i in range(after + 1, stop + 1)) if r is not None
-            ]
-        return await self._log.read_revisions(execution.id, after=after, up_to=up_to, limit=limit)
 
     async def history(
         self, execution_id: str, from_revision: int, to_revision: int, page_size: int, page_token: str
@@ -409,77 +347,10 @@ class StateEngine:
         last = min(to_revision or head, head)
         after = decode_page_token(page_token, execution.id) if page_token else max(from_revision, 1) - 1
         after = max(after, execution.compacted)
-        records = await self._records(execution, after, last, size) if after < last else []
+        records = await self._timeline.records(execution, after, last, size) if after < last else []
         more = bool(records) and records[-1].revision < last
         token = encode_page_token(execution.id, records[-1].revision) if more else ""
         return HistoryPage(records, token, head, execution.compacted)
-
-    # -- observations ------------------------------------------------------------------------------------
-
-    async def publish_observation(self, execution_id: str, to: str, source: str, kind: str, payload_json: str) -> int:
-        limits = self._limits
-        execution = self._get(execution_id)
-        to = check_address(to, limits)
-        source = check_label(source, "source", limits, required=False)
-        kind = check_label(kind, "kind", limits, required=False)
-        payload = canonical.parse(payload_json or "null", "payload_json", limits)
-        record = ObservationRecord(
-            execution.id,
-            execution.observation_sequence + 1,
-            to,
-            source,
-            kind,
-            canonical.dumps_str(payload),
-            time.time(),
-        )
-        pending = Pending(execution, execution.epoch, observation=record)
-        self._committer.enqueue(pending)
-        execution.observation_sequence = record.sequence
-        await pending.future
-        return record.sequence
-
-    async def observations(
-        self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int
-    ) -> AsyncIterator[ObservationRecord]:
-        """Observations addressed to agent_id, to one of its skills or to everyone, after after_sequence."""
-        execution = self._get(execution_id)
-        agent_id = check_label(agent_id, "agent_id", self._limits)
-        addresses = {agent_id, "*", *(f"skill:{check_label(s, 'skills', self._limits)}" for s in skills)}
-        subscription = self._observations.subscribe(execution.id, lambda o: o.to in addresses)
-        caught_up_to = execution.observation_committed
-        cursor = max(after_sequence, 0)
-        try:
-            while cursor < caught_up_to:
-                page = await self._log.read_observations(execution.id, after=cursor, limit=512)
-                for observation in page:
-                    if observation.sequence > caught_up_to:
-                        break
-                    if observation.to in addresses:
-                        yield observation
-                    cursor = observation.sequence
-                if not page:
-                    break
-            position = max(cursor, caught_up_to)
-            async for observation in _live(
-                subscription, position, lambda o: o.sequence, "observation stream", "after_sequence"
-            ):
-                yield observation
-        finally:
-            self._observations.unsubscribe(subscription)
-
-
-async def _live(
-    subscription: Subscription[T], cursor: int, position: Callable[[T], int], stream: str, resume_field: str
-) -> AsyncIterator[T]:
-    """The items a subscription receives after `cursor`, for as long as it keeps up."""
-    try:
-        while True:
-            item = await subscription.get()
-            if position(item) > cursor:
-                yield item
-                cursor = position(item)
-    except WatcherTooSlowError as e:
-        raise WatcherTooSlowError(f"{stream} {e}; resume with {resume_field}={cursor}") from None
 
 
 def _effective(head: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

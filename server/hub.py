@@ -7,7 +7,7 @@ WatcherTooSlowError naming the last item it was given, so it can resume from the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Generic, TypeVar
 
 from .errors import WatcherTooSlowError
@@ -71,3 +71,20 @@ class Hub(Generic[T]):
         lost = [subscription for subscription in group if not subscription.offer(item)]
         for subscription in lost:
             group.discard(subscription)
+
+
+async def follow(
+    subscription: Subscription[T], cursor: int, position: Callable[[T], int], stream: str, resume_field: str
+) -> AsyncIterator[T]:
+    """The items a subscription receives after `cursor`, for as long as it keeps up.
+
+    A subscriber that fell behind gets WatcherTooSlowError saying where to resume (`resume_field`).
+    """
+    try:
+        while True:
+            item = await subscription.get()
+            if position(item) > cursor:
+                yield item
+                cursor = position(item)
+    except WatcherTooSlowError as e:
+        raise WatcherTooSlowError(f"{stream} {e}; resume with {resume_field}={cursor}") from None
