@@ -43,3 +43,34 @@ async def server(db_path: Path, engine_config: EngineConfig) -> AsyncIterator[Ru
 async def client(server: RunningServer) -> AsyncIterator[StateClient]:
     async with StateClient(f"127.0.0.1:{server.port}") as c:
         yield c
+
+
+class RestartableServer:
+    """A real server on one SQLite file that a test can stop and start again on the same port."""
+
+    def __init__(self, db: Path) -> None:
+        self._db = db
+        self._running: RunningServer | None = None
+        self.port = 0
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        self._running = await start_server(SqliteRevisionLog(self._db), self.address)
+        self.port = self._running.port
+
+    async def stop(self) -> None:
+        """Stop at once: open streams are cut, as a crash or a deploy would cut them."""
+        if self._running is not None:
+            await self._running.stop(grace=0)
+            self._running = None
+
+
+@pytest.fixture
+async def restartable(db_path: Path) -> AsyncIterator[RestartableServer]:
+    server = RestartableServer(db_path)
+    await server.start()
+    yield server
+    await server.stop()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from skillstate.clients import Observation, StateClient
-from skillstate.server.app import start_server
-from skillstate.server.storage.sqlite import SqliteRevisionLog
+
+from ..conftest import RestartableServer
 
 
 async def take(client: StateClient, execution_id: str, agent: str, count: int, **kwargs) -> list[Observation]:
@@ -45,16 +44,13 @@ async def test_live_delivery_and_resume_after_a_sequence(client: StateClient) ->
     assert [o.payload for o in await take(client, execution_id, "a", 1, after_sequence=2)] == [2]
 
 
-async def test_observations_survive_a_restart(tmp_path: Path) -> None:
-    db = tmp_path / "state.db"
-    first = await start_server(SqliteRevisionLog(db), "127.0.0.1:0")
-    async with StateClient(f"127.0.0.1:{first.port}") as client:
+async def test_observations_survive_a_restart(restartable: RestartableServer) -> None:
+    async with StateClient(restartable.address) as client:
         execution_id = (await client.create_execution()).execution_id
         await client.publish_observation(execution_id, "*", "before", kind="boot")
-    await first.stop()
-    second = await start_server(SqliteRevisionLog(db), "127.0.0.1:0")
-    async with StateClient(f"127.0.0.1:{second.port}") as client:
+    await restartable.stop()
+    await restartable.start()
+    async with StateClient(restartable.address) as client:
         assert await client.publish_observation(execution_id, "*", "after") == 2
         got = await take(client, execution_id, "anyone", 2)
         assert [(o.payload, o.kind) for o in got] == [("before", "boot"), ("after", "")]
-    await second.stop()

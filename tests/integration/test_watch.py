@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import grpc
 import pytest
 
 from skillstate.clients import RevisionEvent, StateClient
-from skillstate.server.app import RunningServer, start_server
+from skillstate.server.app import RunningServer
 from skillstate.server.engine import EngineConfig
-from skillstate.server.storage.sqlite import SqliteRevisionLog
 from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
+
+from ..conftest import RestartableServer
 
 
 async def collect(client: StateClient, execution_id: str, until: int, from_revision: int = 0) -> list[RevisionEvent]:
@@ -62,11 +62,8 @@ async def test_history_pages_through_tokens(client: StateClient) -> None:
     assert len(events) == 10
 
 
-async def test_watch_resumes_after_the_server_restarts(tmp_path: Path) -> None:
-    db = tmp_path / "state.db"
-    first = await start_server(SqliteRevisionLog(db), "127.0.0.1:0")
-    port = first.port
-    async with StateClient(f"127.0.0.1:{port}") as client:
+async def test_watch_resumes_after_the_server_restarts(restartable: RestartableServer) -> None:
+    async with StateClient(restartable.address) as client:
         execution_id = (await client.create_execution()).execution_id
         for i in range(5):
             await client.submit_patch(execution_id, {"n": i}, agent_id="a", base_revision=i)
@@ -81,14 +78,11 @@ async def test_watch_resumes_after_the_server_restarts(tmp_path: Path) -> None:
         watcher = asyncio.create_task(watch())
         while len(watched) < 5:
             await asyncio.sleep(0.01)
-        await first.stop(grace=0)  # the stream is cut
-        second = await start_server(SqliteRevisionLog(db), f"127.0.0.1:{port}")
-        try:
-            for i in range(5, 10):
-                await client.submit_patch(execution_id, {"n": i}, agent_id="a", base_revision=i)
-            await asyncio.wait_for(watcher, 20)
-        finally:
-            await second.stop(grace=0)
+        await restartable.stop()  # the stream is cut
+        await restartable.start()
+        for i in range(5, 10):
+            await client.submit_patch(execution_id, {"n": i}, agent_id="a", base_revision=i)
+        await asyncio.wait_for(watcher, 20)
     assert watched == list(range(1, 11))
 
 
