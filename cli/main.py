@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("execution_id")
     history.add_argument("--from", dest="from_revision", type=int, default=1)
     history.add_argument("--to", dest="to_revision", type=int, default=0, help="last revision (default: head)")
+
+    compact = state.add_parser(
+        "compact", parents=[common], help="drop history up to the newest snapshot at or before a revision"
+    )
+    compact.add_argument("execution_id")
+    compact.add_argument("--up-to", dest="up_to_revision", type=int, required=True, help="a revision (0..head)")
     return parser
 
 
@@ -154,6 +160,8 @@ async def run_state(args: argparse.Namespace) -> None:
         elif args.subcommand == "history":
             async for event in client.history(args.execution_id, args.from_revision, args.to_revision):
                 print_json(asdict(event))
+        elif args.subcommand == "compact":
+            print_json({"compact_revision": await client.compact(args.execution_id, args.up_to_revision)})
 
 
 def run_serve(args: argparse.Namespace) -> None:

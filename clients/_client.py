@@ -193,6 +193,16 @@ class StateClient:
         async for item in self._resumable(open_stream, decode, from_revision, resume):
             yield item
 
+    async def compact(self, execution_id: str, up_to_revision: int) -> int:
+        """Drop history up to the newest snapshot at or before up_to_revision; returns the compact revision.
+
+        An operator's call: the dropped revisions cannot be read again (reads of them are OUT_OF_RANGE, a
+        watch from before them starts with the snapshot). Compacting to the same point again changes nothing.
+        """
+        request = pb.CompactRequest(execution_id=execution_id, up_to_revision=up_to_revision)
+        reply: pb.CompactResponse = await self._call(self._stub.Compact, request)
+        return reply.compact_revision
+
     async def publish_observation(
         self, execution_id: str, to: str, payload: JSON, *, source: str = "", kind: str = ""
     ) -> int:

@@ -96,6 +96,9 @@ class SyncStateClient:
     ) -> Iterator[RevisionEvent | Snapshot]:
         return self._iterate(self._client.watch(execution_id, from_revision, resume=resume))
 
+    def compact(self, execution_id: str, up_to_revision: int) -> int:
+        return self._run(self._client.compact(execution_id, up_to_revision))
+
     def publish_observation(
         self, execution_id: str, to: str, payload: JSON, *, source: str = "", kind: str = ""
     ) -> int:

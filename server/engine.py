@@ -290,7 +290,7 @@ class StateEngine:
         if snapshot is None or snapshot.revision <= execution.compacted:
             return execution.compacted
         await self._log.compact(execution.id, snapshot.revision)
-        execution.compacted = snapshot.revision
+        execution.compacted = max(execution.compacted, snapshot.revision)  # another compaction may have gone further
         execution.patch_ids_complete = False
         return execution.compacted
 

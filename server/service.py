@@ -189,6 +189,11 @@ class StateServicer(pb_grpc.StateServiceServicer):
         )
 
     @_unary
+    async def Compact(self, request: pb.CompactRequest, context: Any) -> pb.CompactResponse:
+        compacted = await self._engine.compact(request.execution_id, request.up_to_revision)
+        return pb.CompactResponse(compact_revision=compacted)
+
+    @_unary
     async def PublishObservation(
         self, request: pb.PublishObservationRequest, context: Any
     ) -> pb.PublishObservationResponse:

@@ -24,13 +24,13 @@ class Timeline:
 
     async def entry_at(self, execution: Execution, revision: int) -> Entry:
         """The state at a committed revision, from the window or replayed from the log."""
-        found = execution.entry(revision)
-        if found is not None:
-            return found
-        if revision < execution.compacted:
+        if revision < execution.compacted:  # even if memory still holds it: what is readable must not vary
             raise OutOfRangeError(
                 f"revision {revision} was compacted away; the oldest retained is {execution.compacted}"
             )
+        found = execution.entry(revision)
+        if found is not None:
+            return found
         snapshot = await self._log.latest_snapshot(execution.id, at_most=revision)
         if snapshot is None:
             raise OutOfRangeError(f"no snapshot at or before revision {revision}")

@@ -50,6 +50,8 @@ async def test_create_patch_get_history(server: RunningServer) -> None:
     assert [(e["revision"], e["agent_id"], e["action"]) for e in events] == [(1, "a", None), (2, "b", "Ship item_1")]
     code, out, _ = await skillstate(server, "state", "watch", "demo", "--from", "1", "--count", "1")
     assert code == 0 and json.loads(out)["revision"] == 2
+    code, out, _ = await skillstate(server, "state", "compact", "demo", "--up-to", "2")
+    assert code == 0 and json.loads(out) == {"compact_revision": 0}  # no snapshot after the initial state yet
 
 
 @pytest.mark.parametrize(
@@ -60,6 +62,7 @@ async def test_create_patch_get_history(server: RunningServer) -> None:
         (["state", "patch", "demo", '{"n": 2}', "--agent", "a", "--base", "0"], 4, "conflict at /n"),
         (["state", "patch", "demo", '{"n": 2}', "--agent", "a", "--base", "9"], 6, "ahead of the head revision"),
         (["state", "create", "demo"], 7, "already exists"),
+        (["state", "compact", "demo", "--up-to", "5"], 6, "up_to: 5 is outside 0..1"),
         (["state", "patch", "demo", "{bad", "--agent", "a"], 2, "patch: not valid JSON"),
         (["state", "patch", "demo", "@/no/such/file", "--agent", "a"], 2, "cannot read /no/such/file"),
     ],

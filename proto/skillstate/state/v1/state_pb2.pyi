@@ -251,3 +251,17 @@ class StreamObservationsResponse(_message.Message):
     OBSERVATION_FIELD_NUMBER: _ClassVar[int]
     observation: Observation
     def __init__(self, observation: _Optional[_Union[Observation, _Mapping]] = ...) -> None: ...
+
+class CompactRequest(_message.Message):
+    __slots__ = ("execution_id", "up_to_revision")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    UP_TO_REVISION_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    up_to_revision: int
+    def __init__(self, execution_id: _Optional[str] = ..., up_to_revision: _Optional[int] = ...) -> None: ...
+
+class CompactResponse(_message.Message):
+    __slots__ = ("compact_revision",)
+    COMPACT_REVISION_FIELD_NUMBER: _ClassVar[int]
+    compact_revision: int
+    def __init__(self, compact_revision: _Optional[int] = ...) -> None: ...

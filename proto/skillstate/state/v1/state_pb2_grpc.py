@@ -71,6 +71,11 @@ class StateServiceStub:
                 request_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsRequest.SerializeToString,
                 response_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsResponse.FromString,
                 _registered_method=True)
+        self.Compact = channel.unary_unary(
+                '/skillstate.state.v1.StateService/Compact',
+                request_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.CompactRequest.SerializeToString,
+                response_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.CompactResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -127,6 +132,14 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Compact(self, request, context):
+        """Compact drops the history up to the newest snapshot at or before up_to_revision (an operator's call:
+        it cannot be undone). Reads and watches from before it then start from that snapshot.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -164,6 +177,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.StreamObservations,
                     request_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsRequest.FromString,
                     response_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsResponse.SerializeToString,
+            ),
+            'Compact': grpc.unary_unary_rpc_method_handler(
+                    servicer.Compact,
+                    request_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.CompactRequest.FromString,
+                    response_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.CompactResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -357,6 +375,33 @@ class StateService:
             '/skillstate.state.v1.StateService/StreamObservations',
             skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsRequest.SerializeToString,
             skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Compact(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillstate.state.v1.StateService/Compact',
+            skillstate_dot_state_dot_v1_dot_state__pb2.CompactRequest.SerializeToString,
+            skillstate_dot_state_dot_v1_dot_state__pb2.CompactResponse.FromString,
             options,
             channel_credentials,
             insecure,
