@@ -1,8 +1,9 @@
-"""Benchmark the engine alone (no gRPC): durable commits/s with concurrent writers, and wide objects.
+"""Benchmark the engine alone (no gRPC): durable commits/s with concurrent writers, wide objects, memory.
 
     python bench/engine.py
 
-Baseline in the same run: raw aiosqlite commits of one row each (what a naive commit-per-patch costs).
+Baselines in the same run: raw aiosqlite commits of one row each (what a naive commit-per-patch costs),
+and for memory, the size of the state itself (what any server holding the state must spend).
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
+
+import orjson
 
 from skillstate.server.engine import StateEngine
 from skillstate.server.storage.base import RevisionLog
@@ -60,6 +64,31 @@ async def wide_object(members: int, total: int) -> float:
     return rate
 
 
+async def memory_held(path: Path, members: int, patches: int) -> tuple[float, float]:
+    """MiB the engine holds for one execution (head, window, indexes) after `patches` patches to an object of
+    `members` members, beside the MiB of a copy of that state alone. Measured with tracemalloc, which does not
+    see SQLite's own page cache."""
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    engine = StateEngine(SqliteRevisionLog(path))
+    await engine.start()
+    await engine.create_execution("x", "", "{}")
+    for start in range(0, members, 5000):
+        chunk = {f"k{i}": i for i in range(start, min(members, start + 5000))}
+        await engine.submit_patch("x", "setup", engine.head_revision("x"), json.dumps(chunk))
+    for n in range(patches):
+        await engine.submit_patch("x", "a", engine.head_revision("x"), json.dumps({f"k{n % members}": -n}))
+    held = tracemalloc.get_traced_memory()[0] - before
+    state_json = (await engine.get_state("x")).state_json
+    mark = tracemalloc.get_traced_memory()[0]
+    state = orjson.loads(state_json)
+    alone = tracemalloc.get_traced_memory()[0] - mark
+    tracemalloc.stop()
+    del state
+    await engine.close()
+    return held / 2**20, alone / 2**20
+
+
 async def main() -> None:
     total = 20_000
     print("raw aiosqlite commits...", file=sys.stderr)
@@ -78,6 +107,12 @@ async def main() -> None:
     for members in (10, 1_000, 10_000, 50_000):
         rate = statistics.median([await wide_object(members, 5_000) for _ in range(3)])
         print(f"| engine, one object of {members:,} members, one written per patch | {rate:,.0f} |", flush=True)
+    print("\n| memory after 2,000 patches to one object | engine holds (MiB) | the state alone (MiB) | ratio |")
+    print("|---|---|---|---|")
+    for members in (1_000, 50_000):
+        with tempfile.TemporaryDirectory() as tmp:
+            held, alone = await memory_held(Path(tmp) / "memory.db", members, 2_000)
+            print(f"| {members:,} members | {held:.1f} | {alone:.1f} | {held / alone:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -28,17 +28,18 @@ from .errors import (
     OutOfRangeError,
     StorageError,
 )
-from .execution import Entry, Execution, genesis_hash, replay, revision_hash
+from .execution import Entry, Execution, genesis_hash, revision_hash
 from .hub import Hub, follow
 from .limits import DEFAULT_LIMITS, Limits
 from .merge import Change, decode_resolutions, encode_resolutions, merge
-from .mergepatch import NoChange, apply, effective, strip_nulls, written_paths
+from .mergepatch import NoChange, effective, strip_nulls, written_paths
 from .observations import Observations
 from .requests import check_execution_id, check_label, decode_page_token, encode_page_token
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
 from .storage.base import RevisionLog
 from .storage.records import ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
 from .timeline import Timeline
+from .undo import apply_in_place, revert_in_place
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +104,7 @@ class StateEngine:
         if snapshot is None:
             raise OutOfRangeError(f"execution {record.execution_id!r} has no snapshot to recover from")
         records = await self._log.read_revisions(record.execution_id, after=snapshot.revision)
-        for entry in replay(snapshot, records):
-            execution.push(entry)
-        execution.mark_committed(execution.head.revision)
+        execution.recover(snapshot, records)
         execution.compacted = await self._log.compact_revision(record.execution_id)
         execution.patch_ids_complete = snapshot.revision == 0
         execution.observation_sequence = execution.observation_committed = await self._log.last_observation_sequence(
@@ -133,7 +132,7 @@ class StateEngine:
             )
         finally:
             self._creating.discard(execution_id)
-        execution.push(Entry(0, state, state_hash, None, None))
+        execution.begin(0, state, state_hash)
         self._executions[execution_id] = execution
         return Created(execution_id, 0, state_hash)
 
@@ -151,8 +150,7 @@ class StateEngine:
         revision = execution.committed if at_revision is None else at_revision
         if not 0 <= revision <= execution.committed:
             raise OutOfRangeError(f"at_revision: {revision} is outside 0..{execution.committed} (the head)")
-        entry = await self._timeline.entry_at(execution, revision)
-        return StateView(entry.revision, canonical.dumps_str(entry.state), entry.state_hash)
+        return await self._timeline.view(execution, revision)
 
     # -- patches -----------------------------------------------------------------------------------------
 
@@ -186,19 +184,19 @@ class StateEngine:
                     return earlier
             if execution.untouched_since(base_revision, patch):
                 break  # nothing to merge with: the patch applies to head as it is
-            since_base = self._timeline.changes_since(execution, base_revision)
+            since_base = self._timeline.changes_since(execution, base_revision, patch.keys())
             if since_base is not None:
                 break
             await self._timeline.replay_to(execution, base_revision)  # then look again: the window moved on
 
         # From here to enqueue there is no await: the merge sees exactly the head it commits on.
-        head = execution.head
+        head, state = execution.head, execution.state
         if since_base is None:
-            applied, resolutions = _effective(head.state, patch), []
+            applied, resolutions = _effective(state, patch), []
         else:
             result = merge(
                 base=since_base[0],
-                head=head.state,
+                head=state,
                 head_revision=execution.committed,
                 changes=since_base[1],
                 patch=patch,
@@ -207,32 +205,34 @@ class StateEngine:
                 client_patch_id=client_patch_id,
             )
             applied, resolutions = result.applied_patch, result.resolutions
-        state = apply(head.state, applied)
-        execution.validator.validate_change(head.state, state, applied)
         revision = head.revision + 1
-        applied_json = canonical.dumps_str(applied)
-        record = RevisionRecord(
-            execution_id=execution.id,
-            revision=revision,
-            agent_id=agent_id,
-            base_revision=base_revision,
-            patch_json=request[1],
-            applied_patch_json=applied_json,
-            action_json=request[2],
-            client_patch_id=client_patch_id,
-            resolutions_json=encode_resolutions(resolutions),
-            state_hash=revision_hash(head.state_hash, revision, agent_id, base_revision, applied_json, request[2]),
-            committed_at=time.time(),
-        )
-        change = Change(
-            revision, base_revision, agent_id, written_paths(head.state, applied, patch), patch, client_patch_id
-        )
-        snapshot = None
-        if revision % self._config.snapshot_every == 0:
-            snapshot = SnapshotRecord(execution.id, revision, canonical.dumps_str(state), record.state_hash)
-        pending = Pending(execution, execution.epoch, revision=record, snapshot=snapshot)
-        self._committer.enqueue(pending)
-        execution.push(Entry(revision, state, record.state_hash, record, change))  # only once it will commit
+        applied_json = canonical.dumps_str(applied)  # before the head changes: `applied` may share its objects
+        change = Change(revision, base_revision, agent_id, written_paths(state, applied, patch), patch, client_patch_id)
+        undo = apply_in_place(state, applied)
+        try:
+            execution.validator.validate_change(state, applied, undo)
+            record = RevisionRecord(
+                execution_id=execution.id,
+                revision=revision,
+                agent_id=agent_id,
+                base_revision=base_revision,
+                patch_json=request[1],
+                applied_patch_json=applied_json,
+                action_json=request[2],
+                client_patch_id=client_patch_id,
+                resolutions_json=encode_resolutions(resolutions),
+                state_hash=revision_hash(head.state_hash, revision, agent_id, base_revision, applied_json, request[2]),
+                committed_at=time.time(),
+            )
+            snapshot = None
+            if revision % self._config.snapshot_every == 0:
+                snapshot = SnapshotRecord(execution.id, revision, canonical.dumps_str(state), record.state_hash)
+            pending = Pending(execution, execution.epoch, revision=record, snapshot=snapshot)
+            self._committer.enqueue(pending)
+        except BaseException:
+            revert_in_place(state, undo)  # refused (or failed) before it joined the log: as if never applied
+            raise
+        execution.push(Entry(revision, record.state_hash, record, change, undo))
         if client_patch_id:
             execution.pending_patches[key] = pending
         await pending.future
@@ -322,10 +322,8 @@ class StateEngine:
         cursor = from_revision
         try:
             if cursor < execution.compacted:
-                entry = await self._timeline.entry_at(execution, execution.compacted)
-                yield WatchSnapshot(
-                    entry.revision, canonical.dumps_str(entry.state), entry.state_hash, execution.compacted
-                )
+                view = await self._timeline.view(execution, execution.compacted)
+                yield WatchSnapshot(view.revision, view.state_json, view.state_hash, execution.compacted)
                 cursor = execution.compacted
             while cursor < caught_up_to:
                 for record in await self._timeline.records(execution, cursor, caught_up_to, 512):

@@ -1,15 +1,16 @@
-"""One execution in memory: its contract, its head, and a window of recent revisions.
+"""One execution in memory: its contract, its head state, and a window of recent revisions.
 
-States are immutable and share structure (mergepatch.apply is copy-on-write), so the window keeps the
-recent states themselves at a cost that follows what changed. The window serves stale-base merges, watch
-catch-up and history without touching storage; anything older is replayed from the log.
+The head state is changed in place and each revision in the window keeps its undo (server/undo.py), so a
+patch costs what it changes, never the size of the objects it writes into, and the window costs memory in
+proportion to what changed. The window serves stale-base merges, watch catch-up, history and reads of
+recent states without touching storage; anything older is replayed from the log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +19,10 @@ import orjson
 from . import canonical
 from .errors import StorageError
 from .merge import Change
-from .mergepatch import apply, written_paths
+from .mergepatch import MISSING, apply, written_paths
 from .policy import PolicyMap
 from .storage.records import RevisionRecord, SnapshotRecord
+from .undo import Restore, Undo, apply_in_place, compose, revert_in_place, reverted
 from .validation import SchemaValidator
 
 HASH_DOMAIN = b"skillstate.state.v1"
@@ -51,47 +53,53 @@ def revision_hash(
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A revision held in memory: the state after it, its hash, and what it changed."""
+    """A revision held in memory: its hash, what it changed, and how to undo it."""
 
     revision: int
-    state: dict[str, Any]
     state_hash: str
     record: RevisionRecord | None
     """None for a snapshot, which stands in for the revisions before it."""
     change: Change | None
+    undo: Undo | None
+    """Restores the state before this revision; None where the window starts from a snapshot."""
 
 
-def replay(snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> Iterable[Entry]:
-    """Entries from a snapshot through each following record, checking the hash chain as it goes."""
+def replay(snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> Iterator[tuple[Entry, dict[str, Any]]]:
+    """Each revision from a snapshot on, with the state after it, checking the hash chain as it goes.
+
+    States share structure (copy-on-write): a caller may keep any of them.
+    """
     state = orjson.loads(snapshot.state_json)
     state_hash = snapshot.state_hash
-    yield Entry(snapshot.revision, state, state_hash, None, None)
+    yield Entry(snapshot.revision, state_hash, None, None, None), state
     for record in records:
-        applied = orjson.loads(record.applied_patch_json)
-        submitted = orjson.loads(record.patch_json)
-        change = Change(
-            record.revision,
-            record.base_revision,
-            record.agent_id,
-            written_paths(state, applied, submitted),
-            submitted,
-            record.client_patch_id,
-        )
+        applied, change, state_hash = _verified_step(state, state_hash, record)
         state = apply(state, applied)
-        state_hash = revision_hash(
-            state_hash,
-            record.revision,
-            record.agent_id,
-            record.base_revision,
-            record.applied_patch_json,
-            record.action_json,
+        yield Entry(record.revision, state_hash, record, change, None), state
+
+
+def _verified_step(
+    before: dict[str, Any], previous_hash: str, record: RevisionRecord
+) -> tuple[dict[str, Any], Change, str]:
+    """A logged revision's applied patch, its Change and its hash, after checking that hash."""
+    applied = orjson.loads(record.applied_patch_json)
+    submitted = orjson.loads(record.patch_json)
+    touched = written_paths(before, applied, submitted)
+    change = Change(record.revision, record.base_revision, record.agent_id, touched, submitted, record.client_patch_id)
+    state_hash = revision_hash(
+        previous_hash,
+        record.revision,
+        record.agent_id,
+        record.base_revision,
+        record.applied_patch_json,
+        record.action_json,
+    )
+    if state_hash != record.state_hash:
+        raise StorageError(
+            f"execution {record.execution_id!r}: hash chain broken at revision {record.revision}; "
+            "the log was altered or corrupted"
         )
-        if state_hash != record.state_hash:
-            raise StorageError(
-                f"execution {record.execution_id!r}: hash chain broken at revision {record.revision}; "
-                "the log was altered or corrupted"
-            )
-        yield Entry(record.revision, state, state_hash, record, change)
+    return applied, change, state_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +123,8 @@ class Execution:
         self.created_at = created_at
         self.validator = SchemaValidator(schema)
         self.policies = PolicyMap(schema)
+        self.state: dict[str, Any] = {}
+        """The head state, changed in place; window entries hold the undos that lead back from it."""
         self.window: collections.deque[Entry] = collections.deque()
         self.window_size = window
         self.committed = 0
@@ -141,6 +151,49 @@ class Execution:
     @property
     def head(self) -> Entry:
         return self.window[-1]
+
+    def begin(self, revision: int, state: dict[str, Any], state_hash: str) -> None:
+        """Start the window at a revision whose state is known (the initial state or a snapshot)."""
+        self.state = state
+        self.window.clear()
+        self.push(Entry(revision, state_hash, None, None, None))
+
+    def recover(self, snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> None:
+        """Rebuild head and window from a snapshot and every revision after it, checking the hash chain."""
+        self.begin(snapshot.revision, orjson.loads(snapshot.state_json), snapshot.state_hash)
+        for record in records:
+            applied, change, state_hash = _verified_step(self.state, self.head.state_hash, record)
+            self.push(Entry(record.revision, state_hash, record, change, apply_in_place(self.state, applied)))
+        self.mark_committed(self.head.revision)
+
+    def state_at(self, revision: int) -> dict[str, Any]:
+        """The state at a revision the window holds. At head this is the live state: use it before any await."""
+        if revision == self.head.revision:
+            return self.state
+        return reverted(self.state, compose(self._undos_after(revision)))
+
+    def members_at(self, revision: int, keys: Collection[str]) -> dict[str, Any]:
+        """The members `keys` of the state at a revision the window holds, copying only what was undone."""
+        undone = compose(self._undos_after(revision), only=keys)
+        members = {}
+        for key in keys:
+            node = undone.get(key)
+            value = self.state.get(key, MISSING) if node is None else node
+            if isinstance(value, Restore):
+                value = value.value
+            elif isinstance(value, dict) and node is not None:
+                value = reverted(self.state[key], node)  # type: ignore[arg-type]  # a nested undo
+            if value is not MISSING:
+                members[key] = value
+        return members
+
+    def _undos_after(self, revision: int) -> Iterator[Undo]:
+        """The undos of the revisions after `revision` (held by the window), newest first."""
+        window, first = self.window, self.window[0].revision
+        for index in range(len(window) - 1, revision - first, -1):
+            undo = window[index].undo
+            assert undo is not None, "only the first entry of the window lacks an undo"
+            yield undo
 
     def push(self, entry: Entry) -> None:
         """Add the next revision (durable or pending) at the head."""
@@ -187,6 +240,8 @@ class Execution:
         """Forget every revision that is not durable (after a failed commit)."""
         while self.window and self.head.revision > self.committed:
             dropped = self.window.pop()
+            if dropped.undo is not None:
+                revert_in_place(self.state, dropped.undo)
             if dropped.record is not None:
                 self.patch_ids.pop((dropped.record.agent_id, dropped.record.client_patch_id), None)
         self.last_written = {}

@@ -1,7 +1,7 @@
-"""RFC 7396 JSON merge patch, done copy-on-write so that every revision can share structure with the last.
+"""RFC 7396 JSON merge patch, and what a patch changes, without mutating anything.
 
-Nothing here mutates its arguments: `apply` copies only the objects along the patched paths, so keeping
-many recent states costs memory in proportion to what changed, not to the state's size. A state never holds
+`apply` is copy-on-write: it copies only the objects along the patched paths, so the result shares every
+untouched subtree with its input (the head itself is changed in place, see undo.py). A state never holds
 `null` as an object member: in merge-patch semantics `null` means absent.
 """
 

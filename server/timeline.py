@@ -7,11 +7,14 @@ snapshot before it, checking the hash chain as it goes.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Collection
 from typing import Any
 
+from . import canonical
 from .errors import OutOfRangeError
-from .execution import Entry, Execution, Replayed, replay
+from .execution import Execution, Replayed, replay
 from .merge import Change
+from .results import StateView
 from .storage.base import RevisionLog
 from .storage.records import RevisionRecord
 
@@ -22,34 +25,44 @@ class Timeline:
     def __init__(self, log: RevisionLog) -> None:
         self._log = log
 
-    async def entry_at(self, execution: Execution, revision: int) -> Entry:
-        """The state at a committed revision, from the window or replayed from the log."""
+    async def view(self, execution: Execution, revision: int) -> StateView:
+        """The state at a committed revision as canonical JSON, from memory or replayed from the log."""
         if revision < execution.compacted:  # even if memory still holds it: what is readable must not vary
             raise OutOfRangeError(
                 f"revision {revision} was compacted away; the oldest retained is {execution.compacted}"
             )
         found = execution.entry(revision)
         if found is not None:
-            return found
+            return StateView(revision, canonical.dumps_str(execution.state_at(revision)), found.state_hash)
         snapshot = await self._log.latest_snapshot(execution.id, at_most=revision)
         if snapshot is None:
             raise OutOfRangeError(f"no snapshot at or before revision {revision}")
         records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=revision)
-        *_, last = replay(snapshot, records)
-        return last
+        *_, (entry, state) = replay(snapshot, records)
+        return StateView(revision, canonical.dumps_str(state), entry.state_hash)
 
-    def changes_since(self, execution: Execution, base: int) -> tuple[dict[str, Any], list[Change]] | None:
-        """The state at `base` and every change after it up to head, or None if memory lacks the base."""
+    def changes_since(
+        self, execution: Execution, base: int, keys: Collection[str]
+    ) -> tuple[dict[str, Any], list[Change]] | None:
+        """The state at `base` (at least its members `keys`) and every change after it up to head.
+
+        None if memory holds neither the base nor a replay from it.
+        """
         window = execution.window
-        entry = execution.entry(base)
-        if entry is not None:
+        if execution.entry(base) is not None:
             after_base = itertools.islice(window, len(window) - (execution.head.revision - base), None)
-            return entry.state, [e.change for e in after_base if e.change is not None]
+            return execution.members_at(base, keys), [e.change for e in after_base if e.change is not None]
         cached = execution.replayed
-        if cached is not None and cached.base == base and window[0].revision <= cached.through + 1:
+        if self._replay_connects(execution, base):
+            assert cached is not None
             later = [e.change for e in window if e.revision > cached.through and e.change is not None]
             return cached.state, cached.changes + later
         return None
+
+    @staticmethod
+    def _replay_connects(execution: Execution, base: int) -> bool:
+        cached = execution.replayed
+        return cached is not None and cached.base == base and execution.window[0].revision <= cached.through + 1
 
     async def replay_to(self, execution: Execution, base: int) -> None:
         """Replay the log from the snapshot before `base` to the durable head, for a base older than the window.
@@ -57,7 +70,7 @@ class Timeline:
         Keeps only the state at `base` and the changes after it; concurrent callers share one replay.
         """
         async with execution.replaying:
-            if self.changes_since(execution, base) is not None:
+            if execution.entry(base) is not None or self._replay_connects(execution, base):
                 return  # replayed while this caller waited
             if base < execution.compacted:
                 raise OutOfRangeError(
@@ -71,9 +84,9 @@ class Timeline:
             records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=through)
             state: dict[str, Any] = {}
             changes = []
-            for entry in replay(snapshot, records):
+            for entry, after in replay(snapshot, records):
                 if entry.revision == base:
-                    state = entry.state
+                    state = after
                 elif entry.revision > base and entry.change is not None:
                     changes.append(entry.change)
             execution.replayed = Replayed(base, state, changes, through)

@@ -18,6 +18,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 
 from .errors import InvalidArgumentError, SchemaViolationError
 from .mergepatch import Path, pointer
+from .undo import Undo
 
 MAX_REPORTED = 10
 """How many violations an error message lists at most."""
@@ -78,11 +79,15 @@ class SchemaValidator:
         """Check a whole state; raises SchemaViolationError listing the failing paths."""
         _raise_if_any(self._errors(state, self._root, ()))
 
-    def validate_change(self, old: dict[str, Any], new: dict[str, Any], applied_patch: dict[str, Any]) -> None:
-        """Check `new` == old ⊕ applied_patch, given that `old` is valid; raises like validate."""
-        _raise_if_any(self._local(self._root, old, new, applied_patch, ()))
+    def validate_change(self, new: dict[str, Any], applied_patch: dict[str, Any], undo: Undo) -> None:
+        """Check `new`, the state after applying `applied_patch` (whose undo is `undo`) to a valid state.
 
-    def _local(self, schema: Any, old: Any, new: Any, patch: dict[str, Any], path: Path) -> Iterator[str]:
+        Raises like validate. The undo tells where the patch merged into an existing object (a nested undo)
+        and where it replaced a value (a Restore), which decides what must be checked.
+        """
+        _raise_if_any(self._local(self._root, undo, new, applied_patch, ()))
+
+    def _local(self, schema: Any, undo: Undo, new: Any, patch: dict[str, Any], path: Path) -> Iterator[str]:
         if schema is True:
             return
         if not isinstance(schema, dict) or not isinstance(new, dict) or not schema.keys() <= _LOCAL_KEYWORDS:
@@ -92,19 +97,18 @@ class SchemaValidator:
         if shallow is None:
             shallow = self._shallow[id(schema)] = {key: schema[key] for key in _SHALLOW_KEYWORDS if key in schema}
         yield from self._errors(new, shallow, path)
-        old_members = old if isinstance(old, dict) else {}
         for key, change in patch.items():
             if key not in new:
                 continue
             here = (*path, key)
             if "propertyNames" in schema:
                 yield from self._errors(key, schema["propertyNames"], here)
-            before, after = old_members.get(key), new[key]
+            merged, after = undo.get(key), new[key]
             for child_schema in self._child_schemas(schema, key):
                 if child_schema is False:
                     yield f"{pointer(path) or '(root)'}: property {key!r} is not allowed (additionalProperties)"
-                elif isinstance(change, dict) and isinstance(before, dict):
-                    yield from self._local(child_schema, before, after, change, here)
+                elif isinstance(change, dict) and isinstance(merged, dict):  # merged into an existing object
+                    yield from self._local(child_schema, merged, after, change, here)
                 else:
                     yield from self._errors(after, child_schema, here)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,6 +11,7 @@ from jsonschema import Draft202012Validator
 
 from skillstate.server.errors import InvalidArgumentError, SchemaViolationError
 from skillstate.server.mergepatch import apply, strip_nulls
+from skillstate.server.undo import apply_in_place
 from skillstate.server.validation import SchemaValidator, has_type, types_only
 
 from ..strategies import json_values
@@ -46,14 +49,16 @@ def test_local_validation_agrees_with_full_validation(schema: dict, old: dict, p
         validator.validate(old)
     except SchemaViolationError:
         return  # the engine only ever holds valid states
-    new = apply(old, patch)
+    new = copy.deepcopy(old)
+    undo = apply_in_place(new, patch)
+    assert new == apply(old, patch)
     try:
         validator.validate(new)
         full_ok = True
     except SchemaViolationError:
         full_ok = False
     try:
-        validator.validate_change(old, new, patch)
+        validator.validate_change(new, patch, undo)
         local_ok = True
     except SchemaViolationError:
         local_ok = False
