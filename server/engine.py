@@ -31,10 +31,10 @@ from .errors import (
 from .execution import Entry, Execution, genesis_hash, revision_hash
 from .hub import Hub, follow
 from .limits import DEFAULT_LIMITS, Limits
-from .merge import Change, decode_resolutions, encode_resolutions, merge
+from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
 from .mergepatch import NoChange, effective, strip_nulls, written_paths
 from .observations import Observations
-from .requests import check_execution_id, check_label, decode_page_token, encode_page_token
+from .requests import Submission, check_execution_id, decode_page_token, encode_page_token
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
 from .storage.base import RevisionLog
 from .storage.records import ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
@@ -164,87 +164,89 @@ class StateEngine:
         action_json: str = "",
     ) -> SubmitResult:
         """Merge, validate and durably commit one patch; see docs/merge.md for the semantics."""
-        limits = self._limits
         execution = self._get(execution_id)
-        agent_id = check_label(agent_id, "agent_id", limits)
-        client_patch_id = check_label(client_patch_id, "client_patch_id", limits, required=False)
-        patch = canonical.parse_object(patch_json, "patch_json", limits)
-        action = canonical.parse(action_json, "action_json", limits) if action_json else None
-        if base_revision < 0:
-            raise InvalidArgumentError(f"base_revision: must be >= 0, got {base_revision}")
+        submission = Submission.check(agent_id, base_revision, patch_json, client_patch_id, action_json, self._limits)
         if base_revision > execution.committed:
             raise BaseAheadError(f"base_revision: {base_revision} is ahead of the head revision {execution.committed}")
-        key = (agent_id, client_patch_id)
-        request = (base_revision, canonical.dumps_str(patch), canonical.dumps_str(action))
         since_base = None
         while True:
             if client_patch_id:
-                earlier = await self._earlier_result(execution, key, request)
+                earlier = await self._earlier_result(execution, submission)
                 if earlier is not None:
                     return earlier
-            if execution.untouched_since(base_revision, patch):
+            if execution.untouched_since(base_revision, submission.patch):
                 break  # nothing to merge with: the patch applies to head as it is
-            since_base = self._timeline.changes_since(execution, base_revision, patch.keys())
+            since_base = self._timeline.changes_since(execution, base_revision, submission.patch.keys())
             if since_base is not None:
                 break
             await self._timeline.replay_to(execution, base_revision)  # then look again: the window moved on
 
         # From here to enqueue there is no await: the merge sees exactly the head it commits on.
-        head, state = execution.head, execution.state
         if since_base is None:
-            applied, resolutions = _effective(state, patch), []
+            applied, resolutions = _effective(execution.state, submission.patch), []
         else:
             result = merge(
                 base=since_base[0],
-                head=state,
+                head=execution.state,
                 head_revision=execution.committed,
                 changes=since_base[1],
-                patch=patch,
-                stamp=(base_revision, agent_id),
+                patch=submission.patch,
+                stamp=(base_revision, submission.agent_id),
                 policies=execution.policies,
-                client_patch_id=client_patch_id,
+                client_patch_id=submission.client_patch_id,
             )
             applied, resolutions = result.applied_patch, result.resolutions
-        revision = head.revision + 1
+        record, pending = self._append(execution, submission, applied, resolutions)
+        if client_patch_id:
+            execution.pending_patches[submission.key] = pending
+        await pending.future
+        return SubmitResult(record.revision, record.state_hash, record.applied_patch_json, tuple(resolutions))
+
+    def _append(
+        self, execution: Execution, submission: Submission, applied: dict[str, Any], resolutions: list[Resolution]
+    ) -> tuple[RevisionRecord, Pending]:
+        """Apply a merged patch to head, validate it, and queue its revision for commit: all or nothing."""
+        state, revision, previous_hash = execution.state, execution.head.revision + 1, execution.head.state_hash
+        agent_id, base_revision = submission.agent_id, submission.base_revision
         applied_json = canonical.dumps_str(applied)  # before the head changes: `applied` may share its objects
-        change = Change(revision, base_revision, agent_id, written_paths(state, applied, patch), patch, client_patch_id)
+        touched = written_paths(state, applied, submission.patch)
         undo = apply_in_place(state, applied)
         try:
             execution.validator.validate_change(state, applied, undo)
+            state_hash = revision_hash(
+                previous_hash, revision, agent_id, base_revision, applied_json, submission.action_json
+            )
             record = RevisionRecord(
                 execution_id=execution.id,
                 revision=revision,
                 agent_id=agent_id,
                 base_revision=base_revision,
-                patch_json=request[1],
+                patch_json=submission.patch_json,
                 applied_patch_json=applied_json,
-                action_json=request[2],
-                client_patch_id=client_patch_id,
+                action_json=submission.action_json,
+                client_patch_id=submission.client_patch_id,
                 resolutions_json=encode_resolutions(resolutions),
-                state_hash=revision_hash(head.state_hash, revision, agent_id, base_revision, applied_json, request[2]),
+                state_hash=state_hash,
                 committed_at=time.time(),
             )
             snapshot = None
             if revision % self._config.snapshot_every == 0:
-                snapshot = SnapshotRecord(execution.id, revision, canonical.dumps_str(state), record.state_hash)
+                snapshot = SnapshotRecord(execution.id, revision, canonical.dumps_str(state), state_hash)
             pending = Pending(execution, execution.epoch, revision=record, snapshot=snapshot)
             self._committer.enqueue(pending)
         except BaseException:
             revert_in_place(state, undo)  # refused (or failed) before it joined the log: as if never applied
             raise
-        execution.push(Entry(revision, record.state_hash, record, change, undo))
-        if client_patch_id:
-            execution.pending_patches[key] = pending
-        await pending.future
-        return SubmitResult(revision, record.state_hash, record.applied_patch_json, tuple(resolutions))
+        change = Change(revision, base_revision, agent_id, touched, submission.patch, submission.client_patch_id)
+        execution.push(Entry(revision, state_hash, record, change, undo))
+        return record, pending
 
-    async def _earlier_result(
-        self, execution: Execution, key: tuple[str, str], request: tuple[int, str, str]
-    ) -> SubmitResult | None:
+    async def _earlier_result(self, execution: Execution, submission: Submission) -> SubmitResult | None:
         """The result of an earlier submit under the same idempotency key, or None if there was none.
 
         Returns None only right after checking memory with no await since, so the caller can merge at once.
         """
+        key = submission.key
         while True:
             pending = execution.pending_patches.get(key)
             if pending is not None:
@@ -253,12 +255,12 @@ class StateEngine:
                 continue
             revision = execution.patch_ids.get(key)
             if revision is not None:
-                return _duplicate(await self._timeline.record(execution, revision), key, request)
+                return _duplicate(await self._timeline.record(execution, revision), submission)
             if execution.patch_ids_complete:
                 return None
             record = await self._log.find_patch(execution.id, *key)
             if record is not None:
-                return _duplicate(record, key, request)
+                return _duplicate(record, submission)
             if key not in execution.pending_patches and key not in execution.patch_ids:
                 return None
 
@@ -356,11 +358,15 @@ def _effective(head: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     return {} if isinstance(change, NoChange) else change
 
 
-def _duplicate(record: RevisionRecord, key: tuple[str, str], request: tuple[int, str, str]) -> SubmitResult:
-    if (record.base_revision, record.patch_json, record.action_json) != request:
+def _duplicate(record: RevisionRecord, submission: Submission) -> SubmitResult:
+    if (record.base_revision, record.patch_json, record.action_json) != (
+        submission.base_revision,
+        submission.patch_json,
+        submission.action_json,
+    ):
         raise AlreadyExistsError(
-            f"client_patch_id: {key[1]!r} was already used by agent {key[0]!r} for a different patch "
-            f"(revision {record.revision})"
+            f"client_patch_id: {submission.client_patch_id!r} was already used by agent {submission.agent_id!r} "
+            f"for a different patch (revision {record.revision})"
         )
     resolutions = decode_resolutions(record.resolutions_json)
     return SubmitResult(record.revision, record.state_hash, record.applied_patch_json, resolutions, duplicate=True)

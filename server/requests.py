@@ -1,13 +1,16 @@
-"""Checks of request fields that are not JSON: ids, labels, addresses and page tokens."""
+"""Checks of request fields: ids, labels, addresses, page tokens, and a whole SubmitPatch request."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import re
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
+from . import canonical
 from .errors import InvalidArgumentError
 from .limits import Limits
 
@@ -55,3 +58,35 @@ def decode_page_token(token: str, execution_id: str) -> int:
     if owner != execution_id or not isinstance(after, int) or after < 0:
         raise InvalidArgumentError("page_token: not a token returned by GetHistory for this execution")
     return after
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """A checked SubmitPatch request: the patch decoded, the patch and action as canonical JSON."""
+
+    agent_id: str
+    base_revision: int
+    patch: dict[str, Any]
+    patch_json: str
+    action_json: str
+    client_patch_id: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The idempotency key: a retry with the same key gets the original result."""
+        return (self.agent_id, self.client_patch_id)
+
+    @classmethod
+    def check(
+        cls, agent_id: str, base_revision: int, patch_json: str, client_patch_id: str, action_json: str, limits: Limits
+    ) -> Submission:
+        """Check every field (not the base against head); InvalidArgumentError names the first bad one."""
+        agent_id = check_label(agent_id, "agent_id", limits)
+        client_patch_id = check_label(client_patch_id, "client_patch_id", limits, required=False)
+        patch = canonical.parse_object(patch_json, "patch_json", limits)
+        action = canonical.parse(action_json, "action_json", limits) if action_json else None
+        if base_revision < 0:
+            raise InvalidArgumentError(f"base_revision: must be >= 0, got {base_revision}")
+        return cls(
+            agent_id, base_revision, patch, canonical.dumps_str(patch), canonical.dumps_str(action), client_patch_id
+        )
