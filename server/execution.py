@@ -173,19 +173,41 @@ class Execution:
         return reverted(self.state, compose(self._undos_after(revision)))
 
     def members_at(self, revision: int, keys: Collection[str]) -> dict[str, Any]:
-        """The members `keys` of the state at a revision the window holds, copying only what was undone."""
-        undone = compose(self._undos_after(revision), only=keys)
-        members = {}
+        """The members `keys` of the state at a revision the window holds, copying only what was undone.
+
+        A member the first change after `revision` replaced is that change's Restore: found without
+        looking further, which is the usual case. Only a member merged into since is composed from undos.
+        """
+        members: dict[str, Any] = {}
+        merged_since = []
         for key in keys:
-            node = undone.get(key)
-            value = self.state.get(key, MISSING) if node is None else node
-            if isinstance(value, Restore):
-                value = value.value
-            elif isinstance(value, dict) and node is not None:
-                value = reverted(self.state[key], node)  # type: ignore[arg-type]  # a nested undo
+            node = self._first_undo(key, after=revision) if self.last_written.get(key, -1) > revision else None
+            if node is None:  # unchanged since `revision`
+                value = self.state.get(key, MISSING)
+            elif isinstance(node, Restore):
+                value = node.value
+            else:
+                merged_since.append(key)
+                continue
             if value is not MISSING:
                 members[key] = value
+        if merged_since:
+            undone = compose(self._undos_after(revision), only=merged_since)
+            for key in merged_since:
+                node = undone[key]
+                value = node.value if isinstance(node, Restore) else reverted(self.state[key], node)
+                if value is not MISSING:
+                    members[key] = value
         return members
+
+    def _first_undo(self, key: str, after: int) -> Restore | Undo | None:
+        """The undo of member `key` by the first revision after `after` that changed it; None if none did."""
+        window, first = self.window, self.window[0].revision
+        for index in range(after + 1 - first, len(window)):
+            node = window[index].undo.get(key)  # type: ignore[union-attr]  # all but the first entry have one
+            if node is not None:
+                return node
+        return None
 
     def _undos_after(self, revision: int) -> Iterator[Undo]:
         """The undos of the revisions after `revision` (held by the window), newest first."""
