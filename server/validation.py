@@ -85,7 +85,7 @@ class SchemaValidator:
         Raises like validate. The undo tells where the patch merged into an existing object (a nested undo)
         and where it replaced a value (a Restore), which decides what must be checked.
         """
-        if self._root is True or self._root == {}:  # a schema that accepts every state
+        if not self._root:  # the empty schema accepts every state
             return
         _raise_if_any(self._local(self._root, undo, new, applied_patch, ()))
 
