@@ -50,28 +50,24 @@ def apply_in_place(state: dict[str, Any], patch: dict[str, JSON]) -> Undo:
 
 def revert_in_place(state: dict[str, Any], undo: Undo) -> None:
     """Undo a change applied by apply_in_place (the newest one not yet undone)."""
-    for key, node in undo.items():
-        if isinstance(node, Restore):
-            if node.value is MISSING:
-                state.pop(key, None)
-            else:
-                state[key] = node.value
-        else:
-            revert_in_place(state[key], node)
+    _revert(state, undo, copy=False)
 
 
 def reverted(state: dict[str, Any], undo: Undo) -> dict[str, Any]:
     """The state before a change, as a copy of `state` that shares every object the undo does not touch."""
-    result = dict(state)
+    return _revert(state, undo, copy=True)
+
+
+def _revert(state: dict[str, Any], undo: Undo, *, copy: bool) -> dict[str, Any]:
+    target = dict(state) if copy else state
     for key, node in undo.items():
-        if isinstance(node, Restore):
-            if node.value is MISSING:
-                result.pop(key, None)
-            else:
-                result[key] = node.value
+        if not isinstance(node, Restore):
+            target[key] = _revert(target[key], node, copy=copy)
+        elif node.value is MISSING:
+            target.pop(key, None)
         else:
-            result[key] = reverted(result[key], node)
-    return result
+            target[key] = node.value
+    return target
 
 
 def compose(newest_first: Iterable[Undo], only: Collection[str] | None = None) -> Undo:
