@@ -168,6 +168,12 @@ class StateEngine:
         submission = Submission.check(agent_id, base_revision, patch_json, client_patch_id, action_json, self._limits)
         if base_revision > execution.committed:
             raise BaseAheadError(f"base_revision: {base_revision} is ahead of the head revision {execution.committed}")
+        lag, limit = execution.committed - base_revision, self._limits.max_base_lag
+        if lag > limit:
+            raise OutOfRangeError(
+                f"base_revision: {base_revision} is {lag} revisions behind the head {execution.committed}, "
+                f"more than the limit of {limit}: re-read the state and retry"
+            )
         since_base = None
         while True:
             if client_patch_id:

@@ -19,6 +19,8 @@ class Limits:
     """Longest execution id, agent id, client patch id or observation address."""
     max_history_page: int = 1000
     """Most revisions in one GetHistory page."""
+    max_base_lag: int = 100_000
+    """Most revisions a patch's base may be behind head: merging costs what changed since the base."""
     max_message_bytes: int = 4 << 20
     """Largest gRPC message either way."""
 

@@ -20,6 +20,7 @@ from skillstate.server.errors import (
     OutOfRangeError,
     StorageError,
 )
+from skillstate.server.limits import Limits
 from skillstate.server.results import WatchSnapshot
 from skillstate.server.storage.memory import MemoryRevisionLog
 from skillstate.server.storage.records import Batch
@@ -173,6 +174,20 @@ async def test_base_ahead_unknown_execution_and_bad_revisions(engine: StateEngin
         await engine.submit_patch("y", "ada", 0, "{}")
     with pytest.raises(OutOfRangeError):
         await engine.get_state("x", 5)
+
+
+async def test_a_base_too_far_behind_is_refused_without_a_merge() -> None:
+    engine = StateEngine(MemoryRevisionLog(), EngineConfig(limits=Limits(max_base_lag=3)))
+    await engine.start()
+    await engine.create_execution("x", json.dumps(SCHEMA), json.dumps(INITIAL))
+    for i in range(5):
+        await engine.submit_patch("x", "ada", i, json.dumps({"count": i + 1}))
+    with pytest.raises(
+        OutOfRangeError, match="base_revision: 1 is 4 revisions behind the head 5, more than the limit of 3"
+    ):
+        await engine.submit_patch("x", "bob", 1, '{"count": 9}')
+    assert (await engine.submit_patch("x", "bob", 2, '{"count": 4}')).revision == 6  # 3 behind: merged
+    await engine.close()
 
 
 async def test_compacted_history_starts_watch_with_a_snapshot(engine: StateEngine) -> None:
