@@ -235,6 +235,49 @@ class FlakyLog(MemoryRevisionLog):
         await super().commit(batch)
 
 
+class GatedLog(MemoryRevisionLog):
+    """The in-memory log whose commits wait until the test opens the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+    async def commit(self, batch: Batch) -> None:
+        await self.gate.wait()
+        await super().commit(batch)
+
+
+async def test_reads_see_only_committed_revisions_while_later_ones_are_pending() -> None:
+    log = GatedLog()
+    engine = StateEngine(log, EngineConfig(window=4))
+    await engine.start()
+    try:
+        await engine.create_execution("x", json.dumps(SCHEMA), json.dumps(INITIAL))
+        for i in range(3):
+            await engine.submit_patch("x", "ada", i, json.dumps({"count": i + 1, "slots": {f"s{i}": i}}))
+        committed = await engine.get_state("x")
+        log.gate.clear()
+        pending = [
+            asyncio.create_task(
+                engine.submit_patch("x", f"agent-{i}", 3, json.dumps({"count": 9, "slots": {"s0": None}}))
+            )
+            for i in range(3)
+        ]
+        await asyncio.sleep(0.01)  # merged into the head, waiting for their commit
+        assert await engine.get_state("x") == committed
+        assert (await engine.get_state("x", 2)).state_json == json.dumps(
+            {**INITIAL, "count": 2, "slots": {"s0": 0, "s1": 1}}, separators=(",", ":"), sort_keys=True
+        )
+        log.gate.set()
+        assert [r.revision for r in await asyncio.gather(*pending)] == [4, 5, 6]
+        state = json.loads((await engine.get_state("x")).state_json)
+        assert state["count"] == 3 + 3 * 6 and state["slots"] == {"s1": 1, "s2": 2}
+    finally:
+        log.gate.set()
+        await engine.close()
+
+
 async def test_a_failed_commit_acknowledges_nothing_and_rolls_back() -> None:
     log = FlakyLog()
     engine = StateEngine(log)
