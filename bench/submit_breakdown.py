@@ -1,0 +1,107 @@
+"""Where a SubmitPatch's time goes: the same gRPC stack with less and less of the work behind it.
+
+    python bench/submit_breakdown.py            # about a minute
+    python bench/submit_breakdown.py --quick
+
+Four servers, each in its own process, take the same load (64 agents in flight, each writing its own
+member, through the generated stub), each round bracketed by two rounds of the raw grpc.aio echo:
+- `no-op`: our servicer whose SubmitPatch returns a fixed reply (gRPC, protobuf and the servicer only);
+- `engine, memory log`: the whole engine, with an in-memory log (merge, validation, hashing, commit
+  bookkeeping; nothing durable);
+- `engine, SQLite log`: what `skillstate serve` runs (durable group commits, synchronous=FULL).
+The ratios to the echo show what each layer costs; docs/performance.md discusses them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import grpc
+from state_server import ECHO_SERVER, Agents, Echo, Row, bracketed, closed_loop, disjoint_keys, spawn
+
+from skillstate.clients import StateClient
+from skillstate.clients._client import RetryPolicy
+from skillstate.state.v1 import state_pb2_grpc as pb_grpc
+
+VARIANT_SERVER = r"""
+import asyncio, sys
+from skillstate.server import service
+from skillstate.server.app import start_server
+from skillstate.server.storage.memory import MemoryRevisionLog
+from skillstate.server.storage.sqlite import SqliteRevisionLog
+from skillstate.state.v1 import state_pb2 as pb
+
+variant, db = sys.argv[1], sys.argv[2]
+
+async def no_op_submit(self, request, context):
+    return pb.SubmitPatchResponse(revision=1, state_hash="0" * 64, applied_patch_json=request.patch_json)
+
+async def main():
+    if variant == "no-op":
+        service.StateServicer.SubmitPatch = no_op_submit
+    log = SqliteRevisionLog(db) if variant == "sqlite" else MemoryRevisionLog()
+    running = await start_server(log, "127.0.0.1:0")
+    print(f"serving on 127.0.0.1:{running.port}", flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+VARIANTS = (
+    ("no-op", "SubmitPatch that does nothing (gRPC + protobuf + servicer)"),
+    ("memory", "engine, in-memory log"),
+    ("sqlite", "engine, SQLite log (what `skillstate serve` runs)"),
+)
+
+
+async def measure(variant: str, echo: Echo, total: int, rounds: int, tmp: Path) -> Row:
+    process, address, _ = await spawn(sys.executable, "-c", VARIANT_SERVER, variant, str(tmp / f"{variant}.db"))
+    row = Row(dict(VARIANTS)[variant], "commits/s")
+    try:
+        async with (
+            StateClient(address, retry=RetryPolicy(attempts=1)) as client,
+            grpc.aio.insecure_channel(address) as channel,
+        ):
+            agents = Agents(pb_grpc.StateServiceStub(channel), client)
+            for _ in range(rounds):
+                execution = await agents.create({}, {})
+                load = closed_loop(agents.through_stub(execution, disjoint_keys), 64, total)
+                await bracketed(row, echo.unary_rate, load)
+    finally:
+        process.kill()
+        await process.wait()
+    print(f"  {row.case}: {statistics.median(row.rates):,.0f}/s", file=sys.stderr)
+    return row
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    total, rounds = (1000, 1) if args.quick else (4000, 3)
+    echo_process, echo_address, _ = await spawn(sys.executable, "-c", ECHO_SERVER)
+    try:
+        async with grpc.aio.insecure_channel(echo_address) as channel:
+            echo = Echo(channel, total)
+            await echo.unary_rate()  # warm up
+            with tempfile.TemporaryDirectory() as tmp:
+                rows = [await measure(variant, echo, total, rounds, Path(tmp)) for variant, _ in VARIANTS]
+    finally:
+        echo_process.kill()
+        await echo_process.wait()
+    print("\n| server behind the same gRPC stack, 64 in flight | rate | raw echo (bracketing rounds) | ratio |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| {row.case} | {statistics.median(row.rates):,.0f}/s | {statistics.median(row.baselines):,.0f}/s "
+            f"| {statistics.median(row.ratios):.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
