@@ -153,9 +153,8 @@ class Execution:
         return self.window[-1]
 
     def begin(self, revision: int, state: dict[str, Any], state_hash: str) -> None:
-        """Start the window at a revision whose state is known (the initial state or a snapshot)."""
+        """Start the (empty) window at a revision whose state is known: the initial state or a snapshot."""
         self.state = state
-        self.window.clear()
         self.push(Entry(revision, state_hash, None, None, None))
 
     def recover(self, snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> None:
