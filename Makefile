@@ -12,8 +12,10 @@ check:              ## everything CI runs
 protos:             ## regenerate the committed stubs from proto/
 	python3 scripts/generate_protos.py
 
-bench:              ## throughput beside raw gRPC and SQLite baselines (about two minutes)
+bench:              ## every benchmark, each beside same-run baselines (about five minutes)
 	python3 bench/state_server.py
+	python3 bench/submit_breakdown.py
+	python3 bench/engine.py
 
 serve:              ## the state server on 127.0.0.1:50051 with ./skillstate.db
 	skillstate serve
