@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import re
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -134,6 +135,20 @@ class Echo:
             await self._publish(b"x" * 200)
 
         return await measure_fanout(lambda: self._subscribe(b""), publish, self._total // 10)
+
+
+@contextlib.asynccontextmanager
+async def running_echo(total: int) -> AsyncIterator[Echo]:
+    """The raw echo server in its own process, and a warmed-up client of it."""
+    process, address, _ = await spawn(sys.executable, "-c", ECHO_SERVER)
+    try:
+        async with grpc.aio.insecure_channel(address) as channel:
+            echo = Echo(channel, total)
+            await echo.unary_rate()  # warm up both sides
+            yield echo
+    finally:
+        process.kill()
+        await process.wait()
 
 
 async def measure_fanout(
@@ -327,25 +342,18 @@ async def main() -> None:
     args = parser.parse_args()
     total, rounds = (600, 1) if args.quick else (3000, 3)
 
-    echo_process, echo_address, _ = await spawn(sys.executable, "-c", ECHO_SERVER)
-    try:
-        async with grpc.aio.insecure_channel(echo_address) as channel:
-            echo = Echo(channel, total)
-            await echo.unary_rate()  # warm up both sides
-            print("measuring raw aiosqlite commits...", file=sys.stderr)
-            sqlite_rate = await raw_sqlite_commits(total)
-            print("measuring the state server, each round between two rounds of its baseline...", file=sys.stderr)
-            with tempfile.TemporaryDirectory() as tmp:
-                cli = [sys.executable, "-m", "skillstate.cli", "serve", "--db", str(Path(tmp) / "bench.db")]
-                server, address, startup = await spawn(*cli, "--listen", "127.0.0.1:0", "--log-level", "WARNING")
-                try:
-                    rows, size_ratio = await bench_state_server(address, echo, total, rounds)
-                finally:
-                    server.kill()
-                    await server.wait()
-    finally:
-        echo_process.kill()
-        await echo_process.wait()
+    async with running_echo(total) as echo:
+        print("measuring raw aiosqlite commits...", file=sys.stderr)
+        sqlite_rate = await raw_sqlite_commits(total)
+        print("measuring the state server, each round between two rounds of its baseline...", file=sys.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            cli = [sys.executable, "-m", "skillstate.cli", "serve", "--db", str(Path(tmp) / "bench.db")]
+            server, address, startup = await spawn(*cli, "--listen", "127.0.0.1:0", "--log-level", "WARNING")
+            try:
+                rows, size_ratio = await bench_state_server(address, echo, total, rounds)
+            finally:
+                server.kill()
+                await server.wait()
 
     echo_rate = statistics.median(b for row in rows if not row.case.startswith("Watch") for b in row.baselines)
     fanout_rate = statistics.median(rows[-1].baselines)

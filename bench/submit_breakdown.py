@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 import grpc
-from state_server import ECHO_SERVER, Agents, Echo, Row, bracketed, closed_loop, disjoint_keys, spawn
+from state_server import Agents, Echo, Row, bracketed, closed_loop, disjoint_keys, running_echo, spawn
 
 from skillstate.clients import StateClient
 from skillstate.clients._client import RetryPolicy
@@ -84,16 +84,9 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     total, rounds = (1000, 1) if args.quick else (4000, 3)
-    echo_process, echo_address, _ = await spawn(sys.executable, "-c", ECHO_SERVER)
-    try:
-        async with grpc.aio.insecure_channel(echo_address) as channel:
-            echo = Echo(channel, total)
-            await echo.unary_rate()  # warm up
-            with tempfile.TemporaryDirectory() as tmp:
-                rows = [await measure(variant, echo, total, rounds, Path(tmp)) for variant, _ in VARIANTS]
-    finally:
-        echo_process.kill()
-        await echo_process.wait()
+    async with running_echo(total) as echo:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [await measure(variant, echo, total, rounds, Path(tmp)) for variant, _ in VARIANTS]
     print("\n| server behind the same gRPC stack, 64 in flight | rate | raw echo (bracketing rounds) | ratio |")
     print("|---|---|---|---|")
     for row in rows:
