@@ -55,10 +55,10 @@ async def wide_object(members: int, total: int) -> float:
     await engine.create_execution("x", "", "{}")
     for start in range(0, members, 5000):  # grown by patches: the initial state is limited to 1 MiB
         chunk = {f"k{i}": i for i in range(start, min(members, start + 5000))}
-        await engine.submit_patch("x", "setup", engine.head_revision("x"), json.dumps(chunk))
+        await engine.submit_patch("x", "setup", await engine.head_revision("x"), json.dumps(chunk))
     started = time.perf_counter()
     for n in range(total):
-        await engine.submit_patch("x", "a", engine.head_revision("x"), json.dumps({f"k{n % members}": -n}))
+        await engine.submit_patch("x", "a", await engine.head_revision("x"), json.dumps({f"k{n % members}": -n}))
     rate = total / (time.perf_counter() - started)
     await engine.close()
     return rate
@@ -75,9 +75,9 @@ async def memory_held(path: Path, members: int, patches: int) -> tuple[float, fl
     await engine.create_execution("x", "", "{}")
     for start in range(0, members, 5000):
         chunk = {f"k{i}": i for i in range(start, min(members, start + 5000))}
-        await engine.submit_patch("x", "setup", engine.head_revision("x"), json.dumps(chunk))
+        await engine.submit_patch("x", "setup", await engine.head_revision("x"), json.dumps(chunk))
     for n in range(patches):
-        await engine.submit_patch("x", "a", engine.head_revision("x"), json.dumps({f"k{n % members}": -n}))
+        await engine.submit_patch("x", "a", await engine.head_revision("x"), json.dumps({f"k{n % members}": -n}))
     held = tracemalloc.get_traced_memory()[0] - before
     state_json = (await engine.get_state("x")).state_json
     mark = tracemalloc.get_traced_memory()[0]

@@ -9,6 +9,7 @@ from ._client import RetryPolicy, StateClient
 from ._errors import (
     AlreadyExistsError,
     ConflictError,
+    DataLossError,
     NotFoundError,
     OutOfRangeError,
     PreconditionError,
@@ -32,6 +33,7 @@ from ._types import (
 __all__ = [
     "AlreadyExistsError",
     "ConflictError",
+    "DataLossError",
     "CreatedExecution",
     "HistoryPage",
     "NotFoundError",

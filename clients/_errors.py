@@ -8,7 +8,8 @@ SkillstateError                 any failed call (status, message)
 ├── PreconditionError           FAILED_PRECONDITION: base revision ahead of head
 ├── OutOfRangeError             OUT_OF_RANGE: a revision that does not exist or was compacted
 ├── ResourceExhaustedError      RESOURCE_EXHAUSTED: a stream fell too far behind
-└── UnavailableError            UNAVAILABLE: server unreachable or its log failed; safe to retry
+├── UnavailableError            UNAVAILABLE: server unreachable or its log failed; safe to retry
+└── DataLossError               DATA_LOSS: the server's log of this execution fails its integrity check
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ class UnavailableError(SkillstateError):
     status = grpc.StatusCode.UNAVAILABLE
 
 
+class DataLossError(SkillstateError):
+    status = grpc.StatusCode.DATA_LOSS
+
+
 _BY_STATUS = {
     cls.status: cls
     for cls in (
@@ -74,6 +79,7 @@ _BY_STATUS = {
         OutOfRangeError,
         ResourceExhaustedError,
         UnavailableError,
+        DataLossError,
     )
 }
 

@@ -70,6 +70,10 @@ class StateEngine:
         self._config = config
         self._limits = config.limits
         self._executions: dict[str, Execution] = {}
+        """Executions in memory. One in the log is loaded on first use, so startup does not wait for all."""
+        self._stored: dict[str, ExecutionRecord] = {}
+        """Executions in the log that are not loaded yet."""
+        self._loading: dict[str, asyncio.Task[Execution]] = {}
         self._creating: set[str] = set()
         self._revisions: Hub[RevisionRecord] = Hub(config.subscriber_queue)
         self._committer = GroupCommitter(log, self._committed, config.max_batch)
@@ -80,11 +84,10 @@ class StateEngine:
     # -- lifecycle ---------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the log and recover the head of every execution from it."""
+        """Open the log and list its executions; each is recovered from the log on first use."""
         await self._log.open()
         try:
-            for record in await self._log.list_executions():
-                self._executions[record.execution_id] = await self._recover(record)
+            self._stored = {record.execution_id: record for record in await self._log.list_executions()}
         except BaseException:
             await self._log.close()
             raise
@@ -121,7 +124,7 @@ class StateEngine:
         state = strip_nulls(canonical.parse_object(initial_state_json or "{}", "initial_state_json", limits))
         execution = Execution(execution_id, schema, time.time(), self._config.window)
         execution.validator.validate(state)
-        if execution_id in self._executions or execution_id in self._creating:
+        if execution_id in self._executions or execution_id in self._stored or execution_id in self._creating:
             raise AlreadyExistsError(f"execution {execution_id!r} already exists")
         state_hash = genesis_hash(execution_id, schema, state)
         genesis = SnapshotRecord(execution_id, 0, canonical.dumps_str(state), state_hash)
@@ -136,17 +139,34 @@ class StateEngine:
         self._executions[execution_id] = execution
         return Created(execution_id, 0, state_hash)
 
-    def _get(self, execution_id: str) -> Execution:
-        try:
-            return self._executions[execution_id]
-        except KeyError:
-            raise NotFoundError(f"execution {execution_id!r} not found") from None
+    async def _get(self, execution_id: str) -> Execution:
+        """The execution, recovered from the log on first use; concurrent first uses share one recovery."""
+        execution = self._executions.get(execution_id)
+        if execution is not None:
+            return execution
+        loading = self._loading.get(execution_id)
+        if loading is None:
+            record = self._stored.get(execution_id)
+            if record is None:
+                raise NotFoundError(f"execution {execution_id!r} not found")
+            loading = self._loading[execution_id] = asyncio.create_task(self._load(record))
+            loading.add_done_callback(_retrieve_exception)
+        return await asyncio.shield(loading)
 
-    def head_revision(self, execution_id: str) -> int:
-        return self._get(execution_id).committed
+    async def _load(self, record: ExecutionRecord) -> Execution:
+        try:
+            execution = await self._recover(record)
+        finally:
+            del self._loading[record.execution_id]
+        del self._stored[record.execution_id]
+        self._executions[record.execution_id] = execution
+        return execution
+
+    async def head_revision(self, execution_id: str) -> int:
+        return (await self._get(execution_id)).committed
 
     async def get_state(self, execution_id: str, at_revision: int | None = None) -> StateView:
-        execution = self._get(execution_id)
+        execution = await self._get(execution_id)
         revision = execution.committed if at_revision is None else at_revision
         if not 0 <= revision <= execution.committed:
             raise OutOfRangeError(f"at_revision: {revision} is outside 0..{execution.committed} (the head)")
@@ -164,7 +184,7 @@ class StateEngine:
         action_json: str = "",
     ) -> SubmitResult:
         """Merge, validate and durably commit one patch; see docs/merge.md for the semantics."""
-        execution = self._get(execution_id)
+        execution = await self._get(execution_id)
         submission = Submission.check(agent_id, base_revision, patch_json, client_patch_id, action_json, self._limits)
         if base_revision > execution.committed:
             raise BaseAheadError(f"base_revision: {base_revision} is ahead of the head revision {execution.committed}")
@@ -291,7 +311,7 @@ class StateEngine:
 
         Reads and watches from before it get the snapshot instead (Watch says so with compact_revision).
         """
-        execution = self._get(execution_id)
+        execution = await self._get(execution_id)
         if not 0 <= up_to <= execution.committed:
             raise OutOfRangeError(f"up_to: {up_to} is outside 0..{execution.committed} (the head)")
         snapshot = await self._log.latest_snapshot(execution.id, at_most=up_to)
@@ -310,19 +330,21 @@ class StateEngine:
     # -- observations ------------------------------------------------------------------------------------
 
     async def publish_observation(self, execution_id: str, to: str, source: str, kind: str, payload_json: str) -> int:
-        return await self._observations.publish(self._get(execution_id), to, source, kind, payload_json)
+        return await self._observations.publish(await self._get(execution_id), to, source, kind, payload_json)
 
-    def observations(
+    async def observations(
         self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int
     ) -> AsyncIterator[ObservationRecord]:
         """Observations addressed to agent_id, to one of its skills or to everyone, after after_sequence."""
-        return self._observations.stream(self._get(execution_id), agent_id, skills, after_sequence)
+        execution = await self._get(execution_id)
+        async for observation in self._observations.stream(execution, agent_id, skills, after_sequence):
+            yield observation
 
     # -- watch and history -------------------------------------------------------------------------------
 
     async def watch(self, execution_id: str, from_revision: int) -> AsyncIterator[RevisionRecord | WatchSnapshot]:
         """Every revision after from_revision, in order, exactly once, then live ones as they commit."""
-        execution = self._get(execution_id)
+        execution = await self._get(execution_id)
         if from_revision < 0:
             raise InvalidArgumentError(f"from_revision: must be >= 0, got {from_revision}")
         subscription = self._revisions.subscribe(execution.id)  # before reading history: no gap, no await
@@ -345,7 +367,7 @@ class StateEngine:
     async def history(
         self, execution_id: str, from_revision: int, to_revision: int, page_size: int, page_token: str
     ) -> HistoryPage:
-        execution = self._get(execution_id)
+        execution = await self._get(execution_id)
         head = execution.committed
         if page_size < 0:
             raise InvalidArgumentError(f"page_size: must be >= 0, got {page_size}")
@@ -357,6 +379,12 @@ class StateEngine:
         more = bool(records) and records[-1].revision < last
         token = encode_page_token(execution.id, records[-1].revision) if more else ""
         return HistoryPage(records, token, head, execution.compacted)
+
+
+def _retrieve_exception(task: asyncio.Task[Execution]) -> None:
+    """Mark a failed recovery's error retrieved: its callers got it, and the next use tries again."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _effective(head: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,8 @@ StateError
 ├── OutOfRangeError          a revision outside what exists or is retained
 ├── WatcherTooSlowError      a subscriber fell behind its bounded queue
 └── StorageError             the revision log failed; nothing was acknowledged
-    └── DuplicateRowError    a row with the same key exists; the batch was not committed
+    ├── DuplicateRowError    a row with the same key exists; the batch was not committed
+    └── CorruptLogError      an execution's log fails its hash chain
 """
 
 from __future__ import annotations
@@ -73,3 +74,7 @@ class StorageError(StateError):
 
 class DuplicateRowError(StorageError):
     """A row with the same primary key is already stored; nothing of the batch was committed."""
+
+
+class CorruptLogError(StorageError):
+    """What the log holds for an execution fails its hash chain: it was altered or damaged."""

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from . import canonical
-from .errors import StorageError
+from .errors import CorruptLogError
 from .merge import Change
 from .mergepatch import MISSING, apply, written_paths
 from .policy import PolicyMap
@@ -95,7 +95,7 @@ def _verified_step(
         record.action_json,
     )
     if state_hash != record.state_hash:
-        raise StorageError(
+        raise CorruptLogError(
             f"execution {record.execution_id!r}: hash chain broken at revision {record.revision}; "
             "the log was altered or corrupted"
         )

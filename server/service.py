@@ -20,6 +20,7 @@ from .errors import (
     AlreadyExistsError,
     BaseAheadError,
     ConflictError,
+    CorruptLogError,
     InvalidArgumentError,
     NotFoundError,
     OutOfRangeError,
@@ -41,6 +42,7 @@ STATUS_BY_ERROR: dict[type[StateError], grpc.StatusCode] = {
     OutOfRangeError: grpc.StatusCode.OUT_OF_RANGE,
     WatcherTooSlowError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     StorageError: grpc.StatusCode.UNAVAILABLE,
+    CorruptLogError: grpc.StatusCode.DATA_LOSS,
 }
 
 

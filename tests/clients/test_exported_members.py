@@ -5,10 +5,10 @@ from __future__ import annotations
 import skillstate.clients
 
 EXPECTED = {
-    "AlreadyExistsError", "ConflictError", "CreatedExecution", "HistoryPage", "NotFoundError", "Observation",
-    "OutOfRangeError", "PatchResult", "PreconditionError", "Resolution", "ResourceExhaustedError", "RetryPolicy",
-    "RevisionEvent", "SkillstateError", "Snapshot", "State", "StateClient", "SyncStateClient", "UnavailableError",
-    "ValidationError",
+    "AlreadyExistsError", "ConflictError", "CreatedExecution", "DataLossError", "HistoryPage", "NotFoundError",
+    "Observation", "OutOfRangeError", "PatchResult", "PreconditionError", "Resolution", "ResourceExhaustedError",
+    "RetryPolicy", "RevisionEvent", "SkillstateError", "Snapshot", "State", "StateClient", "SyncStateClient",
+    "UnavailableError", "ValidationError",
 }  # fmt: skip
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from skillstate.server.errors import (
     AlreadyExistsError,
     BaseAheadError,
     ConflictError,
+    CorruptLogError,
     InvalidArgumentError,
     NotFoundError,
     OutOfRangeError,
@@ -68,7 +70,7 @@ async def play(engine: StateEngine, steps: list[tuple[str, int, dict]]) -> list[
     await engine.create_execution("x", json.dumps(SCHEMA), json.dumps(INITIAL))
     seen = []
     for agent, back, patch in steps:
-        head = engine.head_revision("x")
+        head = await engine.head_revision("x")
         try:
             await engine.submit_patch("x", agent, max(0, head - back), json.dumps(patch))
         except (ConflictError, InvalidArgumentError):
@@ -116,7 +118,7 @@ async def test_retry_with_the_same_key_returns_the_original_result(engine: State
     first = await engine.submit_patch("x", "ada", 0, '{"a":1}', "k1", '"act"')
     again = await engine.submit_patch("x", "ada", 0, '{"a":1}', "k1", '"act"')
     assert again.duplicate and (again.revision, again.state_hash) == (first.revision, first.state_hash)
-    assert engine.head_revision("x") == 1
+    assert await engine.head_revision("x") == 1
     with pytest.raises(AlreadyExistsError, match="client_patch_id"):
         await engine.submit_patch("x", "ada", 0, '{"a":2}', "k1")
     other_agent = await engine.submit_patch("x", "bob", 1, '{"b":1}', "k1")
@@ -142,7 +144,7 @@ async def test_idempotency_survives_restart_and_a_trimmed_key_memory(tmp_path: P
     await second.start()  # recovers from the snapshot at 6: keys before it are looked up in the log
     result = await second.submit_patch("x", "ada", 1, '{"n":1}', "k1")
     assert result.duplicate and result.revision == 2
-    assert second.head_revision("x") == 7
+    assert await second.head_revision("x") == 7
     await second.close()
 
 
@@ -327,3 +329,49 @@ async def test_agents_stale_on_one_old_base_share_one_replay(tmp_path: Path) -> 
         assert state["count"] == 8 and len(state["slots"]) == 20
     finally:
         await engine.close()
+
+
+async def test_a_restart_loads_each_execution_on_first_use_once(tmp_path: Path) -> None:
+    engine = StateEngine(SqliteRevisionLog(tmp_path / "e.db"))
+    await engine.start()
+    for name in ("a", "b"):
+        await engine.create_execution(name, json.dumps(SCHEMA), json.dumps(INITIAL))
+        for i in range(3):
+            await engine.submit_patch(name, "ada", i, json.dumps({"count": i + 1}))
+    expected = await engine.get_state("a")
+    await engine.close()
+
+    log = CountingLog(tmp_path / "e.db")
+    restarted = StateEngine(log)
+    await restarted.start()
+    try:
+        assert log.revision_reads == 0, "start must not replay every execution"
+        views = await asyncio.gather(*(restarted.get_state("a") for _ in range(5)))
+        assert views == [expected] * 5 and log.revision_reads == 1
+        with pytest.raises(AlreadyExistsError):
+            await restarted.create_execution("b", "", "{}")  # known although not loaded yet
+        assert (await restarted.submit_patch("b", "bob", 3, '{"count": 9}')).revision == 4
+    finally:
+        await restarted.close()
+
+
+async def test_a_tampered_log_is_data_loss_for_that_execution_only(tmp_path: Path) -> None:
+    engine = StateEngine(SqliteRevisionLog(tmp_path / "e.db"))
+    await engine.start()
+    for name in ("a", "b"):
+        await engine.create_execution(name, "", "{}")
+        await engine.submit_patch(name, "ada", 0, '{"n": 1}')
+    await engine.close()
+    with sqlite3.connect(tmp_path / "e.db") as db:
+        db.execute("UPDATE revisions SET applied_patch_json = '{\"n\":2}' WHERE execution_id = 'a'")
+
+    restarted = StateEngine(SqliteRevisionLog(tmp_path / "e.db"))
+    await restarted.start()
+    try:
+        with pytest.raises(CorruptLogError, match="execution 'a': hash chain broken at revision 1"):
+            await restarted.get_state("a")
+        with pytest.raises(CorruptLogError):  # still refused: nothing was loaded
+            await restarted.submit_patch("a", "ada", 1, '{"n": 3}')
+        assert json.loads((await restarted.get_state("b")).state_json) == {"n": 1}
+    finally:
+        await restarted.close()
