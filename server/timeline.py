@@ -52,17 +52,19 @@ class Timeline:
         if execution.entry(base) is not None:
             after_base = itertools.islice(window, len(window) - (execution.head.revision - base), None)
             return execution.members_at(base, keys), [e.change for e in after_base if e.change is not None]
-        cached = execution.replayed
-        if self._replay_connects(execution, base):
-            assert cached is not None
+        cached = self._usable_replay(execution, base)
+        if cached is not None:
             later = [e.change for e in window if e.revision > cached.through and e.change is not None]
             return cached.state, cached.changes + later
         return None
 
     @staticmethod
-    def _replay_connects(execution: Execution, base: int) -> bool:
+    def _usable_replay(execution: Execution, base: int) -> Replayed | None:
+        """The last replay of the log, if it is from `base` and still reaches the window."""
         cached = execution.replayed
-        return cached is not None and cached.base == base and execution.window[0].revision <= cached.through + 1
+        if cached is not None and cached.base == base and execution.window[0].revision <= cached.through + 1:
+            return cached
+        return None
 
     async def replay_to(self, execution: Execution, base: int) -> None:
         """Replay the log from the snapshot before `base` to the durable head, for a base older than the window.
@@ -70,7 +72,7 @@ class Timeline:
         Keeps only the state at `base` and the changes after it; concurrent callers share one replay.
         """
         async with execution.replaying:
-            if execution.entry(base) is not None or self._replay_connects(execution, base):
+            if execution.entry(base) is not None or self._usable_replay(execution, base) is not None:
                 return  # replayed while this caller waited
             if base < execution.compacted:
                 raise OutOfRangeError(
