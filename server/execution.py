@@ -12,7 +12,7 @@ import asyncio
 import collections
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -24,6 +24,9 @@ from .policy import PolicyMap
 from .storage.records import RevisionRecord, SnapshotRecord
 from .undo import Restore, Undo, apply_in_place, compose, revert_in_place, reverted
 from .validation import SchemaValidator
+
+if TYPE_CHECKING:
+    from .committer import Pending
 
 HASH_DOMAIN = b"skillstate.state.v1"
 MAX_PATCH_IDS = 100_000
@@ -136,8 +139,8 @@ class Execution:
         """(agent_id, client_patch_id) -> revision, for revisions since the log's oldest replayed point."""
         self.patch_ids_complete = True
         """True when patch_ids covers the whole log, so a miss needs no storage lookup."""
-        self.pending_patches: dict[tuple[str, str], Any] = {}
-        """Idempotency keys of revisions merged but not yet durable -> the future of their commit."""
+        self.pending_patches: dict[tuple[str, str], Pending] = {}
+        """Idempotency keys of revisions merged but not yet durable -> their place in the group commit."""
         self.last_written: dict[str, int] = {}
         """Top-level member -> the newest revision in the window that wrote at or below it."""
         self.replayed: Replayed | None = None
