@@ -3,9 +3,14 @@
     python bench/submit_breakdown.py            # about a minute
     python bench/submit_breakdown.py --quick
 
-Four servers, each in its own process, take the same load (64 agents in flight, each writing its own
+Five servers, each in its own process, take the same load (64 agents in flight, each writing its own
 member, through the generated stub), each round bracketed by two rounds of the raw grpc.aio echo:
 - `no-op`: our servicer whose SubmitPatch returns a fixed reply (gRPC, protobuf and the servicer only);
+- `durable floor`: the same, but each reply waits until its request is committed to SQLite in a group
+  commit (one multi-row INSERT through aiosqlite's worker thread, synchronous=FULL, as `serve` does), with
+  no engine work: the least any durable SubmitPatch can do in this stack;
+- `durable floor, on the loop`: the same commit run with the sqlite3 module on the event loop's thread,
+  which saves the thread hop but stops the loop for every fsync;
 - `engine, memory log`: the whole engine, with an in-memory log (merge, validation, hashing, commit
   bookkeeping; nothing durable);
 - `engine, SQLite log`: what `skillstate serve` runs (durable group commits, synchronous=FULL).
@@ -29,7 +34,8 @@ from skillstate.clients._client import RetryPolicy
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
 VARIANT_SERVER = r"""
-import asyncio, sys
+import asyncio, sqlite3, sys
+import aiosqlite
 from skillstate.server import service
 from skillstate.server.app import start_server
 from skillstate.server.storage.memory import MemoryRevisionLog
@@ -41,9 +47,55 @@ variant, db = sys.argv[1], sys.argv[2]
 async def no_op_submit(self, request, context):
     return pb.SubmitPatchResponse(revision=1, state_hash="0" * 64, applied_patch_json=request.patch_json)
 
+class GroupCommit:
+    # Requests waiting for the next commit; one writer task inserts all of them in one statement.
+
+    def __init__(self, insert):
+        self.insert, self.waiting, self.wakeup = insert, [], asyncio.Event()
+        asyncio.get_running_loop().create_task(self.run())
+
+    async def durable(self, row):
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append((row, future))
+        self.wakeup.set()
+        await future
+
+    async def run(self):
+        while True:
+            await self.wakeup.wait()
+            await asyncio.sleep(0)
+            self.wakeup.clear()
+            batch, self.waiting = self.waiting, []
+            rows = [value for row, _ in batch for value in row]
+            await self.insert("INSERT INTO t VALUES " + ",".join(["(?, ?)"] * len(batch)), rows)
+            for _, future in batch:
+                future.set_result(None)
+
+async def durable_floor(on_loop):
+    if on_loop:
+        connection = sqlite3.connect(db, isolation_level=None)
+        async def insert(sql, rows):
+            connection.execute(sql, rows)
+    else:
+        connection = await aiosqlite.connect(db, isolation_level=None)
+        async def insert(sql, rows):
+            await connection.execute(sql, rows)
+    setup = ("PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "CREATE TABLE t (agent TEXT, patch TEXT)")
+    for statement in setup:
+        await insert(statement, ())
+    commits = GroupCommit(insert)
+
+    async def submit(self, request, context):
+        await commits.durable((request.agent_id, request.patch_json))
+        return pb.SubmitPatchResponse(revision=1, state_hash="0" * 64, applied_patch_json=request.patch_json)
+
+    service.StateServicer.SubmitPatch = submit
+
 async def main():
     if variant == "no-op":
         service.StateServicer.SubmitPatch = no_op_submit
+    elif variant.startswith("floor"):
+        await durable_floor(on_loop=variant == "floor-loop")
     log = SqliteRevisionLog(db) if variant == "sqlite" else MemoryRevisionLog()
     running = await start_server(log, "127.0.0.1:0")
     print(f"serving on 127.0.0.1:{running.port}", flush=True)
@@ -54,6 +106,8 @@ asyncio.run(main())
 
 VARIANTS = (
     ("no-op", "SubmitPatch that does nothing (gRPC + protobuf + servicer)"),
+    ("floor", "no engine, reply after a group commit to SQLite (aiosqlite worker thread)"),
+    ("floor-loop", "no engine, reply after a group commit to SQLite (sqlite3 on the event loop)"),
     ("memory", "engine, in-memory log"),
     ("sqlite", "engine, SQLite log (what `skillstate serve` runs)"),
 )
