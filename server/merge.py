@@ -79,40 +79,57 @@ class MergeResult:
 
 
 class _Trie:
-    """The paths written since the base, below one node; a child is gathered only when visited.
+    """The paths written since the base, below one node; gathered only when a resolver reads them.
 
-    A merge visits only the keys its patch writes, so it never spends time on paths the patch never meets.
+    A merge visits only the keys its patch writes, and a resolver that needs only base, head and patch
+    (counter, max, min) never gathers them: its cost does not grow with the changes since the base.
     """
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_gathered", "_key", "_parent")
 
-    def __init__(self, entries: Sequence[tuple[Path, Change]]) -> None:
-        self._entries = entries
+    def __init__(self, parent: _Trie, key: str) -> None:
+        self._parent = parent
+        self._key = key
+        self._gathered: list[tuple[Path, Change]] | None = None
+
+    def _entries(self) -> list[tuple[Path, Change]]:
         """(path below this node, change that wrote it)"""
+        if self._gathered is None:
+            key = self._key
+            self._gathered = [(path[1:], change) for path, change in self._parent._entries() if path and path[0] == key]
+        return self._gathered
+
+    def _written(self, key: str) -> bool:
+        return any(path and path[0] == key for path, _ in self._entries())
 
     @property
     def leaf(self) -> bool:
         """True when a change replaced or deleted this path as a whole."""
-        return any(not path for path, _ in self._entries)
+        return any(not path for path, _ in self._entries())
 
     @property
     def changes(self) -> list[Change]:
         """Every change that wrote this path or a path below it, in commit order, once each."""
-        return list({id(change): change for _, change in self._entries}.values())
+        return list({id(change): change for _, change in self._entries()}.values())
 
     def child(self, key: str) -> _Trie | None:
-        entries = [(path[1:], change) for path, change in self._entries if path and path[0] == key]
-        return _Trie(entries) if entries else None
+        """The node of member `key`, or None if no change wrote it or below it."""
+        return _Trie(self, key) if self._written(key) else None
 
 
 class _RootTrie(_Trie):
-    """The root: its children are gathered straight from the changes, without listing every path first."""
+    """The root: whether a member was written is read straight from the changes, stopping at the first."""
 
     __slots__ = ("_changes",)
 
     def __init__(self, changes: Sequence[Change]) -> None:
-        super().__init__(())
         self._changes = changes
+
+    def _entries(self) -> list[tuple[Path, Change]]:
+        return [(path, change) for change in self._changes for path in change.touched]
+
+    def _written(self, key: str) -> bool:
+        return any(path[0] == key for change in self._changes for path in change.touched)
 
     @property
     def leaf(self) -> bool:
@@ -121,10 +138,6 @@ class _RootTrie(_Trie):
     @property
     def changes(self) -> list[Change]:
         return list(self._changes)
-
-    def child(self, key: str) -> _Trie | None:
-        entries = [(path[1:], change) for change in self._changes for path in change.touched if path[0] == key]
-        return _Trie(entries) if entries else None
 
 
 @dataclass(slots=True)
