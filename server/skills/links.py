@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from .markdown import fenced
+
 _INLINE = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?(?P<target>[^)\s>]+)>?(?:\s+[\"'(][^)]*)?\)")
 _DEFINITION = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(?P<target>\S+?)>?(?:\s+.*)?$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,17 +25,9 @@ class Link:
 
 def relative_links(body: str) -> Iterator[Link]:
     """Links to files (not URLs, anchors or absolute paths), outside fenced code, in order of appearance."""
-    fence: str | None = None
-    for number, line in enumerate(body.split("\n"), start=1):
-        opening = _FENCE.match(line)
-        if opening:
-            marker = opening.group(1)
-            if fence is None:
-                fence = marker[0] * len(marker)
-            elif marker.startswith(fence):
-                fence = None
-            continue
-        if fence is not None:
+    lines = body.split("\n")
+    for number, (line, in_code) in enumerate(zip(lines, fenced(lines), strict=True), start=1):
+        if in_code:
             continue
         targets = [m["target"] for m in _INLINE.finditer(line)]
         definition = _DEFINITION.match(line)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from skillstate.server.skills.files import read_package_dir
+from skillstate.server.skills.graph import build_graph
 from skillstate.server.skills.package import SkillFormatError, load_package
 
 CANDIDATES = (
@@ -86,3 +87,17 @@ def test_a_link_outside_the_folder_is_sent_with_the_package() -> None:
     external = [r for r in package.resources if r.kind == "external"]
     assert [r.path for r in external] == ["CONNECTORS.md"] and external[0].present and external[0].linked_from
     assert sent.folder == f"skills/{linking[0].name}"
+
+
+def test_every_corpus_graph_is_its_source_cut_into_nodes() -> None:
+    assert CORPUS is not None
+    for skill_file in sorted(CORPUS.rglob("SKILL.md"))[::7]:  # a spread sample keeps the suite fast
+        sent = read_package_dir(skill_file.parent)
+        package = load_package(sent.files, sent.folder)
+        graph = build_graph(package)
+        assert graph.source() == package.body
+        text_lines = sent.files[package.skill_file].decode().replace("\r\n", "\n").splitlines(keepends=True)
+        for node in graph.nodes:
+            first, last = node.provenance.first_line, node.provenance.last_line
+            assert "".join(text_lines[first - 1 : last]) == node.text, (skill_file, node.title)
+        assert all(0 <= e.source < len(graph.nodes) and 0 <= e.target < len(graph.nodes) for e in graph.edges)
