@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 
 from .contracts import Contract, extract_contract
 from .links import relative_links, resolve
@@ -79,10 +80,24 @@ class SkillGraph:
         return "".join(node.text for node in self.nodes)
 
     def successors(self, index: int, *kinds: EdgeKind) -> Iterator[int]:
-        return (e.target for e in self.edges if e.source == index and (not kinds or e.kind in kinds))
+        return (e.target for e in self._outgoing.get(index, ()) if not kinds or e.kind in kinds)
 
     def predecessors(self, index: int, *kinds: EdgeKind) -> Iterator[int]:
-        return (e.source for e in self.edges if e.target == index and (not kinds or e.kind in kinds))
+        return (e.source for e in self._incoming.get(index, ()) if not kinds or e.kind in kinds)
+
+    @cached_property
+    def _outgoing(self) -> dict[int, list[Edge]]:
+        by_source: dict[int, list[Edge]] = {}
+        for edge in self.edges:
+            by_source.setdefault(edge.source, []).append(edge)
+        return by_source
+
+    @cached_property
+    def _incoming(self) -> dict[int, list[Edge]]:
+        by_target: dict[int, list[Edge]] = {}
+        for edge in self.edges:
+            by_target.setdefault(edge.target, []).append(edge)
+        return by_target
 
 
 def build_graph(package: SkillPackage) -> SkillGraph:

@@ -1,0 +1,44 @@
+"""Terms for lexical ranking: lowercase words, common English words dropped, plurals and -ing/-ed folded."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_WORD = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
+
+_STOPWORDS_TEXT = """
+    a about above after again all also an and any are as at be because been before being below between both
+    but by can could did do does doing done down during each either else for from further had has have having
+    he her here hers him his how i if in into is it its itself just me more most my no nor not now of off on
+    once only or other our ours out over own same she should so some such than that the their theirs them then
+    there these they this those through to too under until up use used using very was we were what when where
+    which while who whom why will with would you your yours"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+
+def terms(text: str) -> list[str]:
+    """The text's terms in order; `ship-orders` gives `ship-order`, `ship` and `order`."""
+    found = []
+    for word in _WORD.findall(text.lower()):
+        parts = re.split(r"[-_]", word)
+        for part in ([word] if len(parts) > 1 else []) + parts:
+            if part not in STOPWORDS and len(part) > 1:
+                found.append(stem(part))
+    return found
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """A light suffix fold, enough for ranking: `orders` -> `order`, `shipping` -> `ship`, `parsed` -> `pars`."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+        return word[:-1] if len(word) > 3 and word[-1] == word[-2] else word
+    if len(word) > 4 and word.endswith("ed"):
+        word = word[:-2]
+        return word[:-1] if len(word) > 3 and word[-1] == word[-2] else word
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word

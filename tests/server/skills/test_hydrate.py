@@ -1,0 +1,132 @@
+"""PathHydrate: closed, verifiable contexts within budget; incremental maintenance equals a rebuild."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skillstate.server.skills.graph import EdgeKind, build_graph
+from skillstate.server.skills.hydrate import BACKWARD, FORWARD, hydrate
+from skillstate.server.skills.library import SkillLibrary
+from skillstate.server.skills.package import load_package
+from skillstate.server.skills.tokens import count_tokens
+
+TOPICS = ["invoice", "shipment", "refund", "spreadsheet", "dashboard", "migration", "release", "backup"]
+
+
+def skill_md(name: str, topic: str, other: str) -> str:
+    return f"""---
+name: {name}
+description: Handle a {topic} end to end, with {other} checks.
+---
+# {name}
+
+Handles one {topic}.
+
+## When to use
+
+When a customer asks about a {topic}.
+
+## Prerequisites
+
+Only run this if the {topic} API token is set.
+
+## Workflow
+
+1. Read the {topic} from `{topic}.json`.
+2. Create the {topic} summary and save it as `{topic}-summary.csv`.
+3. Update the {other} ledger.
+4. Verify that `{topic}-summary.csv` lists every {topic} line.
+
+## Troubleshooting
+
+If the {topic} request fails, retry once.
+
+## Output
+
+Return the {topic} summary.
+"""
+
+
+def skill_graph(index: int):
+    name = f"skill-{index}"
+    topic, other = TOPICS[index % len(TOPICS)], TOPICS[(index * 3 + 1) % len(TOPICS)]
+    files = {f"{name}/SKILL.md": skill_md(name, topic, other).encode()}
+    return build_graph(load_package(files, name, strict=True))
+
+
+GRAPHS = [skill_graph(i) for i in range(12)]
+QUERIES = st.lists(st.sampled_from([*TOPICS, "summary", "ledger", "verify", "unknownword"]), min_size=1, max_size=4)
+
+
+def library_of(indexes: list[int]) -> SkillLibrary:
+    library = SkillLibrary()
+    for i in indexes:
+        library.add(GRAPHS[i], version=1)
+    return library
+
+
+FULL = library_of(list(range(len(GRAPHS))))
+
+
+@given(QUERIES, st.integers(min_value=60, max_value=4000))
+def test_contexts_are_closed_verifiable_and_within_budget(words: list[str], budget: int) -> None:
+    hydration = hydrate(FULL, " ".join(words), budget)
+    assert hydration.token_count == count_tokens(hydration.context)
+    assert hydration.token_count <= budget or hydration.whole_skill_fallback
+    chosen: dict[str, set[int]] = {}
+    for name, index in hydration.sections:
+        chosen.setdefault(name, set()).add(index)
+    for name, nodes in chosen.items():  # recomputed here, not taken from the reply
+        graph = FULL.get(name).graph  # type: ignore[union-attr]
+        for i in nodes:
+            assert set(graph.predecessors(i, *BACKWARD)) <= nodes
+            assert set(graph.successors(i, *FORWARD)) <= nodes
+            if graph.nodes[i].contract.state_changing and any(graph.successors(i, EdgeKind.VERIFIES)):
+                assert set(graph.successors(i, EdgeKind.VERIFIES)) & nodes
+    assert hydration.coverage.dependencies_closed
+    assert set(hydration.coverage.anchors_covered) <= set(hydration.coverage.anchors)
+    if "unknownword" in words:
+        assert "unknownword" in hydration.coverage.anchors_uncoverable
+
+
+def test_a_roomy_budget_covers_the_task_with_a_verified_procedure_and_stops_there() -> None:
+    hydration = hydrate(FULL, "refund summary", 3000)
+    assert not hydration.whole_skill_fallback
+    assert set(hydration.coverage.anchors_covered) == {"refund", "summary"}
+    assert hydration.coverage.verifier_reachable and hydration.coverage.dependencies_closed
+    assert hydration.token_count < 3000 / 2  # stops when sufficient: the budget is an allowance, not a quota
+    assert "Verify that `refund-summary.csv`" in hydration.context
+
+
+def test_when_nothing_fits_the_smallest_whole_skill_is_returned_and_flagged() -> None:
+    hydration = hydrate(FULL, "refund", 10)
+    assert hydration.whole_skill_fallback
+    assert len(hydration.source_skills) == 1
+    graph = FULL.get(hydration.source_skills[0]).graph  # type: ignore[union-attr]
+    assert len(hydration.sections) == len(graph.nodes)
+
+
+def test_skill_names_restrict_the_scope() -> None:
+    hydration = hydrate(FULL, "refund invoice", 3000, ["skill-0"])
+    assert hydration.source_skills == ("skill-0",)
+
+
+@settings(max_examples=40)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, len(GRAPHS) - 1)), max_size=30), QUERIES)
+def test_incremental_adds_and_removes_equal_a_rebuild(operations: list[tuple[bool, int]], words: list[str]) -> None:
+    incremental = SkillLibrary()
+    present: set[int] = set()
+    for add, index in operations:
+        if add:
+            incremental.add(GRAPHS[index], version=1)
+            present.add(index)
+        else:
+            incremental.remove(GRAPHS[index].skill)
+            present.discard(index)
+    rebuilt = library_of(sorted(present))
+    query = " ".join(words)
+    assert incremental.rank_sections(words, 50) == rebuilt.rank_sections(words, 50)
+    assert incremental.rank_skills(words, 50) == rebuilt.rank_skills(words, 50)
+    if present:
+        assert hydrate(incremental, query, 2000) == hydrate(rebuilt, query, 2000)
