@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skillstate", description="Shared execution state for LLM agents.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the state server")
+    serve = commands.add_parser("serve", help="run the server (state service and skill registry)")
     serve.add_argument("--db", default="skillstate.db", help="SQLite file, or :memory: (default: %(default)s)")
     serve.add_argument("--listen", default="127.0.0.1:50051", help="host:port (default: %(default)s)")
     serve.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
@@ -86,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("execution_id")
     compact.add_argument("--up-to", dest="up_to_revision", type=int, required=True, help="a revision (0..head)")
+
+    from . import skills
+
+    skills.add_parser(commands, common)
     return parser
 
 
@@ -189,6 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_serve(args)
         elif args.command == "state":
             asyncio.run(run_state(args))
+        elif args.command == "skills":
+            from . import skills
+
+            return asyncio.run(skills.run(args))
     except UsageError as e:
         print(f"skillstate: {e}", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import grpc
 
@@ -48,8 +48,8 @@ def _dumps(value: JSON) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-class StateClient:
-    """Talks to one state server. Use as `async with StateClient("host:port") as client: ...`."""
+class RpcClient:
+    """A channel to a skillstate server and the retry loop its calls share (one subclass per service)."""
 
     def __init__(
         self,
@@ -61,11 +61,10 @@ class StateClient:
     ) -> None:
         self._channel = channel if channel is not None else grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
         self._owns_channel = channel is None
-        self._stub: Any = pb_grpc.StateServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._retry = retry
         self._timeout = timeout
 
-    async def __aenter__(self) -> StateClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -85,6 +84,21 @@ class StateClient:
                     raise error from None
             await asyncio.sleep(self._retry.backoff(attempt))
         raise AssertionError("unreachable")
+
+
+class StateClient(RpcClient):
+    """Talks to one state server. Use as `async with StateClient("host:port") as client: ...`."""
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        *,
+        channel: grpc.aio.Channel | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        timeout: float | None = 30.0,
+    ) -> None:
+        super().__init__(target, channel=channel, retry=retry, timeout=timeout)
+        self._stub: Any = pb_grpc.StateServiceStub(self._channel)  # type: ignore[no-untyped-call]
 
     async def create_execution(
         self,

@@ -1,4 +1,4 @@
-"""Assembles the gRPC server: the state service, health checking and reflection on one port."""
+"""Assembles the gRPC server: the state service, the skill registry, health checking and reflection on one port."""
 
 from __future__ import annotations
 
@@ -12,10 +12,14 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from skillstate.skills.v1 import skills_pb2
 from skillstate.state.v1 import state_pb2
 
 from .engine import EngineConfig, StateEngine
 from .service import StateServicer, add_state_service
+from .skills.registry import SkillRegistry
+from .skills.service import SkillRegistryServicer, add_skill_registry_service
+from .skills.store import MemorySkillStore, SkillStore, SqliteSkillStore
 from .storage.base import RevisionLog
 from .storage.memory import MemoryRevisionLog
 from .storage.sqlite import SqliteRevisionLog
@@ -23,6 +27,7 @@ from .storage.sqlite import SqliteRevisionLog
 log = logging.getLogger("skillstate.server")
 
 SERVICE_NAME = state_pb2.DESCRIPTOR.services_by_name["StateService"].full_name
+SKILLS_SERVICE_NAME = skills_pb2.DESCRIPTOR.services_by_name["SkillRegistryService"].full_name
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DB = "skillstate.db"
 
@@ -32,26 +37,45 @@ def open_log(db: str) -> RevisionLog:
     return MemoryRevisionLog() if db == ":memory:" else SqliteRevisionLog(Path(db))
 
 
+def open_skill_store(db: str) -> SkillStore:
+    """The skill library lives in the same database as the revision log."""
+    return MemorySkillStore() if db == ":memory:" else SqliteSkillStore(Path(db))
+
+
 @dataclass
 class RunningServer:
     """A started server; `port` is the bound port (useful with port 0)."""
 
     server: grpc.aio.Server
     engine: StateEngine
+    registry: SkillRegistry
     port: int
 
     async def stop(self, grace: float | None = 1.0) -> None:
         """Stop taking calls, let running ones finish for `grace` seconds, then commit and close the log."""
         await self.server.stop(grace)
         await self.engine.close()
+        await self.registry.close()
 
 
 async def start_server(
-    log_: RevisionLog, listen: str = DEFAULT_LISTEN, config: EngineConfig = EngineConfig()
+    log_: RevisionLog,
+    listen: str = DEFAULT_LISTEN,
+    config: EngineConfig = EngineConfig(),
+    skills: SkillStore | None = None,
 ) -> RunningServer:
-    """Recover the engine from the log and start serving on `listen` (host:port; port 0 picks one)."""
+    """Recover the engine and the skill library and start serving on `listen` (host:port; 0 picks a port).
+
+    Without a skill store the library lives in memory only.
+    """
     engine = StateEngine(log_, config)
     await engine.start()
+    registry = SkillRegistry(skills or MemorySkillStore())
+    try:
+        await registry.start()
+    except BaseException:
+        await engine.close()
+        raise
     size = config.limits.max_message_bytes
     server = grpc.aio.server(
         options=[
@@ -61,25 +85,28 @@ async def start_server(
         ]
     )
     add_state_service(StateServicer(engine), server)
+    add_skill_registry_service(SkillRegistryServicer(registry), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    names = (SERVICE_NAME, SKILLS_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME)
+    reflection.enable_server_reflection(names, server)
     try:
         port = server.add_insecure_port(listen)
     except RuntimeError:
         port = 0
     if port == 0:
         await engine.close()
+        await registry.close()
         raise OSError(f"cannot listen on {listen} (address in use or not available)")
     await server.start()
-    for name in ("", SERVICE_NAME):
+    for name in ("", SERVICE_NAME, SKILLS_SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, engine, port)
+    return RunningServer(server, engine, registry, port)
 
 
 async def serve(db: str = DEFAULT_DB, listen: str = DEFAULT_LISTEN, config: EngineConfig = EngineConfig()) -> None:
     """Run until SIGINT or SIGTERM, then shut down gracefully."""
-    running = await start_server(open_log(db), listen, config)
+    running = await start_server(open_log(db), listen, config, open_skill_store(db))
     host = listen.rsplit(":", 1)[0]
     log.info("skillstate state server listening on %s:%d (log: %s)", host, running.port, db)
     print(f"skillstate serving on {host}:{running.port} (log: {db})", flush=True)

@@ -14,6 +14,7 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 from skillstate.clients import StateClient
 from skillstate.server.app import RunningServer, start_server
 from skillstate.server.engine import EngineConfig
+from skillstate.server.skills.store import SqliteSkillStore
 from skillstate.server.storage.sqlite import SqliteRevisionLog
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -34,9 +35,14 @@ def engine_config() -> EngineConfig:
 
 @pytest.fixture
 async def server(db_path: Path, engine_config: EngineConfig) -> AsyncIterator[RunningServer]:
-    running = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", engine_config)
+    running = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", engine_config, SqliteSkillStore(db_path))
     yield running
     await running.stop(grace=0)
+
+
+@pytest.fixture
+def server_address(server: RunningServer) -> str:
+    return f"127.0.0.1:{server.port}"
 
 
 @pytest.fixture
@@ -58,7 +64,7 @@ class RestartableServer:
         return f"127.0.0.1:{self.port}"
 
     async def start(self) -> None:
-        self._running = await start_server(SqliteRevisionLog(self._db), self.address)
+        self._running = await start_server(SqliteRevisionLog(self._db), self.address, skills=SqliteSkillStore(self._db))
         self.port = self._running.port
 
     async def stop(self) -> None:

@@ -61,7 +61,7 @@ class SkillLibrary:
         skill = LibrarySkill(
             graph,
             version,
-            tuple(count_tokens(node.text) for node in graph.nodes),
+            node_tokens(graph),
             tuple(frozenset(_node_terms(node)) for node in graph.nodes),
             frozenset(terms(f"{graph.skill} {graph.description}")),
         )
@@ -87,6 +87,11 @@ class SkillLibrary:
     def rank_sections(self, query: list[str], limit: int, only: frozenset[str] | None = None) -> list[NodeKey]:
         hits = self._section_index.search(query, limit if only is None else len(self._section_index))
         return [key for key, _ in hits if only is None or key[0] in only][:limit]
+
+
+def node_tokens(graph: SkillGraph) -> tuple[int, ...]:
+    """Tokens of each node's text, by the tokenizer budgets are counted in."""
+    return tuple(count_tokens(node.text) for node in graph.nodes)
 
 
 def _node_terms(node: SectionNode) -> list[str]:

@@ -1,0 +1,66 @@
+"""The async client of the skill registry."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import grpc
+
+from skillstate.skills.v1 import skills_pb2 as pb
+from skillstate.skills.v1 import skills_pb2_grpc as pb_grpc
+
+from ._client import RetryPolicy, RpcClient
+from ._skill_types import Diagnostic, Hydrated, Registered, Skill, SkillSummary
+
+
+class SkillRegistryClient(RpcClient):
+    """Talks to the skill registry of one skillstate server.
+
+    Registering is idempotent (the same content leaves the current version as it is), so it is retried like
+    the reads; removing is not.
+    """
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        *,
+        channel: grpc.aio.Channel | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        timeout: float | None = 30.0,
+    ) -> None:
+        super().__init__(target, channel=channel, retry=retry, timeout=timeout)
+        self._stub: Any = pb_grpc.SkillRegistryServiceStub(self._channel)  # type: ignore[no-untyped-call]
+
+    async def register_skill(self, files: Mapping[str, bytes], *, folder: str = "", strict: bool = False) -> Registered:
+        """Register a package given as {relative path: bytes} (see docs/skills.md for the layout)."""
+        request = pb.RegisterSkillRequest(files=dict(files), folder=folder, strict=strict)
+        reply = await self._call(self._stub.RegisterSkill, request)
+        warnings = tuple(Diagnostic.from_pb(d) for d in reply.warnings)
+        return Registered(reply.name, reply.version, reply.section_count, warnings, reply.unchanged, reply.digest)
+
+    async def list_skills(self, page_size: int = 0) -> AsyncIterator[SkillSummary]:
+        """Every current skill, by name, fetched a page at a time."""
+        token = ""
+        while True:
+            request = pb.ListSkillsRequest(page_size=page_size, page_token=token)
+            reply = await self._call(self._stub.ListSkills, request)
+            for summary in reply.skills:
+                yield SkillSummary.from_pb(summary)
+            token = reply.next_page_token
+            if not token:
+                return
+
+    async def get_skill(self, name: str, *, version: int = 0, include_files: bool = False) -> Skill:
+        request = pb.GetSkillRequest(name=name, version=version, include_files=include_files)
+        return Skill.from_pb(await self._call(self._stub.GetSkill, request))
+
+    async def remove_skill(self, name: str) -> int:
+        """Take a skill out of the library; returns the version that was current."""
+        reply = await self._call(self._stub.RemoveSkill, pb.RemoveSkillRequest(name=name), retry=False)
+        return int(reply.removed_version)
+
+    async def hydrate(self, query: str, *, budget_tokens: int = 3000, skill_names: Sequence[str] = ()) -> Hydrated:
+        """The smallest sufficient, dependency-closed context for a task, within the budget."""
+        request = pb.HydrateRequest(query=query, budget_tokens=budget_tokens, skill_names=list(skill_names))
+        return Hydrated.from_pb(await self._call(self._stub.Hydrate, request))

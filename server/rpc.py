@@ -1,0 +1,123 @@
+"""gRPC plumbing shared by the services: one table from engine errors to status codes, handler wrappers
+that apply it, and registration that answers an undecodable request INVALID_ARGUMENT instead of UNKNOWN."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from .errors import (
+    AlreadyExistsError,
+    BaseAheadError,
+    ConflictError,
+    CorruptLogError,
+    InvalidArgumentError,
+    NotFoundError,
+    OutOfRangeError,
+    StateError,
+    StorageError,
+    WatcherTooSlowError,
+)
+
+STATUS_BY_ERROR: dict[type[StateError], grpc.StatusCode] = {
+    NotFoundError: grpc.StatusCode.NOT_FOUND,
+    AlreadyExistsError: grpc.StatusCode.ALREADY_EXISTS,
+    InvalidArgumentError: grpc.StatusCode.INVALID_ARGUMENT,
+    ConflictError: grpc.StatusCode.ABORTED,
+    BaseAheadError: grpc.StatusCode.FAILED_PRECONDITION,
+    OutOfRangeError: grpc.StatusCode.OUT_OF_RANGE,
+    WatcherTooSlowError: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    StorageError: grpc.StatusCode.UNAVAILABLE,
+    CorruptLogError: grpc.StatusCode.DATA_LOSS,
+}
+
+
+def status_of(error: StateError) -> grpc.StatusCode:
+    """The status for an engine error: its class's entry, else its nearest ancestor's."""
+    for cls in type(error).__mro__:
+        if cls in STATUS_BY_ERROR:
+            return STATUS_BY_ERROR[cls]
+    return grpc.StatusCode.INTERNAL
+
+
+R = TypeVar("R")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """A request the protobuf runtime refused (for example a string field that is not UTF-8)."""
+
+    message_type: str
+    reason: str
+
+    def error(self) -> InvalidArgumentError:
+        return InvalidArgumentError(f"request is not a valid {self.message_type}: {self.reason}")
+
+
+def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+    @functools.wraps(method)
+    async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> R:
+        try:
+            if isinstance(request, Undecodable):
+                raise request.error()
+            return await method(self, request, context)
+        except StateError as e:
+            await context.abort(status_of(e), str(e))
+            raise  # unreachable: abort raises
+        except Exception:
+            log.exception("%s failed", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__} (logged by the server)")
+            raise
+
+    return handler
+
+
+def stream(method: Callable[..., AsyncIterator[R]]) -> Callable[..., AsyncIterator[R]]:
+    @functools.wraps(method)
+    async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[R]:
+        try:
+            if isinstance(request, Undecodable):
+                raise request.error()
+            async for message in method(self, request, context):
+                yield message
+        except StateError as e:
+            await context.abort(status_of(e), str(e))
+        except Exception:
+            log.exception("%s failed", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__} (logged by the server)")
+
+    return handler
+
+
+def _lenient_parser(message_class: Any) -> Callable[[bytes], Any]:
+    def parse(data: bytes) -> Any:
+        try:
+            return message_class.FromString(data)
+        except DecodeError as e:
+            return Undecodable(message_class.DESCRIPTOR.name, str(e).rsplit(": ", 1)[-1])
+
+    return parse
+
+
+def add_service(servicer: Any, server: grpc.aio.Server, module: ModuleType, service_name: str) -> None:
+    """Register a servicer like the generated add_XServicer_to_server, except that a request that fails to
+    decode reaches the servicer as Undecodable and is answered INVALID_ARGUMENT, not UNKNOWN."""
+    service = module.DESCRIPTOR.services_by_name[service_name]
+    handlers = {}
+    for method in service.methods:
+        make = grpc.unary_stream_rpc_method_handler if method.server_streaming else grpc.unary_unary_rpc_method_handler
+        handlers[method.name] = make(
+            getattr(servicer, method.name),
+            request_deserializer=_lenient_parser(getattr(module, method.input_type.name)),
+            response_serializer=getattr(module, method.output_type.name).SerializeToString,
+        )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
+    server.add_registered_method_handlers(service.full_name, handlers)

@@ -1,0 +1,104 @@
+"""The skill registry end to end: the real server on a loopback port, driven by the real client."""
+
+from __future__ import annotations
+
+import pytest
+
+from skillstate.clients import NotFoundError, SkillRegistryClient, ValidationError
+
+from ..conftest import RestartableServer
+
+SKILL = """---
+name: {name}
+description: Ship a customer's order and confirm delivery.
+{extra}---
+# Ship an order
+
+## Prerequisites
+
+Only run this if the carrier API token is set.
+
+## Workflow
+
+1. Read the order from `order.json`.
+2. Create the shipping label and save it as `label.pdf`.
+3. Verify that `label.pdf` names the customer.
+
+## Resources
+
+See [the carrier guide](references/carrier.md).
+"""
+
+
+def package(name: str = "ship-order", extra: str = "", folder: str | None = None) -> dict[str, bytes]:
+    folder = folder or name
+    return {
+        f"{folder}/SKILL.md": SKILL.format(name=name, extra=extra).encode(),
+        f"{folder}/references/carrier.md": b"# Carrier\n",
+    }
+
+
+async def test_register_version_list_get_hydrate_and_remove(server_address: str) -> None:
+    async with SkillRegistryClient(server_address) as skills:
+        first = await skills.register_skill(package())
+        assert (first.name, first.version, first.unchanged, first.warnings) == ("ship-order", 1, False, ())
+        again = await skills.register_skill(package())
+        assert (again.version, again.unchanged, again.digest) == (1, True, first.digest)
+        changed = await skills.register_skill(package(extra="license: MIT\n"))
+        assert (changed.version, changed.unchanged) == (2, False)
+
+        summaries = [s async for s in skills.list_skills(page_size=1)]
+        assert [(s.name, s.version) for s in summaries] == [("ship-order", 2)]
+
+        skill = await skills.get_skill("ship-order", include_files=True)
+        assert [s.role for s in skill.sections][:3] == ["intent", "precondition", "operation"]
+        assert skill.files == package(extra="license: MIT\n") and skill.folder == "ship-order"
+        assert any(kind == "verifies" for _, _, kind, _ in skill.edges)
+        old = await skills.get_skill("ship-order", version=1)
+        assert old.summary.version == 1 and old.summary.digest == first.digest
+
+        hydrated = await skills.hydrate("ship the order label", budget_tokens=2000)
+        assert hydrated.source_skills == ("ship-order",)
+        assert hydrated.dependencies_closed and hydrated.verifier_reachable
+        assert hydrated.token_count <= 2000 and "Verify that `label.pdf`" in hydrated.context
+
+        assert await skills.remove_skill("ship-order") == 2
+        assert [s async for s in skills.list_skills()] == []
+        with pytest.raises(NotFoundError, match="ship-order"):
+            await skills.remove_skill("ship-order")
+        assert (await skills.get_skill("ship-order", version=2)).summary.version == 2  # history stays
+        assert (await skills.register_skill(package())).version == 3  # numbering continues
+
+
+async def test_bad_input_is_refused_with_the_rule_named(server_address: str) -> None:
+    async with SkillRegistryClient(server_address) as skills:
+        with pytest.raises(ValidationError, match=r"name\.folder"):
+            await skills.register_skill(package(folder="elsewhere"), strict=True)
+        lenient = await skills.register_skill(package(folder="elsewhere"))
+        assert [w.rule for w in lenient.warnings] == ["name.folder"]
+        with pytest.raises(ValidationError, match=r"description\.required"):
+            await skills.register_skill({"x/SKILL.md": b"---\nname: x\n---\n"})
+        with pytest.raises(ValidationError, match="relative POSIX path"):
+            await skills.register_skill({"../SKILL.md": b""})
+        with pytest.raises(ValidationError, match="budget_tokens"):
+            await skills.hydrate("ship", budget_tokens=0)
+        with pytest.raises(ValidationError, match="query"):
+            await skills.hydrate("   ")
+        with pytest.raises(NotFoundError, match="nope"):
+            await skills.hydrate("ship", skill_names=["nope"])
+        with pytest.raises(NotFoundError):
+            await skills.get_skill("ship-order", version=9)
+
+
+async def test_a_restart_keeps_the_library(restartable: RestartableServer) -> None:
+    async with SkillRegistryClient(restartable.address) as skills:
+        await skills.register_skill(package())
+        await skills.register_skill(package("pack-box"))
+        await skills.remove_skill("pack-box")
+        before = await skills.hydrate("ship the order label", budget_tokens=2000)
+    await restartable.stop()
+    await restartable.start()
+    async with SkillRegistryClient(restartable.address) as skills:
+        assert [(s.name, s.version) async for s in skills.list_skills()] == [("ship-order", 1)]
+        after = await skills.hydrate("ship the order label", budget_tokens=2000)
+    assert after == before
