@@ -13,14 +13,20 @@ def loaded_modules(statement: str) -> set[str]:
     return set(json.loads(output))
 
 
+STUB_PACKAGES = ("skillstate.state", "skillstate.skills")
+"""The generated code of proto/: the contract."""
+
+
 def test_the_client_imports_only_the_generated_stubs() -> None:
     ours = {m for m in loaded_modules("import skillstate.clients") if m.startswith("skillstate.")}
-    assert ours <= {m for m in ours if m.startswith(("skillstate.clients", "skillstate.state"))}
+    assert ours == {m for m in ours if m.startswith(("skillstate.clients", *STUB_PACKAGES))}
+    assert {"skillstate.state.v1.state_pb2", "skillstate.skills.v1.skills_pb2"} <= ours
 
 
 def test_the_stubs_import_nothing_of_ours() -> None:
-    ours = {m for m in loaded_modules("import skillstate.state.v1.state_pb2_grpc") if m.startswith("skillstate.")}
-    assert all(m.startswith("skillstate.state") for m in ours)
+    for package, module in (("skillstate.state", "state_pb2_grpc"), ("skillstate.skills", "skills_pb2_grpc")):
+        ours = {m for m in loaded_modules(f"import {package}.v1.{module}") if m.startswith("skillstate.")}
+        assert ours and all(m.startswith(package) for m in ours)
 
 
 def test_the_server_does_not_import_litellm() -> None:
@@ -28,6 +34,6 @@ def test_the_server_does_not_import_litellm() -> None:
     assert "litellm" not in modules
 
 
-def test_the_engine_does_not_import_grpc() -> None:
-    modules = loaded_modules("import skillstate.server.engine")
+def test_the_engines_do_not_import_grpc() -> None:
+    modules = loaded_modules("import skillstate.server.engine, skillstate.server.skills.registry")
     assert not any(m == "grpc" or m.startswith("grpc.") for m in modules)
