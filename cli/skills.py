@@ -22,6 +22,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     add.add_argument("--strict", action="store_true", help="every deviation from the format is an error")
 
     skills.add_parser("list", parents=[common], help="print the current skills as JSON lines")
+    skills.add_parser("stats", parents=[common], help="print the library's size and compression as JSON")
 
     show = skills.add_parser("show", parents=[common], help="print a skill's section graph as JSON")
     show.add_argument("name")
@@ -46,6 +47,8 @@ async def run(args: argparse.Namespace) -> int:
         if args.subcommand == "list":
             async for summary in client.list_skills():
                 _print_json(asdict(summary))
+        elif args.subcommand == "stats":
+            _print_json(asdict(await client.library_stats()))
         elif args.subcommand == "show":
             _print_json(asdict(await client.get_skill(args.name, version=args.version)))
         elif args.subcommand == "remove":

@@ -21,7 +21,7 @@ from ._errors import (
     UnavailableError,
     ValidationError,
 )
-from ._skill_types import Diagnostic, Hydrated, Registered, Section, Skill, SkillSummary
+from ._skill_types import Diagnostic, Hydrated, LibraryStats, Registered, Section, Skill, SkillSummary
 from ._skills import SkillRegistryClient
 from ._sync import SyncStateClient
 from ._types import (
@@ -43,6 +43,7 @@ __all__ = [
     "Diagnostic",
     "HistoryPage",
     "Hydrated",
+    "LibraryStats",
     "NotFoundError",
     "Observation",
     "OutOfRangeError",

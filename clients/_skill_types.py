@@ -149,3 +149,15 @@ class Hydrated:
             coverage.verifier_reachable,
             message.whole_skill_fallback,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryStats:
+    skills: int
+    sections: int
+    macros: int
+    compression_ratio: float
+    dependency_preservation: float
+    verifier_reachability: float
+    raw_tokens: int
+    active_tokens: int

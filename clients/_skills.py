@@ -11,7 +11,7 @@ from skillstate.skills.v1 import skills_pb2 as pb
 from skillstate.skills.v1 import skills_pb2_grpc as pb_grpc
 
 from ._client import RetryPolicy, RpcClient
-from ._skill_types import Diagnostic, Hydrated, Registered, Skill, SkillSummary
+from ._skill_types import Diagnostic, Hydrated, LibraryStats, Registered, Skill, SkillSummary
 
 
 class SkillRegistryClient(RpcClient):
@@ -64,3 +64,17 @@ class SkillRegistryClient(RpcClient):
         """The smallest sufficient, dependency-closed context for a task, within the budget."""
         request = pb.HydrateRequest(query=query, budget_tokens=budget_tokens, skill_names=list(skill_names))
         return Hydrated.from_pb(await self._call(self._stub.Hydrate, request))
+
+    async def library_stats(self) -> LibraryStats:
+        """The library's size and how well MotifZip compresses it (computed once per library change)."""
+        reply = await self._call(self._stub.GetLibraryStats, pb.GetLibraryStatsRequest())
+        return LibraryStats(
+            reply.skills,
+            reply.sections,
+            reply.macros,
+            reply.compression_ratio,
+            reply.dependency_preservation,
+            reply.verifier_reachability,
+            reply.raw_tokens,
+            reply.active_tokens,
+        )

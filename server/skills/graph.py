@@ -15,7 +15,7 @@ every node carries its file and line range. Edges are deterministic:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
@@ -80,10 +80,16 @@ class SkillGraph:
         return "".join(node.text for node in self.nodes)
 
     def successors(self, index: int, *kinds: EdgeKind) -> Iterator[int]:
-        return (e.target for e in self._outgoing.get(index, ()) if not kinds or e.kind in kinds)
+        return (e.target for e in self.edges_from(index) if not kinds or e.kind in kinds)
 
     def predecessors(self, index: int, *kinds: EdgeKind) -> Iterator[int]:
-        return (e.source for e in self._incoming.get(index, ()) if not kinds or e.kind in kinds)
+        return (e.source for e in self.edges_to(index) if not kinds or e.kind in kinds)
+
+    def edges_from(self, index: int) -> Sequence[Edge]:
+        return self._outgoing.get(index, ())
+
+    def edges_to(self, index: int) -> Sequence[Edge]:
+        return self._incoming.get(index, ())
 
     @cached_property
     def _outgoing(self) -> dict[int, list[Edge]]:

@@ -20,6 +20,7 @@ from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError
 from .graph import SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
 from .library import SkillLibrary, node_tokens
+from .motifs import Compression, LibraryStats, compress, library_stats
 from .package import Diagnostic, PackageLimits, SkillPackage, load_package
 from .store import SkillStore, SkillVersion
 
@@ -56,6 +57,10 @@ class SkillRegistry:
         self.library = SkillLibrary()
         self._current: dict[str, SkillView] = {}
         self._writing = asyncio.Lock()
+        self._generation = 0
+        """Counts changes to the library; cached results name the generation they were computed for."""
+        self._stats: tuple[int, LibraryStats, Compression] | None = None
+        self._measuring = asyncio.Lock()
 
     async def start(self) -> None:
         """Open the store and rebuild the library from every current version."""
@@ -95,6 +100,7 @@ class SkillRegistry:
             await self._store.mark_removed(name, current.stored.version, time.time())
             del self._current[name]
             self.library.remove(name)
+            self._generation += 1
             return current.stored.version
 
     def list(self, page_size: int = 0, page_token: str = "") -> tuple[list[SkillView], str]:
@@ -135,9 +141,22 @@ class SkillRegistry:
             raise NotFoundError(f"skill_names: not in the library: {', '.join(missing)}")
         return hydrate(self.library, query, budget, names)
 
+    async def stats(self) -> tuple[LibraryStats, Compression]:
+        """MotifZip over the current library (in a worker thread), cached until the library changes."""
+        async with self._measuring:
+            if self._stats is None or self._stats[0] != self._generation:
+                generation = self._generation
+                graphs = [view.graph for view in self._current.values()]
+                tokens = {view.graph.skill: view.node_tokens for view in self._current.values()}
+                compression = await asyncio.to_thread(compress, graphs, tokens)
+                stats = await asyncio.to_thread(library_stats, compression, graphs)
+                self._stats = (generation, stats, compression)
+            return self._stats[1], self._stats[2]
+
     def _serve(self, stored: SkillVersion, package: SkillPackage, graph: SkillGraph) -> None:
         skill = self.library.add(graph, stored.version)
         self._current[package.name] = SkillView(stored, package, graph, skill.node_tokens)
+        self._generation += 1
 
 
 def _load(

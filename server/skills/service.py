@@ -109,6 +109,20 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
             whole_skill_fallback=hydration.whole_skill_fallback,
         )
 
+    @unary
+    async def GetLibraryStats(self, request: pb.GetLibraryStatsRequest, context: Any) -> pb.GetLibraryStatsResponse:
+        stats, compression = await self._registry.stats()
+        return pb.GetLibraryStatsResponse(
+            skills=stats.skills,
+            sections=stats.sections,
+            macros=stats.macros,
+            compression_ratio=stats.compression_ratio,
+            dependency_preservation=stats.dependency_preservation,
+            verifier_reachability=stats.verifier_reachability,
+            raw_tokens=compression.raw_tokens,
+            active_tokens=compression.active_tokens,
+        )
+
 
 def _diagnostic(diagnostic: Diagnostic) -> pb.Diagnostic:
     return pb.Diagnostic(

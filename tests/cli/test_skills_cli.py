@@ -52,6 +52,9 @@ async def test_add_list_show_hydrate_remove(server: RunningServer, tmp_path: Pat
     code, out, _ = await skillstate(server, "skills", "hydrate", "ship label", "--json")
     assert json.loads(out)["dependencies_closed"] is True
 
+    code, out, _ = await skillstate(server, "skills", "stats")
+    assert code == 0 and json.loads(out)["skills"] == 2
+
     code, out, _ = await skillstate(server, "skills", "remove", "pack-box")
     assert code == 0 and json.loads(out) == {"name": "pack-box", "removed_version": 1}
 

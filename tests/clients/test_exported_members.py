@@ -9,7 +9,7 @@ EXPECTED = {
     "Observation", "OutOfRangeError", "PatchResult", "PreconditionError", "Resolution", "ResourceExhaustedError",
     "RetryPolicy", "RevisionEvent", "SkillstateError", "Snapshot", "State", "StateClient", "SyncStateClient",
     "UnavailableError", "ValidationError",
-    "Diagnostic", "Hydrated", "Registered", "Section", "Skill", "SkillRegistryClient", "SkillSummary",
+    "Diagnostic", "Hydrated", "LibraryStats", "Registered", "Section", "Skill", "SkillRegistryClient", "SkillSummary",
 }  # fmt: skip
 
 

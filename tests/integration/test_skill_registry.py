@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from skillstate.clients import NotFoundError, SkillRegistryClient, ValidationError
+from skillstate.server.skills.synthetic import generate_library
 
 from ..conftest import RestartableServer
 
@@ -102,3 +103,17 @@ async def test_a_restart_keeps_the_library(restartable: RestartableServer) -> No
         assert [(s.name, s.version) async for s in skills.list_skills()] == [("ship-order", 1)]
         after = await skills.hydrate("ship the order label", budget_tokens=2000)
     assert after == before
+
+
+async def test_library_stats_measure_the_compression_of_planted_routines(server_address: str) -> None:
+    async with SkillRegistryClient(server_address) as skills:
+        empty = await skills.library_stats()
+        assert (empty.skills, empty.macros, empty.compression_ratio) == (0, 0, 1.0)
+        for skill in generate_library(40, seed=5):
+            await skills.register_skill(skill.files, folder=skill.folder, strict=True)
+        stats = await skills.library_stats()
+        assert (stats.skills, stats.macros > 0) == (40, True)
+        assert stats.compression_ratio == stats.raw_tokens / stats.active_tokens > 1.0
+        assert (stats.dependency_preservation, stats.verifier_reachability) == (1.0, 1.0)
+        await skills.remove_skill(generate_library(1, seed=5)[0].name)
+        assert (await skills.library_stats()).skills == 39

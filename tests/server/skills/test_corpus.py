@@ -7,6 +7,7 @@ strict loading must reach the same counts, and lenient loading must load every p
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import re
 from pathlib import Path
@@ -14,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from skillstate.server.skills.files import read_package_dir
-from skillstate.server.skills.graph import build_graph
-from skillstate.server.skills.package import SkillFormatError, load_package
+from skillstate.server.skills.graph import SkillGraph, build_graph
+from skillstate.server.skills.package import SkillFormatError, SkillPackage, load_package
 
 CANDIDATES = (
     os.environ.get("SKILLSTATE_SKILLS_CORPUS", ""),
@@ -24,6 +25,22 @@ CANDIDATES = (
 )
 CORPUS = next((Path(c) for c in CANDIDATES if c and (Path(c) / "MANIFEST.md").is_file()), None)
 pytestmark = pytest.mark.skipif(CORPUS is None, reason="the skills corpus is not on this machine")
+
+
+@functools.cache
+def corpus_packages() -> tuple[SkillPackage, ...]:
+    """Every corpus package, loaded leniently (read once per test session)."""
+    assert CORPUS is not None
+    packages = []
+    for skill_file in sorted(CORPUS.rglob("SKILL.md")):
+        sent = read_package_dir(skill_file.parent)
+        packages.append(load_package(sent.files, sent.folder))
+    return tuple(packages)
+
+
+def corpus_graphs() -> list[SkillGraph]:
+    """One graph per skill name (the corpus repeats a few names across repositories; the last one wins)."""
+    return list({graph.skill: graph for graph in map(build_graph, corpus_packages())}.values())
 
 
 def manifest_counts(manifest: str) -> dict[str, tuple[int, int]]:

@@ -274,3 +274,27 @@ class HydrateResponse(_message.Message):
     source_skills: _containers.RepeatedScalarFieldContainer[str]
     whole_skill_fallback: bool
     def __init__(self, context: _Optional[str] = ..., token_count: _Optional[int] = ..., hydration_id: _Optional[str] = ..., sections: _Optional[_Iterable[_Union[HydratedSection, _Mapping]]] = ..., coverage: _Optional[_Union[Coverage, _Mapping]] = ..., source_skills: _Optional[_Iterable[str]] = ..., whole_skill_fallback: _Optional[bool] = ...) -> None: ...
+
+class GetLibraryStatsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetLibraryStatsResponse(_message.Message):
+    __slots__ = ("skills", "sections", "macros", "compression_ratio", "dependency_preservation", "verifier_reachability", "raw_tokens", "active_tokens")
+    SKILLS_FIELD_NUMBER: _ClassVar[int]
+    SECTIONS_FIELD_NUMBER: _ClassVar[int]
+    MACROS_FIELD_NUMBER: _ClassVar[int]
+    COMPRESSION_RATIO_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENCY_PRESERVATION_FIELD_NUMBER: _ClassVar[int]
+    VERIFIER_REACHABILITY_FIELD_NUMBER: _ClassVar[int]
+    RAW_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    skills: int
+    sections: int
+    macros: int
+    compression_ratio: float
+    dependency_preservation: float
+    verifier_reachability: float
+    raw_tokens: int
+    active_tokens: int
+    def __init__(self, skills: _Optional[int] = ..., sections: _Optional[int] = ..., macros: _Optional[int] = ..., compression_ratio: _Optional[float] = ..., dependency_preservation: _Optional[float] = ..., verifier_reachability: _Optional[float] = ..., raw_tokens: _Optional[int] = ..., active_tokens: _Optional[int] = ...) -> None: ...

@@ -60,6 +60,11 @@ class SkillRegistryServiceStub:
                 request_serializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateRequest.SerializeToString,
                 response_deserializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateResponse.FromString,
                 _registered_method=True)
+        self.GetLibraryStats = channel.unary_unary(
+                '/skillstate.skills.v1.SkillRegistryService/GetLibraryStats',
+                request_serializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.GetLibraryStatsRequest.SerializeToString,
+                response_deserializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.GetLibraryStatsResponse.FromString,
+                _registered_method=True)
 
 
 class SkillRegistryServiceServicer:
@@ -101,6 +106,13 @@ class SkillRegistryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetLibraryStats(self, request, context):
+        """GetLibraryStats measures the library and its compression into macros (MotifZip).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SkillRegistryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -128,6 +140,11 @@ def add_SkillRegistryServiceServicer_to_server(servicer, server):
                     servicer.Hydrate,
                     request_deserializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateRequest.FromString,
                     response_serializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateResponse.SerializeToString,
+            ),
+            'GetLibraryStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLibraryStats,
+                    request_deserializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.GetLibraryStatsRequest.FromString,
+                    response_serializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.GetLibraryStatsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -266,6 +283,33 @@ class SkillRegistryService:
             '/skillstate.skills.v1.SkillRegistryService/Hydrate',
             skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateRequest.SerializeToString,
             skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLibraryStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillstate.skills.v1.SkillRegistryService/GetLibraryStats',
+            skillstate_dot_skills_dot_v1_dot_skills__pb2.GetLibraryStatsRequest.SerializeToString,
+            skillstate_dot_skills_dot_v1_dot_skills__pb2.GetLibraryStatsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,162 @@
+"""Synthetic skill libraries of any size, for tests and benchmarks: deterministic for a seed.
+
+Each skill is a real Agent Skills package (front matter, headings, numbered steps, a verifier, failure
+handling, output) about one task: a verb, an object and a domain. Shared routines (loading and checking a
+table, opening a pull request, setting up an environment, ...) are planted in many skills, each time
+paraphrased by swapping words for synonyms, so they recur as near-duplicates the way real libraries repeat
+procedures. Queries name a skill's task in other words and know which skill they target.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+DOMAINS = {
+    "finance": ("invoice", "ledger", "refund", "payment", "budget", "expense report"),
+    "support": ("ticket", "escalation", "customer reply", "survey", "complaint", "knowledge article"),
+    "devops": ("deployment", "rollback", "incident", "alert rule", "release", "pipeline"),
+    "data": ("dataset", "dashboard", "schema", "pivot table", "forecast", "cohort"),
+    "docs": ("contract", "proposal", "slide deck", "changelog", "runbook", "newsletter"),
+    "research": ("literature review", "experiment", "protein structure", "survey analysis", "citation", "grant"),
+    "commerce": ("order", "shipment", "return", "catalog entry", "price list", "inventory count"),
+    "people": ("onboarding plan", "job posting", "interview loop", "offer letter", "review cycle", "org chart"),
+}
+SYSTEMS = ("SAP", "Salesforce", "Jira", "Snowflake", "Zendesk", "GitHub", "Workday", "Shopify", "Notion", "Stripe")
+REGIONS = ("EMEA", "APAC", "LATAM", "Nordics", "Iberia", "Benelux", "Canada", "Japan", "India", "Brazil")
+VERBS = ("prepare", "audit", "reconcile", "draft", "publish", "triage", "migrate", "summarize", "validate", "archive")
+QUERY_VERBS = {
+    "prepare": ("put together", "get ready"),
+    "audit": ("review", "inspect"),
+    "reconcile": ("match up", "balance"),
+    "draft": ("write up", "compose"),
+    "publish": ("release", "send out"),
+    "triage": ("sort out", "prioritize"),
+    "migrate": ("move", "transfer"),
+    "summarize": ("sum up", "condense"),
+    "validate": ("verify", "double-check"),
+    "archive": ("file away", "store"),
+}
+"""Other words for each task verb, so a query does not repeat its target's wording."""
+SYNONYMS = {
+    "check": ("check", "verify", "confirm"),
+    "load": ("load", "read", "import"),
+    "save": ("save", "write", "store"),
+    "every": ("every", "each", "all"),
+    "make sure": ("make sure", "ensure", "confirm"),
+    "create": ("create", "make", "set up"),
+    "send": ("send", "email", "forward"),
+    "before": ("before", "prior to"),
+    "column": ("column", "field"),
+    "quickly": ("quickly", "promptly", "right away"),
+    "the team": ("the team", "your team", "the owners"),
+}
+
+ROUTINES = {
+    "csv-intake": (
+        "## Load the input table\n\n"
+        "1. Load `{artifact}.csv` and check that every column has a header.\n"
+        "2. Normalize the headers to lower case and save the cleaned table as `{artifact}-clean.csv`.\n"
+        "3. Check that the row count of `{artifact}-clean.csv` equals the row count of `{artifact}.csv`.\n"
+    ),
+    "pull-request": (
+        "## Open a pull request\n\n"
+        "1. Create a branch named after the task and commit the changes.\n"
+        "2. Push the branch and open a pull request that links the tracking issue.\n"
+        "3. Check that the pull request pipeline passes before asking for review.\n"
+    ),
+    "environment": (
+        "## Prerequisites\n\n"
+        "Make sure Python 3.11 is installed before you begin. Create a virtual environment and install the\n"
+        "requirements quickly:\n\n```bash\npython -m venv .venv\npip install -r requirements.txt\n```\n"
+    ),
+    "notify": (
+        "## Notify the owners\n\n"
+        "1. Send the summary report to the team with the link to `{artifact}-summary.md`.\n"
+        "2. Check that every recipient acknowledged the report.\n"
+    ),
+    "troubleshoot-auth": (
+        "## Troubleshooting\n\n"
+        "If the API call fails with 401, refresh the token and retry once. If it fails again, stop and report\n"
+        "the error to the team quickly.\n"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class SyntheticSkill:
+    name: str
+    files: dict[str, bytes]
+    folder: str
+    task: str
+    """The words of its task: `reconcile the invoice (finance)`."""
+    routines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    target: str
+    """The skill it asks for."""
+
+
+def generate_library(size: int, seed: int = 0) -> list[SyntheticSkill]:
+    """`size` skills with unique names; the same size and seed give the same bytes."""
+    rng = random.Random(seed)
+    tasks = [(verb, obj, domain) for domain, objects in DOMAINS.items() for obj in objects for verb in VERBS]
+    places = [(system, region) for region in REGIONS for system in SYSTEMS]
+    skills = []
+    for index in range(size):
+        verb, obj, domain = tasks[index % len(tasks)]
+        system, region = places[(index // len(tasks)) % len(places)]
+        round_ = index // (len(tasks) * len(places))
+        name = f"{verb}-{obj.replace(' ', '-')}-{system.lower()}-{region.lower()}" + (f"-{round_}" if round_ else "")
+        routines = tuple(sorted(rng.sample(sorted(ROUTINES), k=rng.randint(1, 3))))
+        where = f"{system} {region}"
+        text = _skill_md(rng, name, verb, obj, domain, where, routines)
+        task = f"{verb} the {obj} in {where} ({domain})"
+        skills.append(SyntheticSkill(name, {f"{name}/SKILL.md": text.encode()}, name, task, routines))
+    return skills
+
+
+def generate_queries(skills: list[SyntheticSkill], count: int, seed: int = 0) -> list[Query]:
+    """Queries that ask for a sampled skill's task with another verb and without its domain's name."""
+    rng = random.Random(seed + 1)
+    chosen = rng.sample(skills, k=min(count, len(skills)))
+    openers = ("I need to", "Please help me", "How do I", "Can you")
+    queries = []
+    for skill in chosen:
+        verb, rest = skill.task.rsplit(" (", 1)[0].split(" ", 1)
+        queries.append(Query(f"{rng.choice(openers)} {rng.choice(QUERY_VERBS[verb])} {rest}", skill.name))
+    return queries
+
+
+def _skill_md(
+    rng: random.Random, name: str, verb: str, obj: str, domain: str, where: str, routines: tuple[str, ...]
+) -> str:
+    artifact = obj.replace(" ", "-")
+    parts = [
+        f"---\nname: {name}\ndescription: {verb.capitalize()} the {obj} for the {domain} team in {where}, step by "
+        "step, with checks.\n---\n",
+        f"# {verb.capitalize()} the {obj}\n\nThis skill helps you {verb} the {obj} in {domain} work.\n",
+        f"## When to use\n\nUse it when someone asks to {verb} or {QUERY_VERBS[verb][0]} a {obj} of {where}.\n",
+    ]
+    body = [_paraphrase(rng, ROUTINES[r].format(artifact=artifact)) for r in routines if r != "troubleshoot-auth"]
+    unique = (
+        f"## {verb.capitalize()} the {obj}\n\n"
+        f"1. Read `{artifact}.json` and list what to {verb}.\n"
+        f"2. {verb.capitalize()} each {obj} entry and save the result as `{artifact}-summary.md`.\n"
+        f"3. Check that `{artifact}-summary.md` covers every entry of `{artifact}.json`.\n"
+    )
+    body.insert(rng.randrange(len(body) + 1), unique)
+    parts += body
+    if "troubleshoot-auth" in routines:
+        parts.append(_paraphrase(rng, ROUTINES["troubleshoot-auth"]))
+    parts.append(f"## Output\n\nReturn `{artifact}-summary.md` and a one-line status for the {obj}.\n")
+    return "\n".join(parts)
+
+
+def _paraphrase(rng: random.Random, text: str) -> str:
+    for word, choices in SYNONYMS.items():
+        text = text.replace(word, rng.choice(choices))
+    return text
