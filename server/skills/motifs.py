@@ -1,10 +1,11 @@
-"""MotifZip: recurring procedures across skills become reversible, contract-preserving macros.
+"""MotifZip and ReZip: recurring procedures across skills become reversible, contract-preserving macros,
+kept current as skills come and go.
 
 A motif is a run of one to MAX_RUN consecutive section nodes of a skill. Runs are bucketed by their typed
-signature (each node's role, normalized title and artifact kinds, and the edge pattern inside the run),
-so only interface-compatible runs are ever compared; inside a bucket, runs whose texts are similar (word
-3-gram Jaccard >= SIMILARITY) are occurrences of one procedure. Text need only be similar: real libraries
-repeat procedures as near-duplicates.
+key (each node's role, normalized title and artifact kinds, and the edge pattern inside the run), so only
+interface-compatible runs are ever compared; inside a bucket, runs whose texts are similar (word 3-gram
+Jaccard >= SIMILARITY) are occurrences of one procedure. Text need only be similar: real libraries repeat
+procedures as near-duplicates.
 
 A group becomes a macro only if
 - its boundary is stable: every occurrence has the same ports (the kinds and directions of the edges that
@@ -13,7 +14,14 @@ A group becomes a macro only if
 - its description-length gain is positive: the tokens its occurrences take minus the prototype's and one
   reference per occurrence.
 Macros are chosen greedily by gain, never overlapping. Each occurrence keeps its source pointer, and the
-macro keeps the edge pattern inside it, so expanding every macro restores the source graph exactly.
+macro keeps the edge pattern inside it, so expanding every macro restores the source graph exactly
+(compressed.py).
+
+ReZip keeps the macros current without recompressing: a new skill's runs join a compatible macro when they
+match it (key, ports, verifier paths, similar text); what matches none stays a residual in its bucket, and
+a bucket whose residuals now recur across skills with a positive gain is promoted to a macro. Removing a
+skill drops its occurrences; a macro left with one occurrence is retired and its residual may be promoted
+again. Execution evidence (ReportOutcome) raises a macro's default rendering level, then splits or retires it.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import IntEnum
 
 from .graph import Edge, EdgeKind, SkillGraph
 from .text import terms
@@ -33,6 +42,20 @@ REFERENCE_TOKENS = 12
 MIN_OCCURRENCES = 2
 
 _STEP_TITLE = re.compile(r", step \d+$")
+
+Pattern = tuple[tuple[int, int, str, str], ...]
+"""Edges inside a run, by offsets: (source, target, kind, label)."""
+Key = tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], Pattern]
+"""(each node's role and normalized title, each node's input and output kinds, the inner edges)"""
+
+
+class Level(IntEnum):
+    """How much of a macro a context shows, least first."""
+
+    NAME = 1
+    CONTRACT = 2
+    OUTLINE = 3
+    FULL = 4
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -46,7 +69,7 @@ class Occurrence:
         return range(self.start, self.start + self.length)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class Port:
     """An edge crossing a motif's boundary: `offset` is the inside node's position in the motif."""
 
@@ -60,21 +83,29 @@ class Port:
 class Macro:
     macro_id: str
     name: str
-    signature: tuple[str, ...]
-    """Each node's role and normalized title."""
-    internal_edges: tuple[tuple[int, int, EdgeKind, str], ...]
-    """The edge pattern inside the motif, by offsets: the same in every occurrence."""
+    key: Key
     ports: frozenset[Port]
     occurrences: tuple[Occurrence, ...]
     prototype: Occurrence
     """The occurrence whose text stands for all of them in the active representation."""
     prototype_tokens: int
     gain: int
+    default_level: Level = Level.CONTRACT
+    """How a context shows it when it is there as a dependency (ReZip raises it on evidence)."""
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        return self.key[0]
+
+    @property
+    def internal_edges(self) -> tuple[tuple[int, int, EdgeKind, str], ...]:
+        """The edge pattern inside the motif, by offsets: the same in every occurrence."""
+        return tuple((s, t, EdgeKind(kind), label) for s, t, kind, label in self.key[2])
 
 
 @dataclass(frozen=True)
 class Compression:
-    """A library's macros, and for each skill which of its nodes a macro stands for."""
+    """A library's macros, and the sizes of its raw and active representations, in tokens."""
 
     macros: tuple[Macro, ...]
     raw_tokens: int
@@ -89,93 +120,200 @@ class Compression:
         return {(o.skill, i): (m, o) for m in self.macros for o in m.occurrences for i in o.nodes}
 
 
-Pattern = tuple[tuple[int, int, str, str], ...]
-"""Edges inside a run, by offsets: (source, target, kind, label)."""
-
-
 @dataclass(frozen=True)
-class _Run:
-    """A run of nodes, keyed by its typed signature and inner edge pattern: only runs of one key compare."""
+class Run:
+    """A run of consecutive nodes of one skill, keyed by its typed signature and inner edge pattern."""
 
     occurrence: Occurrence
-    key: tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], Pattern]
-    """(each node's role and normalized title, each node's input and output kinds, the inner edges)"""
+    key: Key
     tokens: int
 
-    @property
-    def pattern(self) -> Pattern:
-        return self.key[2]
+
+@dataclass
+class Evidence:
+    """What executions reported about one macro since it was last revised."""
+
+    uses: int = 0
+    expansions: int = 0
+    verifier_failures: int = 0
+
+
+EXPANSION_SHARE = 0.5
+"""Expanded in at least this share of its uses (and MIN_EVIDENCE uses), a macro's default level rises."""
+MIN_EVIDENCE = 3
+FAILURES_TO_SPLIT = 2
+"""Verifier failures, at the FULL level, after which a macro is split into single sections (or retired)."""
 
 
 def compress(graphs: Iterable[SkillGraph], node_tokens: dict[str, tuple[int, ...]]) -> Compression:
-    """MotifZip over a library; deterministic (graphs are visited by name, ties broken by key)."""
-    by_name = {g.skill: g for g in graphs}
-    buckets: dict[tuple[object, ...], list[_Run]] = {}
-    for name in sorted(by_name):
-        for run in _runs(by_name[name], node_tokens[name]):
-            buckets.setdefault(run.key, []).append(run)
-    candidates = [macro for key in sorted(buckets, key=repr) for macro in _macros(by_name, buckets[key], node_tokens)]
-    chosen = _select(candidates, by_name, node_tokens)
-    raw = sum(sum(tokens) for tokens in node_tokens.values() if tokens)
-    covered = sum(node_tokens[o.skill][i] for m in chosen for o in m.occurrences for i in o.nodes)
-    dictionary = sum(m.prototype_tokens + REFERENCE_TOKENS * len(m.occurrences) for m in chosen)
-    return Compression(tuple(chosen), raw, raw - covered + dictionary)
+    """MotifZip over a whole library (deterministic)."""
+    index = MacroIndex()
+    index.rebuild(graphs, node_tokens)
+    return index.compression()
 
 
-@dataclass(frozen=True)
-class CompressedSkill:
-    """A skill as the compressed library holds it: plain nodes and macro references, joined by edges whose
-    ends inside a macro name the port they cross (the node's offset in the occurrence)."""
+class MacroIndex:
+    """The library's macros and its residual runs, maintained skill by skill (ReZip)."""
 
-    skill: str
-    units: tuple[int | tuple[str, Occurrence], ...]
-    """A plain node's index, or (macro id, occurrence)."""
-    edges: tuple[tuple[int, int, int, int, EdgeKind, str], ...]
-    """(source unit, source offset, target unit, target offset, kind, label); offset 0 for a plain node."""
+    def __init__(self) -> None:
+        self._banned: set[Key] = set()
+        """Keys of macros split or retired on evidence: never promoted again."""
+        self._reset()
+
+    def _reset(self) -> None:
+        self._graphs: dict[str, SkillGraph] = {}
+        self._tokens: dict[str, tuple[int, ...]] = {}
+        self._runs: dict[str, list[Run]] = {}
+        self._buckets: dict[Key, dict[Occurrence, Run]] = {}
+        self._macros: dict[str, Macro] = {}
+        self._macros_by_key: dict[Key, set[str]] = {}
+        self._holder: dict[tuple[str, int], str] = {}
+        self.evidence: dict[str, Evidence] = {}
+
+    def rebuild(self, graphs: Iterable[SkillGraph], node_tokens: dict[str, tuple[int, ...]]) -> None:
+        """Full MotifZip: forget the macros (not the bans) and compress the given library from scratch."""
+        self._reset()
+        for graph in sorted(graphs, key=lambda g: g.skill):
+            self._index(graph, node_tokens[graph.skill])
+        self._promote(self._buckets)
+
+    def add(self, graph: SkillGraph, tokens: tuple[int, ...]) -> None:
+        """Assimilate a new skill (or a new version, replacing the old one)."""
+        if graph.skill in self._graphs:
+            self.remove(graph.skill)
+        self._index(graph, tokens)
+        runs = sorted(self._runs[graph.skill], key=lambda r: (-r.tokens, r.occurrence))
+        for run in runs:
+            self._assimilate(run)
+        self._promote({run.key for run in runs})
+
+    def remove(self, skill: str) -> None:
+        graph = self._graphs.pop(skill, None)
+        if graph is None:
+            return
+        freed: set[Key] = set()
+        for macro_id in sorted(
+            {self._holder[(skill, i)] for i in range(len(graph.nodes)) if (skill, i) in self._holder}
+        ):
+            macro = self._macros[macro_id]
+            self._set_occurrences(macro, tuple(o for o in macro.occurrences if o.skill != skill))
+            freed.add(macro.key)
+        for run in self._runs.pop(skill):
+            del self._buckets[run.key][run.occurrence]
+        del self._tokens[skill]
+        self._promote({key for key in freed if key in self._buckets})
+
+    def macro(self, macro_id: str) -> Macro | None:
+        return self._macros.get(macro_id)
+
+    def holder(self, skill: str, index: int) -> tuple[Macro, Occurrence] | None:
+        """The macro occurrence holding a node, if any."""
+        macro_id = self._holder.get((skill, index))
+        if macro_id is None:
+            return None
+        macro = self._macros[macro_id]
+        return macro, next(o for o in macro.occurrences if o.skill == skill and index in o.nodes)
+
+    def compression(self) -> Compression:
+        macros = tuple(sorted(self._macros.values(), key=lambda m: m.macro_id))
+        raw = sum(sum(tokens) for tokens in self._tokens.values())
+        covered = sum(self._tokens[o.skill][i] for m in macros for o in m.occurrences for i in o.nodes)
+        dictionary = sum(m.prototype_tokens + REFERENCE_TOKENS * len(m.occurrences) for m in macros)
+        return Compression(macros, raw, raw - covered + dictionary)
+
+    def report(self, macro_id: str, *, expanded: bool, verifier_failed: bool) -> None:
+        """Record one use of a macro in an execution; revise it when the evidence says it is risky."""
+        macro = self._macros.get(macro_id)
+        if macro is None:
+            return
+        evidence = self.evidence.setdefault(macro_id, Evidence())
+        evidence.uses += 1
+        evidence.expansions += expanded
+        evidence.verifier_failures += verifier_failed
+        if macro.default_level < Level.FULL and (
+            evidence.verifier_failures
+            or (evidence.uses >= MIN_EVIDENCE and evidence.expansions >= EXPANSION_SHARE * evidence.uses)
+        ):
+            self._macros[macro_id] = replace(macro, default_level=Level(macro.default_level + 1))
+            self.evidence[macro_id] = Evidence()
+        elif macro.default_level == Level.FULL and evidence.verifier_failures >= FAILURES_TO_SPLIT:
+            self._banned.add(macro.key)
+            self._set_occurrences(macro, ())
+            if macro.prototype.length > 1:  # split: its single sections may form smaller macros
+                self._promote({run.key for o in macro.occurrences for run in self._runs[o.skill]
+                               if run.occurrence.length == 1 and run.occurrence.start in o.nodes})  # fmt: skip
+
+    # -- internals ----------------------------------------------------------------------------------------
+
+    def _index(self, graph: SkillGraph, tokens: tuple[int, ...]) -> None:
+        self._graphs[graph.skill] = graph
+        self._tokens[graph.skill] = tokens
+        self._runs[graph.skill] = list(runs_of(graph, tokens))
+        for run in self._runs[graph.skill]:
+            self._buckets.setdefault(run.key, {})[run.occurrence] = run
+
+    def _free(self, occurrence: Occurrence) -> bool:
+        return not any((occurrence.skill, i) in self._holder for i in occurrence.nodes)
+
+    def _assimilate(self, run: Run) -> None:
+        """Join the run to a compatible macro, if one matches it."""
+        occurrence = run.occurrence
+        graph = self._graphs[occurrence.skill]
+        if run.key in self._banned:
+            return
+        for macro_id in sorted(self._macros_by_key.get(run.key, ())):
+            macro = self._macros[macro_id]
+            if not self._free(occurrence) or any(o.skill == occurrence.skill for o in macro.occurrences):
+                continue
+            prototype = self._graphs[macro.prototype.skill]
+            if (
+                verifiable(graph, occurrence)
+                and frozenset(ports_of(graph, occurrence.nodes)) == macro.ports
+                and jaccard(shingles_of(graph, occurrence), shingles_of(prototype, macro.prototype)) >= SIMILARITY
+            ):
+                self._set_occurrences(macro, (*macro.occurrences, occurrence))
+                return
+
+    def _promote(self, keys: Iterable[Key]) -> None:
+        """Macros from residual runs in these buckets, chosen greedily by gain, never overlapping."""
+        candidates: list[Macro] = []
+        for key in sorted(keys, key=repr):
+            if key in self._banned:
+                continue
+            free = [run for occurrence, run in sorted(self._buckets.get(key, {}).items()) if self._free(occurrence)]
+            candidates += find_macros(self._graphs, free)
+        for candidate in sorted(candidates, key=lambda m: (-m.gain, m.macro_id)):
+            occurrences = tuple(o for o in candidate.occurrences if self._free(o))
+            if len(occurrences) >= MIN_OCCURRENCES and _gain(self._tokens, occurrences) > 0:
+                self._macros[candidate.macro_id] = candidate
+                self._macros_by_key.setdefault(candidate.key, set()).add(candidate.macro_id)
+                self._set_occurrences(candidate, occurrences)
+
+    def _set_occurrences(self, macro: Macro, occurrences: tuple[Occurrence, ...]) -> None:
+        """Give a macro these occurrences (claiming their nodes), or retire it below MIN_OCCURRENCES."""
+        for o in macro.occurrences:
+            for i in o.nodes:
+                if self._holder.get((o.skill, i)) == macro.macro_id:
+                    del self._holder[(o.skill, i)]
+        if len(occurrences) < MIN_OCCURRENCES:
+            self._macros.pop(macro.macro_id, None)
+            self._macros_by_key.get(macro.key, set()).discard(macro.macro_id)
+            self.evidence.pop(macro.macro_id, None)
+            return
+        occurrences = tuple(sorted(occurrences))
+        tokens = [sum(self._tokens[o.skill][i] for i in o.nodes) for o in occurrences]
+        prototype_tokens, prototype = min(zip(tokens, occurrences, strict=True))
+        name = self._graphs[prototype.skill].nodes[prototype.start].title
+        gain = sum(tokens) - prototype_tokens - REFERENCE_TOKENS * len(occurrences)
+        self._macros[macro.macro_id] = replace(
+            macro, name=name, occurrences=occurrences, prototype=prototype, prototype_tokens=prototype_tokens, gain=gain
+        )
+        for o in occurrences:
+            for i in o.nodes:
+                self._holder[(o.skill, i)] = macro.macro_id
 
 
-def compress_skill(compression: Compression, graph: SkillGraph) -> CompressedSkill:
-    """Replace each macro occurrence in the skill by one unit; edges inside it are dropped (the macro keeps
-    their pattern) and edges across its boundary are rewired to the unit through a declared port."""
-    held = {i: (m, o) for m in compression.macros for o in m.occurrences if o.skill == graph.skill for i in o.nodes}
-    units: list[int | tuple[str, Occurrence]] = []
-    unit_of: dict[int, tuple[int, int]] = {}
-    for index in range(len(graph.nodes)):
-        if index not in held:
-            unit_of[index] = (len(units), 0)
-            units.append(index)
-        else:
-            macro, occurrence = held[index]
-            if index == occurrence.start:
-                units.append((macro.macro_id, occurrence))
-            unit_of[index] = (len(units) - 1, index - occurrence.start)
-    edges = []
-    for edge in graph.edges:
-        (source, source_offset), (target, target_offset) = unit_of[edge.source], unit_of[edge.target]
-        if source == target and not isinstance(units[source], int):
-            continue  # inside one occurrence: the macro's pattern holds it
-        edges.append((source, source_offset, target, target_offset, edge.kind, edge.label))
-    return CompressedSkill(graph.skill, tuple(units), tuple(edges))
-
-
-def expand(compression: Compression, compressed: CompressedSkill) -> tuple[Edge, ...]:
-    """The source graph's edges rebuilt from the compressed skill: the inverse of compress_skill."""
-    macros = {m.macro_id: m for m in compression.macros}
-
-    def node(unit: int, offset: int) -> int:
-        held = compressed.units[unit]
-        return held if isinstance(held, int) else held[1].start + offset
-
-    edges = [Edge(node(s, so), node(t, to), kind, label) for s, so, t, to, kind, label in compressed.edges]
-    for unit in compressed.units:
-        if not isinstance(unit, int):
-            macro_id, occurrence = unit
-            pattern = macros[macro_id].internal_edges
-            edges += [Edge(occurrence.start + s, occurrence.start + t, kind, label) for s, t, kind, label in pattern]
-    return tuple(sorted(set(edges)))
-
-
-def _runs(graph: SkillGraph, tokens: tuple[int, ...]) -> Iterator[_Run]:
+def runs_of(graph: SkillGraph, tokens: tuple[int, ...]) -> Iterator[Run]:
     nodes = graph.nodes
     signatures = [_node_signature(graph, i) for i in range(len(nodes))]
     io_kinds = [_io_kinds(graph, i) for i in range(len(nodes))]
@@ -186,45 +324,64 @@ def _runs(graph: SkillGraph, tokens: tuple[int, ...]) -> Iterator[_Run]:
                 sorted((e.source - start, e.target - start, e.kind.value, e.label) for e in _internal(graph, inside))
             )
             key = (tuple(signatures[i] for i in inside), tuple(io_kinds[i] for i in inside), pattern)
-            yield _Run(Occurrence(graph.skill, start, length), key, sum(tokens[i] for i in inside))
+            yield Run(Occurrence(graph.skill, start, length), key, sum(tokens[i] for i in inside))
 
 
-def _shingles(graph: SkillGraph, occurrence: Occurrence) -> frozenset[str]:
+def find_macros(graphs: dict[str, SkillGraph], runs: list[Run]) -> Iterator[Macro]:
+    """Candidate macros among runs of one key: similar texts, verifier paths kept, equal ports, one
+    occurrence per skill, positive gain."""
+    if len({r.occurrence.skill for r in runs}) < MIN_OCCURRENCES:
+        return
+    clusters: list[tuple[frozenset[str], list[Run]]] = []
+    for run in runs:
+        graph = graphs[run.occurrence.skill]
+        if not verifiable(graph, run.occurrence):
+            continue
+        shingles = shingles_of(graph, run.occurrence)
+        for representative, members in clusters:
+            if jaccard(representative, shingles) >= SIMILARITY:
+                members.append(run)
+                break
+        else:
+            clusters.append((shingles, [run]))
+    for _, cluster in clusters:
+        by_ports: dict[frozenset[Port], list[Run]] = {}
+        for run in cluster:
+            by_ports.setdefault(frozenset(ports_of(graphs[run.occurrence.skill], run.occurrence.nodes)), []).append(run)
+        for ports, members in sorted(by_ports.items(), key=lambda item: sorted(item[0])):
+            one_per_skill = sorted(
+                {r.occurrence.skill: r for r in reversed(members)}.values(), key=lambda r: r.occurrence
+            )
+            if len(one_per_skill) < MIN_OCCURRENCES:
+                continue
+            prototype = min(one_per_skill, key=lambda r: (r.tokens, r.occurrence))
+            occurrences = tuple(r.occurrence for r in one_per_skill)
+            gain = sum(r.tokens for r in one_per_skill) - prototype.tokens - REFERENCE_TOKENS * len(one_per_skill)
+            if gain <= 0:
+                continue
+            digest = hashlib.sha256(repr((prototype.key, sorted(ports), occurrences)).encode()).hexdigest()[:12]
+            name = graphs[prototype.occurrence.skill].nodes[prototype.occurrence.start].title
+            yield Macro(
+                f"m-{digest}", name, prototype.key, ports, occurrences, prototype.occurrence, prototype.tokens, gain
+            )
+
+
+def shingles_of(graph: SkillGraph, occurrence: Occurrence) -> frozenset[str]:
     words = [word for i in occurrence.nodes for word in terms(graph.nodes[i].text)]
     return frozenset(" ".join(words[k : k + 3]) for k in range(max(1, len(words) - 2)))
 
 
-def _verifiable(graph: SkillGraph, occurrence: Occurrence) -> bool:
+def verifiable(graph: SkillGraph, occurrence: Occurrence) -> bool:
     """Every state-changing node inside keeps a path to a verifier (inside, or through a `verifies` port),
     unless its skill has no verifier at all."""
     has_verifier = any(e.kind is EdgeKind.VERIFIES for e in graph.edges)
-    return not has_verifier or all(_verified(graph, i) for i in occurrence.nodes)
+    return not has_verifier or all(
+        not graph.nodes[i].contract.state_changing or any(graph.successors(i, EdgeKind.VERIFIES))
+        for i in occurrence.nodes
+    )
 
 
-def _io_kinds(graph: SkillGraph, index: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    contract = graph.nodes[index].contract
-    return tuple(sorted({s.kind for s in contract.inputs})), tuple(sorted({s.kind for s in contract.outputs}))
-
-
-def _verified(graph: SkillGraph, index: int) -> bool:
-    """A state-changing node keeps a path to a verifier (inside the motif or through a `verifies` port)."""
-    return not graph.nodes[index].contract.state_changing or any(graph.successors(index, EdgeKind.VERIFIES))
-
-
-def _node_signature(graph: SkillGraph, index: int) -> str:
-    node = graph.nodes[index]
-    if node.is_step:
-        words = terms(node.text)[:3]
-        return f"{node.role.value}:step:{' '.join(words)}"
-    title = _STEP_TITLE.sub("", node.title)
-    return f"{node.role.value}:{' '.join(terms(re.sub(r'[0-9]+', ' ', title)))}"
-
-
-def _internal(graph: SkillGraph, inside: range) -> list[Edge]:
-    return [edge for i in inside for edge in graph.edges_from(i) if edge.target in inside]
-
-
-def _ports(graph: SkillGraph, inside: range) -> Iterator[Port]:
+def ports_of(graph: SkillGraph, inside: range) -> Iterator[Port]:
     start = inside.start
     for i in inside:
         for edge in graph.edges_from(i):
@@ -235,143 +392,27 @@ def _ports(graph: SkillGraph, inside: range) -> Iterator[Port]:
                 yield Port("in", edge.kind, i - start)
 
 
-def _macros(
-    by_name: dict[str, SkillGraph], runs: list[_Run], node_tokens: dict[str, tuple[int, ...]]
-) -> Iterator[Macro]:
-    """Groups of similar runs in one bucket that pass the boundary, verifier and gain checks."""
-    if len({r.occurrence.skill for r in runs}) < MIN_OCCURRENCES:
-        return
-    clusters: list[tuple[frozenset[str], list[_Run]]] = []
-    for run in runs:
-        graph = by_name[run.occurrence.skill]
-        if not _verifiable(graph, run.occurrence):
-            continue
-        shingles = _shingles(graph, run.occurrence)
-        for representative, members in clusters:
-            if _jaccard(representative, shingles) >= SIMILARITY:
-                members.append(run)
-                break
-        else:
-            clusters.append((shingles, [run]))
-    for _, cluster in clusters:
-        by_ports: dict[frozenset[Port], list[_Run]] = {}
-        for run in cluster:
-            ports = frozenset(_ports(by_name[run.occurrence.skill], run.occurrence.nodes))
-            by_ports.setdefault(ports, []).append(run)
-        for ports, members in by_ports.items():
-            one_per_skill = list({r.occurrence.skill: r for r in reversed(members)}.values())[::-1]
-            if len(one_per_skill) < MIN_OCCURRENCES:
-                continue
-            macro = _macro(by_name, one_per_skill, ports)
-            if macro.gain > 0:
-                yield macro
-
-
-def _macro(by_name: dict[str, SkillGraph], runs: list[_Run], ports: frozenset[Port]) -> Macro:
-    prototype = min(runs, key=lambda r: (r.tokens, r.occurrence))
-    first = prototype.occurrence
-    graph = by_name[first.skill]
-    internal = tuple((s, t, EdgeKind(k), label) for s, t, k, label in prototype.pattern)
-    occurrences = tuple(sorted(r.occurrence for r in runs))
-    gain = sum(r.tokens for r in runs) - prototype.tokens - REFERENCE_TOKENS * len(runs)
-    signature = prototype.key[0]
-    digest = hashlib.sha256(repr((signature, occurrences)).encode()).hexdigest()[:12]
-    title = graph.nodes[first.start].title
-    return Macro(f"m-{digest}", title, signature, internal, ports, occurrences, first, prototype.tokens, gain)
-
-
-def _select(
-    candidates: list[Macro], by_name: dict[str, SkillGraph], node_tokens: dict[str, tuple[int, ...]]
-) -> list[Macro]:
-    """Greedy by gain; an occurrence overlapping a chosen one is dropped, and the macro re-checked."""
-    claimed: set[tuple[str, int]] = set()
-    chosen = []
-    for macro in sorted(candidates, key=lambda m: (-m.gain, m.macro_id)):
-        free = [o for o in macro.occurrences if not any((o.skill, i) in claimed for i in o.nodes)]
-        if len(free) < MIN_OCCURRENCES:
-            continue
-        if len(free) < len(macro.occurrences):
-            tokens = [sum(node_tokens[o.skill][i] for i in o.nodes) for o in free]
-            prototype = min(zip(tokens, free, strict=True))
-            gain = sum(tokens) - prototype[0] - REFERENCE_TOKENS * len(free)
-            if gain <= 0:
-                continue
-            macro = Macro(
-                macro.macro_id, by_name[prototype[1].skill].nodes[prototype[1].start].title, macro.signature,
-                macro.internal_edges, macro.ports, tuple(free), prototype[1], prototype[0], gain,
-            )  # fmt: skip
-        claimed.update((o.skill, i) for o in macro.occurrences for i in o.nodes)
-        chosen.append(macro)
-    return chosen
-
-
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-@dataclass(frozen=True)
-class LibraryStats:
-    skills: int
-    sections: int
-    macros: int
-    compression_ratio: float
-    """Tokens of every section / tokens of the active representation (sections no macro holds, each macro's
-    prototype once, and a reference per occurrence)."""
-    dependency_preservation: float
-    """Share of `requires`, `data` and `uses` edges the compressed view keeps (inside a macro's pattern, or
-    across its boundary through a declared port)."""
-    verifier_reachability: float
-    """Share of state-changing sections with a verifier in the source that reach one in the compressed view."""
+def _gain(tokens: dict[str, tuple[int, ...]], occurrences: tuple[Occurrence, ...]) -> int:
+    sizes = [sum(tokens[o.skill][i] for i in o.nodes) for o in occurrences]
+    return sum(sizes) - min(sizes) - REFERENCE_TOKENS * len(sizes)
 
 
-DEPENDENCIES = (EdgeKind.REQUIRES, EdgeKind.DATA, EdgeKind.USES)
+def _io_kinds(graph: SkillGraph, index: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    contract = graph.nodes[index].contract
+    return tuple(sorted({s.kind for s in contract.inputs})), tuple(sorted({s.kind for s in contract.outputs}))
 
 
-def library_stats(compression: Compression, graphs: Iterable[SkillGraph]) -> LibraryStats:
-    macros = {m.macro_id: m for m in compression.macros}
-    skills = sections = dependencies = kept_dependencies = verified = kept_verified = 0
-    for graph in graphs:
-        skills += 1
-        sections += len(graph.nodes)
-        compressed = compress_skill(compression, graph)
-        kept = {(e.source, e.target, e.kind, e.label) for e in _kept_edges(compressed, macros)}
-        for edge in graph.edges:
-            if edge.kind in DEPENDENCIES:
-                dependencies += 1
-                kept_dependencies += (edge.source, edge.target, edge.kind, edge.label) in kept
-        for node in graph.nodes:
-            targets = set(graph.successors(node.index, EdgeKind.VERIFIES))
-            if node.contract.state_changing and targets:
-                verified += 1
-                kept_verified += any((node.index, t, EdgeKind.VERIFIES, "") in kept for t in targets)
-    return LibraryStats(
-        skills,
-        sections,
-        len(compression.macros),
-        compression.ratio,
-        kept_dependencies / dependencies if dependencies else 1.0,
-        kept_verified / verified if verified else 1.0,
-    )
+def _node_signature(graph: SkillGraph, index: int) -> str:
+    node = graph.nodes[index]
+    if node.is_step:
+        return f"{node.role.value}:step:{' '.join(terms(node.text)[:3])}"
+    title = _STEP_TITLE.sub("", node.title)
+    return f"{node.role.value}:{' '.join(terms(re.sub(r'[0-9]+', ' ', title)))}"
 
 
-def _kept_edges(compressed: CompressedSkill, macros: dict[str, Macro]) -> Iterator[Edge]:
-    """The edges the compressed view still states: plain ones, macro patterns, and edges through declared
-    ports (an edge whose end inside a macro is not one of its ports is lost, and not yielded)."""
-    units = compressed.units
-
-    def end(unit: int, offset: int, direction: str, kind: EdgeKind) -> int | None:
-        held = units[unit]
-        if isinstance(held, int):
-            return held
-        macro_id, occurrence = held
-        return occurrence.start + offset if Port(direction, kind, offset) in macros[macro_id].ports else None
-
-    for s, so, t, to, kind, label in compressed.edges:
-        source, target = end(s, so, "out", kind), end(t, to, "in", kind)
-        if source is not None and target is not None:
-            yield Edge(source, target, kind, label)
-    for unit in units:
-        if not isinstance(unit, int):
-            macro_id, occurrence = unit
-            for s, t, kind, label in macros[macro_id].internal_edges:
-                yield Edge(occurrence.start + s, occurrence.start + t, kind, label)
+def _internal(graph: SkillGraph, inside: range) -> list[Edge]:
+    return [edge for i in inside for edge in graph.edges_from(i) if edge.target in inside]

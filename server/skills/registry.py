@@ -17,10 +17,11 @@ from dataclasses import dataclass
 import orjson
 
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError
+from .compressed import LibraryStats, library_stats
 from .graph import SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
 from .library import SkillLibrary, node_tokens
-from .motifs import Compression, LibraryStats, compress, library_stats
+from .motifs import Compression, MacroIndex
 from .package import Diagnostic, PackageLimits, SkillPackage, load_package
 from .store import SkillStore, SkillVersion
 
@@ -59,6 +60,8 @@ class SkillRegistry:
         self._writing = asyncio.Lock()
         self._generation = 0
         """Counts changes to the library; cached results name the generation they were computed for."""
+        self.macros = MacroIndex()
+        """The library's macros: compressed in full at start, then maintained skill by skill (ReZip)."""
         self._stats: tuple[int, LibraryStats, Compression] | None = None
         self._measuring = asyncio.Lock()
 
@@ -67,7 +70,10 @@ class SkillRegistry:
         await self._store.open()
         for stored in await self._store.current():
             package, graph = await asyncio.to_thread(_load, stored.files, stored.folder, False, self._limits)
-            self._serve(stored, package, graph)
+            self._serve(stored, package, graph, maintain_macros=False)
+        graphs = [view.graph for view in self._current.values()]
+        tokens = {view.graph.skill: view.node_tokens for view in self._current.values()}
+        await asyncio.to_thread(self.macros.rebuild, graphs, tokens)
 
     async def close(self) -> None:
         await self._store.close()
@@ -100,6 +106,7 @@ class SkillRegistry:
             await self._store.mark_removed(name, current.stored.version, time.time())
             del self._current[name]
             self.library.remove(name)
+            self.macros.remove(name)
             self._generation += 1
             return current.stored.version
 
@@ -142,20 +149,22 @@ class SkillRegistry:
         return hydrate(self.library, query, budget, names)
 
     async def stats(self) -> tuple[LibraryStats, Compression]:
-        """MotifZip over the current library (in a worker thread), cached until the library changes."""
+        """The library's size and compression, measured in a worker thread and cached until it changes."""
         async with self._measuring:
             if self._stats is None or self._stats[0] != self._generation:
-                generation = self._generation
+                generation, compression = self._generation, self.macros.compression()
                 graphs = [view.graph for view in self._current.values()]
-                tokens = {view.graph.skill: view.node_tokens for view in self._current.values()}
-                compression = await asyncio.to_thread(compress, graphs, tokens)
                 stats = await asyncio.to_thread(library_stats, compression, graphs)
                 self._stats = (generation, stats, compression)
             return self._stats[1], self._stats[2]
 
-    def _serve(self, stored: SkillVersion, package: SkillPackage, graph: SkillGraph) -> None:
+    def _serve(
+        self, stored: SkillVersion, package: SkillPackage, graph: SkillGraph, maintain_macros: bool = True
+    ) -> None:
         skill = self.library.add(graph, stored.version)
         self._current[package.name] = SkillView(stored, package, graph, skill.node_tokens)
+        if maintain_macros:
+            self.macros.add(graph, skill.node_tokens)
         self._generation += 1
 
 
