@@ -37,6 +37,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     hydrate.add_argument("--skill", dest="skills", action="append", default=[], help="only this skill (repeatable)")
     hydrate.add_argument("--json", action="store_true", help="print the context with its coverage as JSON")
 
+    expand = skills.add_parser("expand", parents=[common], help="print a macro of a recent hydration in more detail")
+    expand.add_argument("hydration_id")
+    expand.add_argument("macro_id")
+    expand.add_argument("--level", choices=("name", "contract", "outline", "full"), default="full")
+
 
 async def run(args: argparse.Namespace) -> int:
     from skillstate.clients import RetryPolicy, SkillRegistryClient
@@ -53,6 +58,8 @@ async def run(args: argparse.Namespace) -> int:
             _print_json(asdict(await client.get_skill(args.name, version=args.version)))
         elif args.subcommand == "remove":
             _print_json({"name": args.name, "removed_version": await client.remove_skill(args.name)})
+        elif args.subcommand == "expand":
+            print(await client.expand(args.hydration_id, args.macro_id, args.level), end="", flush=True)
         elif args.subcommand == "hydrate":
             hydrated = await client.hydrate(args.query, budget_tokens=args.budget, skill_names=args.skills)
             if args.json:

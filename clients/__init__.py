@@ -21,7 +21,17 @@ from ._errors import (
     UnavailableError,
     ValidationError,
 )
-from ._skill_types import Diagnostic, Hydrated, LibraryStats, Registered, Section, Skill, SkillSummary
+from ._skill_types import (
+    Diagnostic,
+    Hydrated,
+    HydratedMacro,
+    LibraryStats,
+    MacroRevision,
+    Registered,
+    Section,
+    Skill,
+    SkillSummary,
+)
 from ._skills import SkillRegistryClient
 from ._sync import SyncStateClient
 from ._types import (
@@ -43,7 +53,9 @@ __all__ = [
     "Diagnostic",
     "HistoryPage",
     "Hydrated",
+    "HydratedMacro",
     "LibraryStats",
+    "MacroRevision",
     "NotFoundError",
     "Observation",
     "OutOfRangeError",

@@ -117,6 +117,30 @@ class Skill:
 
 
 @dataclass(frozen=True, slots=True)
+class HydratedMacro:
+    """A shared routine in a hydrated context; `level` is name, contract, outline or full."""
+
+    macro_id: str
+    name: str
+    skill: str
+    first_index: int
+    section_count: int
+    level: str
+
+
+@dataclass(frozen=True, slots=True)
+class MacroRevision:
+    """How ReZip revised a macro: its default level now, or retired."""
+
+    macro_id: str
+    level: str | None
+
+
+def level_name(value: int) -> str:
+    return str(pb.RenderLevel.Name(value)).removeprefix("RENDER_LEVEL_").lower()
+
+
+@dataclass(frozen=True, slots=True)
 class Hydrated:
     """A hydrated context and what it covers."""
 
@@ -132,6 +156,7 @@ class Hydrated:
     dependencies_closed: bool
     verifier_reachable: bool
     whole_skill_fallback: bool
+    macros: tuple[HydratedMacro, ...]
 
     @classmethod
     def from_pb(cls, message: pb.HydrateResponse) -> Hydrated:
@@ -148,6 +173,10 @@ class Hydrated:
             coverage.dependencies_closed,
             coverage.verifier_reachable,
             message.whole_skill_fallback,
+            tuple(
+                HydratedMacro(m.macro_id, m.name, m.skill, m.first_index, m.section_count, level_name(m.level))
+                for m in message.macros
+            ),
         )
 
 

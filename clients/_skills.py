@@ -11,7 +11,16 @@ from skillstate.skills.v1 import skills_pb2 as pb
 from skillstate.skills.v1 import skills_pb2_grpc as pb_grpc
 
 from ._client import RetryPolicy, RpcClient
-from ._skill_types import Diagnostic, Hydrated, LibraryStats, Registered, Skill, SkillSummary
+from ._skill_types import (
+    Diagnostic,
+    Hydrated,
+    LibraryStats,
+    MacroRevision,
+    Registered,
+    Skill,
+    SkillSummary,
+    level_name,
+)
 
 
 class SkillRegistryClient(RpcClient):
@@ -64,6 +73,23 @@ class SkillRegistryClient(RpcClient):
         """The smallest sufficient, dependency-closed context for a task, within the budget."""
         request = pb.HydrateRequest(query=query, budget_tokens=budget_tokens, skill_names=list(skill_names))
         return Hydrated.from_pb(await self._call(self._stub.Hydrate, request))
+
+    async def expand(self, hydration_id: str, macro_id: str, level: str = "full") -> str:
+        """One macro of a recent hydration at a level: name, contract, outline or full (its exact text)."""
+        request = pb.ExpandRequest(
+            hydration_id=hydration_id, macro_id=macro_id, level=pb.RenderLevel.Value(f"RENDER_LEVEL_{level.upper()}")
+        )
+        return str((await self._call(self._stub.Expand, request)).text)
+
+    async def report_outcome(
+        self, hydration_id: str, *, success: bool, failed_macro_ids: Sequence[str] = ()
+    ) -> list[MacroRevision]:
+        """Tell the registry how an execution from a hydrated context went (once per hydration)."""
+        request = pb.ReportOutcomeRequest(
+            hydration_id=hydration_id, success=success, failed_macro_ids=list(failed_macro_ids)
+        )
+        reply = await self._call(self._stub.ReportOutcome, request, retry=False)
+        return [MacroRevision(r.macro_id, None if r.retired else level_name(r.level)) for r in reply.revisions]
 
     async def library_stats(self) -> LibraryStats:
         """The library's size and how well MotifZip compresses it (computed once per library change)."""

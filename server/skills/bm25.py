@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
 Key = TypeVar("Key", bound=Hashable)
@@ -46,6 +46,11 @@ class BM25Index(Generic[Key]):
             postings = self._postings.get(term)
             if postings is not None and postings.pop(key, None) is not None and not postings:
                 del self._postings[term]
+
+    def holds(self, term: str, where: Callable[[Key], bool] | None = None) -> bool:
+        """Whether some document (satisfying `where`) holds the term."""
+        postings = self._postings.get(term, {})
+        return any(map(where, postings)) if where is not None else bool(postings)
 
     def search(self, query: Iterable[str], limit: int) -> list[tuple[Key, float]]:
         """The `limit` best keys with their scores, best first; ties in key order (deterministic)."""

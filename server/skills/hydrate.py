@@ -17,17 +17,20 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from .graph import EdgeKind, SkillGraph
-from .library import LibrarySkill, NodeKey, SkillLibrary
+from .library import NodeKey, SkillLibrary
+from .motifs import Level, MacroIndex
+from .render import MacroBlock, macro_block, render_context
 from .text import terms
 from .tokens import count_tokens
 
 RRF_K = 60
 SEED_SKILLS = 20
 SEED_SECTIONS = 60
+PROCEDURE_SKILLS = 3
 BACKWARD = (EdgeKind.REQUIRES, EdgeKind.DATA)
 FORWARD = (EdgeKind.VERIFIES, EdgeKind.HANDLES, EdgeKind.PRODUCES, EdgeKind.USES)
 
@@ -52,62 +55,28 @@ class Hydration:
     source_skills: tuple[str, ...]
     coverage: Coverage
     whole_skill_fallback: bool
+    macros: tuple[MacroBlock, ...] = ()
+    """The macro occurrences the context shows, and at which level."""
 
 
-def hydrate(library: SkillLibrary, query: str, budget: int, skill_names: Iterable[str] = ()) -> Hydration:
-    """PathHydrate one query; deterministic for a given library content."""
-    only = frozenset(skill_names) or None
-    anchors = tuple(dict.fromkeys(terms(query)))
-    ranked_skills = library.rank_skills(list(anchors), SEED_SKILLS, only)
-    ranked_sections = library.rank_sections(list(anchors), SEED_SECTIONS, only)
-    fused = _fuse(ranked_skills, ranked_sections)
-    in_scope = [s for s in library if only is None or s.name in only]
-    coverable = {a for a in anchors if any(a in t for s in in_scope for t in s.node_terms)}
-    section_rank = {key: rank for rank, key in enumerate(ranked_sections)}
-    seeds = sorted(ranked_sections, key=lambda key: (fused.index(key[0]), section_rank[key]))
-    selected: dict[str, set[int]] = {}
-    rendered, fallback = "", False
-    covered: set[str] = set()
-    for skill_name, index in seeds:
-        skill = library.get(skill_name)
-        assert skill is not None
-        candidate = {name: set(nodes) for name, nodes in selected.items()}
-        candidate.setdefault(skill_name, set()).update(closure(skill.graph, index))
-        gained = _covered(library, candidate, anchors)
-        if (
-            selected
-            and not (gained - covered)
-            and (_executable(library, selected) or not _executable(library, candidate))
-        ):
-            continue  # sufficient, not filled: a seed that adds no anchor and no procedure is not taken
-        text = render(library, candidate)
-        if count_tokens(text) > budget:
-            continue
-        selected, rendered, covered = candidate, text, gained
-        if coverable <= covered and _executable(library, selected) and _verifiable(library, selected):
-            break
-    if not selected:
-        selected, fallback = _whole_skill_bundle(library, fused, anchors, coverable), True
-        rendered = render(library, selected)
-    covered = _covered(library, selected, anchors)  # the fallback bundle may cover what the seeds did not
-    coverage = Coverage(
-        anchors,
-        tuple(a for a in anchors if a in covered),
-        tuple(a for a in anchors if a not in coverable),
-        all(_closed(library.get(name), nodes) for name, nodes in selected.items()),
-        _verifier_reached(library, selected),
-    )
-    keys = tuple((name, i) for name in selected for i in sorted(selected[name]))
-    digest = hashlib.sha256(repr((query, budget, sorted(only or ()), keys, _versions(library, selected))).encode())
-    return Hydration(
-        digest.hexdigest()[:32], rendered, count_tokens(rendered), keys, tuple(selected), coverage, fallback
-    )
+def hydrate(
+    library: SkillLibrary,
+    query: str,
+    budget: int,
+    skill_names: Iterable[str] = (),
+    macros: MacroIndex | None = None,
+) -> Hydration:
+    """PathHydrate one query; deterministic for a given library (and macros)."""
+    return _Hydrator(library, macros).run(query, budget, frozenset(skill_names) or None)
 
 
 def closure(graph: SkillGraph, seed: int) -> set[int]:
     """The seed, its skill's intent, and every node its dependency edges reach (see the module docstring)."""
-    found = {seed, 0}  # the first node of a skill is its intent
-    frontier = [seed]
+    return _close(graph, {seed, 0})  # the first node of a skill is its intent
+
+
+def _close(graph: SkillGraph, nodes: set[int]) -> set[int]:
+    found, frontier = set(nodes), list(nodes)
     while frontier:
         index = frontier.pop()
         for neighbour in (*graph.predecessors(index, *BACKWARD), *graph.successors(index, *FORWARD)):
@@ -117,22 +86,129 @@ def closure(graph: SkillGraph, seed: int) -> set[int]:
     return found
 
 
-def render(library: SkillLibrary, selected: dict[str, set[int]]) -> str:
-    """Each skill's name and description, then its selected sections in source order, gaps marked."""
-    blocks = []
-    for name, chosen in selected.items():
-        skill = library.get(name)
-        assert skill is not None
-        lines = [f"# Skill: {name}\n{skill.graph.description}\n"]
-        previous = -1
-        for index in sorted(chosen):
-            if index > previous + 1:
-                omitted = index - previous - 1
-                lines.append(f"[{omitted} section{'s' if omitted > 1 else ''} omitted]\n")
-            lines.append(skill.graph.nodes[index].text.rstrip("\n") + "\n")
-            previous = index
-        blocks.append("\n".join(lines))
-    return "\n".join(blocks)
+class _Hydrator:
+    """One hydration: the seeds taken so far decide which macro occurrences show in full."""
+
+    def __init__(self, library: SkillLibrary, macros: MacroIndex | None) -> None:
+        self.library, self.macros = library, macros
+        self.graphs = _Graphs(library)
+        self.seeds: set[NodeKey] = set()
+
+    def run(self, query: str, budget: int, only: frozenset[str] | None) -> Hydration:
+        library = self.library
+        anchors = tuple(dict.fromkeys(terms(query)))
+        ranked_skills = library.rank_skills(list(anchors), SEED_SKILLS, only)
+        ranked_sections = library.rank_sections(list(anchors), SEED_SECTIONS, only)
+        fused = _fuse(ranked_skills, ranked_sections)
+        coverable = {a for a in anchors if library.mentions(a, only)}
+        section_rank = {key: rank for rank, key in enumerate(ranked_sections)}
+        seeds = sorted(ranked_sections, key=lambda key: (fused.index(key[0]), section_rank[key]))
+        seeds += [  # if no ranked section brings a procedure, the best skills' own procedures can
+            (name, node.index)
+            for name in fused[:PROCEDURE_SKILLS]
+            for node in self.graphs[name].nodes
+            if node.contract.state_changing and (name, node.index) not in section_rank
+        ]
+        selected: dict[str, set[int]] = {}
+        rendered, fallback = "", False
+        covered: set[str] = set()
+        for key in seeds:
+            skill_name, index = key
+            candidate = {name: set(nodes) for name, nodes in selected.items()}
+            candidate[skill_name] = candidate.get(skill_name, set()) | closure(self.graphs[skill_name], index)
+            self.seeds.add(key)
+            text = self.render(candidate)
+            gained = _present(anchors, text)
+            if selected and not (gained - covered) and (self._executable(selected) or not self._executable(candidate)):
+                self.seeds.discard(key)
+                continue  # sufficient, not filled: a seed that adds no anchor and no procedure is not taken
+            if count_tokens(text) > budget:
+                self.seeds.discard(key)
+                continue
+            selected, rendered, covered = candidate, text, gained
+            if coverable <= covered and self._executable(selected) and self._verifiable(selected):
+                break
+        if not selected:
+            selected, fallback = _whole_skill_bundle(library, fused, anchors, coverable), True
+            self.seeds = {(name, i) for name, nodes in selected.items() for i in nodes}
+            rendered = self.render(selected)
+        covered = _present(anchors, rendered)
+        coverage = Coverage(
+            anchors,
+            tuple(a for a in anchors if a in covered),
+            tuple(a for a in anchors if a not in coverable),
+            all(_closed(self.graphs[name], nodes) for name, nodes in selected.items()),
+            self._verifier_reached(selected),
+        )
+        keys = tuple((name, i) for name in selected for i in sorted(selected[name]))
+        blocks = tuple(dict.fromkeys(b for name, i in keys if (b := self.block(name, i, selected)) is not None))
+        versions = [(name, skill.version) for name in selected if (skill := library.get(name)) is not None]
+        levels = [(b.macro.macro_id, b.occurrence, b.level) for b in blocks]
+        digest = hashlib.sha256(repr((query, budget, sorted(only or ()), keys, versions, levels)).encode())
+        return Hydration(
+            digest.hexdigest()[:32],
+            rendered,
+            count_tokens(rendered),
+            keys,
+            tuple(selected),
+            coverage,
+            fallback,
+            blocks,
+        )
+
+    def block(self, skill: str, index: int, selected: dict[str, set[int]]) -> MacroBlock | None:
+        """The macro occurrence holding a node, at the level this hydration shows it; None when the node is
+        in no macro, or its occurrence is not selected whole (then its selected sections show as they are)."""
+        held = self.macros.holder(skill, index) if self.macros is not None else None
+        if held is None or not set(held[1].nodes) <= selected.get(skill, set()):
+            return None
+        macro, occurrence = held
+        needed = any((skill, i) in self.seeds for i in occurrence.nodes)
+        return macro_block(self.graphs[skill], macro, occurrence, Level.FULL if needed else macro.default_level)
+
+    def render(self, selected: dict[str, set[int]]) -> str:
+        return render_context(self.graphs, selected, lambda skill, index: self.block(skill, index, selected))
+
+    def _executable(self, selected: dict[str, set[int]]) -> bool:
+        """Whether the context holds a procedure: at least one state-changing node."""
+        return any(
+            self.graphs[name].nodes[i].contract.state_changing for name, nodes in selected.items() for i in nodes
+        )
+
+    def _verifier_reached(self, selected: dict[str, set[int]]) -> bool:
+        """Whether some selected state-changing node reaches a selected verifier (along `verifies` edges)."""
+        for name, nodes in selected.items():
+            graph = self.graphs[name]
+            if any(set(graph.successors(i, EdgeKind.VERIFIES)) & nodes for i in nodes):
+                return True
+        return False
+
+    def _verifiable(self, selected: dict[str, set[int]]) -> bool:
+        """A verifier is reached, or no selected skill has one to reach."""
+        has_verifier = any(e.kind is EdgeKind.VERIFIES for name in selected for e in self.graphs[name].edges)
+        return self._verifier_reached(selected) or not has_verifier
+
+
+class _Graphs(Mapping[str, SkillGraph]):
+    """The library's graphs by name, looked up as needed (a hydration touches a few skills of many)."""
+
+    def __init__(self, library: SkillLibrary) -> None:
+        self._library = library
+
+    def __getitem__(self, name: str) -> SkillGraph:
+        return self._library.graph(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (skill.name for skill in self._library)
+
+    def __len__(self) -> int:
+        return len(self._library)
+
+
+def _present(anchors: tuple[str, ...], text: str) -> set[str]:
+    """The anchors a rendered context mentions: coverage is judged on what an agent will read."""
+    words = set(terms(text))
+    return {a for a in anchors if a in words}
 
 
 def _fuse(ranked_skills: list[str], ranked_sections: list[NodeKey]) -> list[str]:
@@ -149,51 +225,10 @@ def _fuse(ranked_skills: list[str], ranked_sections: list[NodeKey]) -> list[str]
     return sorted(names, key=lambda name: (-score[name], name))
 
 
-def _covered(library: SkillLibrary, selected: dict[str, set[int]], anchors: tuple[str, ...]) -> set[str]:
-    present: set[str] = set()
-    for name, nodes in selected.items():
-        skill = library.get(name)
-        assert skill is not None
-        present |= skill.description_terms
-        for index in nodes:
-            present |= skill.node_terms[index]
-    return {a for a in anchors if a in present}
-
-
-def _closed(skill: LibrarySkill | None, nodes: set[int]) -> bool:
-    assert skill is not None
+def _closed(graph: SkillGraph, nodes: set[int]) -> bool:
     return all(
-        set(skill.graph.predecessors(i, *BACKWARD)) <= nodes and set(skill.graph.successors(i, *FORWARD)) <= nodes
-        for i in nodes
+        set(graph.predecessors(i, *BACKWARD)) <= nodes and set(graph.successors(i, *FORWARD)) <= nodes for i in nodes
     )
-
-
-def _executable(library: SkillLibrary, selected: dict[str, set[int]]) -> bool:
-    """Whether the context holds a procedure: at least one state-changing node."""
-    return any(
-        _skill(library, name).graph.nodes[i].contract.state_changing for name, nodes in selected.items() for i in nodes
-    )
-
-
-def _verifier_reached(library: SkillLibrary, selected: dict[str, set[int]]) -> bool:
-    """Whether some selected state-changing node reaches a selected verifier (along `verifies` edges)."""
-    for name, nodes in selected.items():
-        graph = _skill(library, name).graph
-        if any(set(graph.successors(i, EdgeKind.VERIFIES)) & nodes for i in nodes):
-            return True
-    return False
-
-
-def _verifiable(library: SkillLibrary, selected: dict[str, set[int]]) -> bool:
-    """A verifier is reached, or no selected skill has one to reach."""
-    has_verifier = any(e.kind is EdgeKind.VERIFIES for name in selected for e in _skill(library, name).graph.edges)
-    return _verifier_reached(library, selected) or not has_verifier
-
-
-def _skill(library: SkillLibrary, name: str) -> LibrarySkill:
-    skill = library.get(name)
-    assert skill is not None, f"{name} left the library during a hydration"
-    return skill
 
 
 def _whole_skill_bundle(
@@ -214,7 +249,3 @@ def _whole_skill_bundle(
         bundle[name] = set(range(len(skill.graph.nodes)))
         uncovered -= present
     return bundle
-
-
-def _versions(library: SkillLibrary, selected: dict[str, set[int]]) -> list[tuple[str, int]]:
-    return [(name, skill.version) for name in selected if (skill := library.get(name)) is not None]

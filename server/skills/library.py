@@ -80,6 +80,16 @@ class SkillLibrary:
             self._section_index.remove((name, node.index), node_terms)
         return skill
 
+    def mentions(self, term: str, only: frozenset[str] | None = None) -> bool:
+        """Whether any section (of the `only` skills, if given) holds the term."""
+        return self._section_index.holds(term, None if only is None else lambda key: key[0] in only)
+
+    def graph(self, name: str) -> SkillGraph:
+        skill = self._skills.get(name)
+        if skill is None:
+            raise KeyError(name)
+        return skill.graph
+
     def rank_skills(self, query: list[str], limit: int, only: frozenset[str] | None = None) -> list[str]:
         hits = self._skill_index.search(query, limit if only is None else len(self._skills))
         return [name for name, _ in hits if only is None or name in only][:limit]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -21,14 +22,24 @@ from .compressed import LibraryStats, library_stats
 from .graph import SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
 from .library import SkillLibrary, node_tokens
-from .motifs import Compression, MacroIndex
+from .motifs import Compression, Level, MacroIndex
 from .package import Diagnostic, PackageLimits, SkillPackage, load_package
+from .render import MacroBlock, render_macro
 from .store import SkillStore, SkillVersion
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 MAX_BUDGET = 100_000
 MAX_QUERY_CHARS = 4096
+KEPT_HYDRATIONS = 1024
+"""Recent hydrations kept for Expand and ReportOutcome (in memory: a restart forgets them)."""
+
+
+@dataclass(frozen=True)
+class Revision:
+    macro_id: str
+    level: Level | None
+    """Its default level now; None when it was split or retired."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,8 @@ class SkillRegistry:
         """The library's macros: compressed in full at start, then maintained skill by skill (ReZip)."""
         self._stats: tuple[int, LibraryStats, Compression] | None = None
         self._measuring = asyncio.Lock()
+        self._hydrations: OrderedDict[str, tuple[Hydration, set[str]]] = OrderedDict()
+        """hydration id -> (the hydration, the macros expanded from it)"""
 
     async def start(self) -> None:
         """Open the store and rebuild the library from every current version."""
@@ -110,7 +123,7 @@ class SkillRegistry:
             self._generation += 1
             return current.stored.version
 
-    def list(self, page_size: int = 0, page_token: str = "") -> tuple[list[SkillView], str]:
+    def page(self, page_size: int = 0, page_token: str = "") -> tuple[list[SkillView], str]:
         """Current skills by name, a page at a time; the token is opaque to callers."""
         size = DEFAULT_PAGE if page_size == 0 else page_size
         if not 1 <= size <= MAX_PAGE:
@@ -146,7 +159,50 @@ class SkillRegistry:
         missing = sorted(set(names) - self._current.keys())
         if missing:
             raise NotFoundError(f"skill_names: not in the library: {', '.join(missing)}")
-        return hydrate(self.library, query, budget, names)
+        hydration = hydrate(self.library, query, budget, names, self.macros)
+        self._hydrations[hydration.hydration_id] = (hydration, set())
+        self._hydrations.move_to_end(hydration.hydration_id)
+        while len(self._hydrations) > KEPT_HYDRATIONS:
+            self._hydrations.popitem(last=False)
+        return hydration
+
+    def expand(self, hydration_id: str, macro_id: str, level: Level = Level.FULL) -> str:
+        """One macro of a recent hydration at `level` (its occurrence's exact text at FULL)."""
+        hydration, expanded = self._hydration(hydration_id)
+        block = next((b for b in hydration.macros if b.macro.macro_id == macro_id), None)
+        if block is None:
+            raise NotFoundError(f"macro_id: {macro_id!r} is not a macro of hydration {hydration_id}")
+        graph = self.library.graph(block.occurrence.skill) if block.occurrence.skill in self.library else None
+        if graph is None:
+            raise NotFoundError(f"hydration_id: skill {block.occurrence.skill!r} left the library; hydrate again")
+        expanded.add(macro_id)
+        return render_macro(graph, MacroBlock(block.macro, block.occurrence, level))
+
+    def report_outcome(self, hydration_id: str, success: bool, failed_macro_ids: Iterable[str]) -> list[Revision]:
+        """Record the evidence of one execution for every macro its context showed; returns the revisions."""
+        hydration, expanded = self._hydration(hydration_id)
+        shown = {b.macro.macro_id for b in hydration.macros}
+        failed = set(failed_macro_ids)
+        unknown = sorted(failed - shown)
+        if unknown:
+            raise InvalidArgumentError(f"failed_macro_ids: not macros of this hydration: {', '.join(unknown)}")
+        revisions = []
+        for macro_id in sorted(shown):
+            before = self.macros.macro(macro_id)
+            self.macros.report(macro_id, expanded=macro_id in expanded, verifier_failed=macro_id in failed)
+            after = self.macros.macro(macro_id)
+            if before is not None and (after is None or after.default_level != before.default_level):
+                revisions.append(Revision(macro_id, after.default_level if after else None))
+        del self._hydrations[hydration_id]  # one report per hydration
+        if revisions:
+            self._generation += 1
+        return revisions
+
+    def _hydration(self, hydration_id: str) -> tuple[Hydration, set[str]]:
+        kept = self._hydrations.get(hydration_id)
+        if kept is None:
+            raise NotFoundError(f"hydration_id: {hydration_id!r} is unknown or expired; hydrate again")
+        return kept
 
     async def stats(self) -> tuple[LibraryStats, Compression]:
         """The library's size and compression, measured in a worker thread and cached until it changes."""

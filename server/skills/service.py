@@ -11,8 +11,10 @@ from skillstate.skills.v1 import skills_pb2_grpc as pb_grpc
 
 from ..rpc import add_service, unary
 from .contracts import Contract
+from .motifs import Level
 from .package import Diagnostic
 from .registry import SkillRegistry, SkillView
+from .tokens import count_tokens
 
 
 def add_skill_registry_service(servicer: SkillRegistryServicer, server: grpc.aio.Server) -> None:
@@ -39,7 +41,7 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     @unary
     async def ListSkills(self, request: pb.ListSkillsRequest, context: Any) -> pb.ListSkillsResponse:
-        views, token = self._registry.list(request.page_size, request.page_token)
+        views, token = self._registry.page(request.page_size, request.page_token)
         return pb.ListSkillsResponse(skills=[_summary(v) for v in views], next_page_token=token)
 
     @unary
@@ -107,6 +109,37 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
             ),
             source_skills=hydration.source_skills,
             whole_skill_fallback=hydration.whole_skill_fallback,
+            macros=[
+                pb.HydratedMacro(
+                    macro_id=b.macro.macro_id,
+                    name=b.macro.name,
+                    skill=b.occurrence.skill,
+                    first_index=b.occurrence.start,
+                    section_count=b.occurrence.length,
+                    level=_LEVEL[b.level],
+                )
+                for b in hydration.macros
+            ],
+        )
+
+    @unary
+    async def Expand(self, request: pb.ExpandRequest, context: Any) -> pb.ExpandResponse:
+        level = Level(int(request.level)) if request.level else Level.FULL
+        text = self._registry.expand(request.hydration_id, request.macro_id, level)
+        return pb.ExpandResponse(text=text, token_count=count_tokens(text))
+
+    @unary
+    async def ReportOutcome(self, request: pb.ReportOutcomeRequest, context: Any) -> pb.ReportOutcomeResponse:
+        revisions = self._registry.report_outcome(request.hydration_id, request.success, request.failed_macro_ids)
+        return pb.ReportOutcomeResponse(
+            revisions=[
+                pb.MacroRevision(
+                    macro_id=r.macro_id,
+                    level=_LEVEL[r.level] if r.level else pb.RENDER_LEVEL_UNSPECIFIED,
+                    retired=r.level is None,
+                )
+                for r in revisions
+            ]
         )
 
     @unary
@@ -122,6 +155,9 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
             raw_tokens=compression.raw_tokens,
             active_tokens=compression.active_tokens,
         )
+
+
+_LEVEL = {level: pb.RenderLevel.Value(f"RENDER_LEVEL_{level.name}") for level in Level}
 
 
 def _diagnostic(diagnostic: Diagnostic) -> pb.Diagnostic:

@@ -6,6 +6,7 @@ import re
 from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
+_JOINER = re.compile(r"[-_]")
 
 _STOPWORDS_TEXT = """
     a about above after again all also an and any are as at be because been before being below between both
@@ -21,8 +22,8 @@ def terms(text: str) -> list[str]:
     """The text's terms in order; `ship-orders` gives `ship-order`, `ship` and `order`."""
     found = []
     for word in _WORD.findall(text.lower()):
-        parts = re.split(r"[-_]", word)
-        for part in ([word] if len(parts) > 1 else []) + parts:
+        parts = _JOINER.split(word) if "-" in word or "_" in word else None
+        for part in [word, *parts] if parts else (word,):
             if part not in STOPWORDS and len(part) > 1:
                 found.append(stem(part))
     return found

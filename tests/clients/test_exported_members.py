@@ -9,7 +9,8 @@ EXPECTED = {
     "Observation", "OutOfRangeError", "PatchResult", "PreconditionError", "Resolution", "ResourceExhaustedError",
     "RetryPolicy", "RevisionEvent", "SkillstateError", "Snapshot", "State", "StateClient", "SyncStateClient",
     "UnavailableError", "ValidationError",
-    "Diagnostic", "Hydrated", "LibraryStats", "Registered", "Section", "Skill", "SkillRegistryClient", "SkillSummary",
+    "Diagnostic", "Hydrated", "HydratedMacro", "LibraryStats", "MacroRevision", "Registered", "Section", "Skill",
+    "SkillRegistryClient", "SkillSummary",
 }  # fmt: skip
 
 

@@ -117,3 +117,28 @@ async def test_library_stats_measure_the_compression_of_planted_routines(server_
         assert (stats.dependency_preservation, stats.verifier_reachability) == (1.0, 1.0)
         await skills.remove_skill(generate_library(1, seed=5)[0].name)
         assert (await skills.library_stats()).skills == 39
+
+
+async def test_expand_and_report_outcome_revise_a_shared_routine(server_address: str) -> None:
+    library = generate_library(40, seed=5)
+    async with SkillRegistryClient(server_address) as skills:
+        for skill in library:
+            await skills.register_skill(skill.files, folder=skill.folder)
+        hydrations = [await skills.hydrate(s.task.rsplit(" (", 1)[0]) for s in library]
+        with_macro = next(h for h in hydrations if any(m.level != "full" for m in h.macros))
+        macro = next(m for m in with_macro.macros if m.level != "full")
+        assert f"[macro {macro.macro_id}" in with_macro.context
+        full = await skills.expand(with_macro.hydration_id, macro.macro_id)
+        assert full.startswith("#") and full not in with_macro.context
+        outline = await skills.expand(with_macro.hydration_id, macro.macro_id, "outline")
+        assert "outline" in outline and len(outline) < len(full)
+        revisions = await skills.report_outcome(
+            with_macro.hydration_id, success=False, failed_macro_ids=[macro.macro_id]
+        )
+        assert [(r.macro_id, r.level) for r in revisions] == [(macro.macro_id, "outline")]
+        with pytest.raises(NotFoundError, match="expired"):  # one report per hydration
+            await skills.report_outcome(with_macro.hydration_id, success=True)
+        with pytest.raises(NotFoundError, match="expired"):
+            await skills.expand("no-such-hydration", macro.macro_id)
+        with pytest.raises(ValidationError, match="failed_macro_ids"):
+            await skills.report_outcome(hydrations[-1].hydration_id, success=False, failed_macro_ids=["m-nope"])

@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 from skillstate.server.skills.graph import EdgeKind, build_graph
 from skillstate.server.skills.hydrate import BACKWARD, FORWARD, hydrate
 from skillstate.server.skills.library import SkillLibrary
+from skillstate.server.skills.motifs import Level, MacroIndex
 from skillstate.server.skills.package import load_package
+from skillstate.server.skills.synthetic import generate_library
 from skillstate.server.skills.tokens import count_tokens
 
 TOPICS = ["invoice", "shipment", "refund", "spreadsheet", "dashboard", "migration", "release", "backup"]
@@ -130,3 +132,40 @@ def test_incremental_adds_and_removes_equal_a_rebuild(operations: list[tuple[boo
     assert incremental.rank_skills(words, 50) == rebuilt.rank_skills(words, 50)
     if present:
         assert hydrate(incremental, query, 2000) == hydrate(rebuilt, query, 2000)
+
+
+SYNTHETIC = [build_graph(load_package(s.files, s.folder)) for s in generate_library(80, seed=11)]
+SYNTHETIC_LIBRARY = SkillLibrary()
+for _graph in SYNTHETIC:
+    SYNTHETIC_LIBRARY.add(_graph, version=1)
+MACROS = MacroIndex()
+MACROS.rebuild(SYNTHETIC, {g.skill: SYNTHETIC_LIBRARY.get(g.skill).node_tokens for g in SYNTHETIC})  # type: ignore[union-attr]
+TASKS = st.sampled_from([s.task.rsplit(" (", 1)[0] for s in generate_library(80, seed=11)])
+
+
+@given(TASKS, st.integers(min_value=100, max_value=3000))
+def test_macros_show_whole_and_contexts_stay_closed_and_within_budget(task: str, budget: int) -> None:
+    hydration = hydrate(SYNTHETIC_LIBRARY, task, budget, macros=MACROS)
+    assert hydration.token_count <= budget or hydration.whole_skill_fallback
+    assert hydration.coverage.dependencies_closed
+    chosen = set(hydration.sections)
+    shown: set[str] = set()
+    for block in hydration.macros:
+        assert {(block.occurrence.skill, i) for i in block.occurrence.nodes} <= chosen  # a macro shows whole
+        if block.macro.macro_id in shown:
+            assert f'[macro {block.macro.macro_id} "{block.macro.name}": as shown above]' in hydration.context
+        elif block.level is Level.FULL:
+            graph = SYNTHETIC_LIBRARY.get(block.occurrence.skill).graph  # type: ignore[union-attr]
+            assert "".join(graph.nodes[i].text for i in block.occurrence.nodes).rstrip("\n") in hydration.context
+        else:
+            assert f"[macro {block.macro.macro_id}" in hydration.context
+        shown.add(block.macro.macro_id)
+
+
+def test_a_routine_the_task_does_not_ask_about_shows_as_its_contract() -> None:
+    hydrations = [hydrate(SYNTHETIC_LIBRARY, s.task.rsplit(" (", 1)[0], 3000, macros=MACROS)
+                  for s in generate_library(80, seed=11)]  # fmt: skip
+    levels = {block.level for h in hydrations for block in h.macros}
+    assert Level.CONTRACT in levels, "dependencies held by macros render at their contract"
+    plain = [hydrate(SYNTHETIC_LIBRARY, s.task.rsplit(" (", 1)[0], 3000) for s in generate_library(80, seed=11)]
+    assert sum(h.token_count for h in hydrations) <= sum(h.token_count for h in plain)

@@ -1,10 +1,24 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class RenderLevel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RENDER_LEVEL_UNSPECIFIED: _ClassVar[RenderLevel]
+    RENDER_LEVEL_NAME: _ClassVar[RenderLevel]
+    RENDER_LEVEL_CONTRACT: _ClassVar[RenderLevel]
+    RENDER_LEVEL_OUTLINE: _ClassVar[RenderLevel]
+    RENDER_LEVEL_FULL: _ClassVar[RenderLevel]
+RENDER_LEVEL_UNSPECIFIED: RenderLevel
+RENDER_LEVEL_NAME: RenderLevel
+RENDER_LEVEL_CONTRACT: RenderLevel
+RENDER_LEVEL_OUTLINE: RenderLevel
+RENDER_LEVEL_FULL: RenderLevel
 
 class RegisterSkillRequest(_message.Message):
     __slots__ = ("files", "strict", "folder")
@@ -258,7 +272,7 @@ class Coverage(_message.Message):
     def __init__(self, anchors: _Optional[_Iterable[str]] = ..., anchors_covered: _Optional[_Iterable[str]] = ..., anchors_uncoverable: _Optional[_Iterable[str]] = ..., dependencies_closed: _Optional[bool] = ..., verifier_reachable: _Optional[bool] = ...) -> None: ...
 
 class HydrateResponse(_message.Message):
-    __slots__ = ("context", "token_count", "hydration_id", "sections", "coverage", "source_skills", "whole_skill_fallback")
+    __slots__ = ("context", "token_count", "hydration_id", "sections", "coverage", "source_skills", "whole_skill_fallback", "macros")
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
     TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
     HYDRATION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -266,6 +280,7 @@ class HydrateResponse(_message.Message):
     COVERAGE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_SKILLS_FIELD_NUMBER: _ClassVar[int]
     WHOLE_SKILL_FALLBACK_FIELD_NUMBER: _ClassVar[int]
+    MACROS_FIELD_NUMBER: _ClassVar[int]
     context: str
     token_count: int
     hydration_id: str
@@ -273,7 +288,68 @@ class HydrateResponse(_message.Message):
     coverage: Coverage
     source_skills: _containers.RepeatedScalarFieldContainer[str]
     whole_skill_fallback: bool
-    def __init__(self, context: _Optional[str] = ..., token_count: _Optional[int] = ..., hydration_id: _Optional[str] = ..., sections: _Optional[_Iterable[_Union[HydratedSection, _Mapping]]] = ..., coverage: _Optional[_Union[Coverage, _Mapping]] = ..., source_skills: _Optional[_Iterable[str]] = ..., whole_skill_fallback: _Optional[bool] = ...) -> None: ...
+    macros: _containers.RepeatedCompositeFieldContainer[HydratedMacro]
+    def __init__(self, context: _Optional[str] = ..., token_count: _Optional[int] = ..., hydration_id: _Optional[str] = ..., sections: _Optional[_Iterable[_Union[HydratedSection, _Mapping]]] = ..., coverage: _Optional[_Union[Coverage, _Mapping]] = ..., source_skills: _Optional[_Iterable[str]] = ..., whole_skill_fallback: _Optional[bool] = ..., macros: _Optional[_Iterable[_Union[HydratedMacro, _Mapping]]] = ...) -> None: ...
+
+class HydratedMacro(_message.Message):
+    __slots__ = ("macro_id", "name", "skill", "first_index", "section_count", "level")
+    MACRO_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SKILL_FIELD_NUMBER: _ClassVar[int]
+    FIRST_INDEX_FIELD_NUMBER: _ClassVar[int]
+    SECTION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    macro_id: str
+    name: str
+    skill: str
+    first_index: int
+    section_count: int
+    level: RenderLevel
+    def __init__(self, macro_id: _Optional[str] = ..., name: _Optional[str] = ..., skill: _Optional[str] = ..., first_index: _Optional[int] = ..., section_count: _Optional[int] = ..., level: _Optional[_Union[RenderLevel, str]] = ...) -> None: ...
+
+class ExpandRequest(_message.Message):
+    __slots__ = ("hydration_id", "macro_id", "level")
+    HYDRATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MACRO_ID_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    hydration_id: str
+    macro_id: str
+    level: RenderLevel
+    def __init__(self, hydration_id: _Optional[str] = ..., macro_id: _Optional[str] = ..., level: _Optional[_Union[RenderLevel, str]] = ...) -> None: ...
+
+class ExpandResponse(_message.Message):
+    __slots__ = ("text", "token_count")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    token_count: int
+    def __init__(self, text: _Optional[str] = ..., token_count: _Optional[int] = ...) -> None: ...
+
+class ReportOutcomeRequest(_message.Message):
+    __slots__ = ("hydration_id", "success", "failed_macro_ids")
+    HYDRATION_ID_FIELD_NUMBER: _ClassVar[int]
+    SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    FAILED_MACRO_IDS_FIELD_NUMBER: _ClassVar[int]
+    hydration_id: str
+    success: bool
+    failed_macro_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, hydration_id: _Optional[str] = ..., success: _Optional[bool] = ..., failed_macro_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class MacroRevision(_message.Message):
+    __slots__ = ("macro_id", "level", "retired")
+    MACRO_ID_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    RETIRED_FIELD_NUMBER: _ClassVar[int]
+    macro_id: str
+    level: RenderLevel
+    retired: bool
+    def __init__(self, macro_id: _Optional[str] = ..., level: _Optional[_Union[RenderLevel, str]] = ..., retired: _Optional[bool] = ...) -> None: ...
+
+class ReportOutcomeResponse(_message.Message):
+    __slots__ = ("revisions",)
+    REVISIONS_FIELD_NUMBER: _ClassVar[int]
+    revisions: _containers.RepeatedCompositeFieldContainer[MacroRevision]
+    def __init__(self, revisions: _Optional[_Iterable[_Union[MacroRevision, _Mapping]]] = ...) -> None: ...
 
 class GetLibraryStatsRequest(_message.Message):
     __slots__ = ()

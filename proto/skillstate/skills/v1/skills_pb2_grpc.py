@@ -60,6 +60,16 @@ class SkillRegistryServiceStub:
                 request_serializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateRequest.SerializeToString,
                 response_deserializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateResponse.FromString,
                 _registered_method=True)
+        self.Expand = channel.unary_unary(
+                '/skillstate.skills.v1.SkillRegistryService/Expand',
+                request_serializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.ExpandRequest.SerializeToString,
+                response_deserializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.ExpandResponse.FromString,
+                _registered_method=True)
+        self.ReportOutcome = channel.unary_unary(
+                '/skillstate.skills.v1.SkillRegistryService/ReportOutcome',
+                request_serializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.ReportOutcomeRequest.SerializeToString,
+                response_deserializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.ReportOutcomeResponse.FromString,
+                _registered_method=True)
         self.GetLibraryStats = channel.unary_unary(
                 '/skillstate.skills.v1.SkillRegistryService/GetLibraryStats',
                 request_serializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.GetLibraryStatsRequest.SerializeToString,
@@ -106,6 +116,20 @@ class SkillRegistryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Expand(self, request, context):
+        """Expand shows one macro of a hydrated context at a higher level of detail.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReportOutcome(self, request, context):
+        """ReportOutcome records how an execution from a hydrated context went; ReZip revises risky macros.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetLibraryStats(self, request, context):
         """GetLibraryStats measures the library and its compression into macros (MotifZip).
         """
@@ -140,6 +164,16 @@ def add_SkillRegistryServiceServicer_to_server(servicer, server):
                     servicer.Hydrate,
                     request_deserializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateRequest.FromString,
                     response_serializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateResponse.SerializeToString,
+            ),
+            'Expand': grpc.unary_unary_rpc_method_handler(
+                    servicer.Expand,
+                    request_deserializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.ExpandRequest.FromString,
+                    response_serializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.ExpandResponse.SerializeToString,
+            ),
+            'ReportOutcome': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportOutcome,
+                    request_deserializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.ReportOutcomeRequest.FromString,
+                    response_serializer=skillstate_dot_skills_dot_v1_dot_skills__pb2.ReportOutcomeResponse.SerializeToString,
             ),
             'GetLibraryStats': grpc.unary_unary_rpc_method_handler(
                     servicer.GetLibraryStats,
@@ -283,6 +317,60 @@ class SkillRegistryService:
             '/skillstate.skills.v1.SkillRegistryService/Hydrate',
             skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateRequest.SerializeToString,
             skillstate_dot_skills_dot_v1_dot_skills__pb2.HydrateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Expand(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillstate.skills.v1.SkillRegistryService/Expand',
+            skillstate_dot_skills_dot_v1_dot_skills__pb2.ExpandRequest.SerializeToString,
+            skillstate_dot_skills_dot_v1_dot_skills__pb2.ExpandResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportOutcome(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillstate.skills.v1.SkillRegistryService/ReportOutcome',
+            skillstate_dot_skills_dot_v1_dot_skills__pb2.ReportOutcomeRequest.SerializeToString,
+            skillstate_dot_skills_dot_v1_dot_skills__pb2.ReportOutcomeResponse.FromString,
             options,
             channel_credentials,
             insecure,
