@@ -57,6 +57,8 @@ class Hydration:
     whole_skill_fallback: bool
     macros: tuple[MacroBlock, ...] = ()
     """The macro occurrences the context shows, and at which level."""
+    ranked_skills: tuple[str, ...] = ()
+    """The skills for the query, best first (the order seeds were taken in)."""
 
 
 def hydrate(
@@ -68,6 +70,13 @@ def hydrate(
 ) -> Hydration:
     """PathHydrate one query; deterministic for a given library (and macros)."""
     return _Hydrator(library, macros).run(query, budget, frozenset(skill_names) or None)
+
+
+def rank(library: SkillLibrary, query: str, skill_names: Iterable[str] = ()) -> list[str]:
+    """The skills for a query, best first: the fused order hydration takes its seeds in."""
+    only = frozenset(skill_names) or None
+    anchors = list(dict.fromkeys(terms(query)))
+    return _fuse(library.rank_skills(anchors, SEED_SKILLS, only), library.rank_sections(anchors, SEED_SECTIONS, only))
 
 
 def closure(graph: SkillGraph, seed: int) -> set[int]:
@@ -154,6 +163,7 @@ class _Hydrator:
             coverage,
             fallback,
             blocks,
+            tuple(fused),
         )
 
     def block(self, skill: str, index: int, selected: dict[str, set[int]]) -> MacroBlock | None:

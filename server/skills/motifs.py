@@ -27,8 +27,11 @@ again. Execution evidence (ReportOutcome) raises a macro's default rendering lev
 from __future__ import annotations
 
 import hashlib
+import heapq
 import re
-from collections.abc import Iterable, Iterator
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
 
@@ -40,6 +43,9 @@ SIMILARITY = 0.5
 REFERENCE_TOKENS = 12
 """What one reference to a macro costs in the active representation (its id, ports and source pointer)."""
 MIN_OCCURRENCES = 2
+SKETCH = 4
+"""Min-hash shingles per run used to find the clusters worth comparing."""
+MAX_COMPARED = 8
 
 _STEP_TITLE = re.compile(r", step \d+$")
 
@@ -168,6 +174,7 @@ class MacroIndex:
         self._macros: dict[str, Macro] = {}
         self._macros_by_key: dict[Key, set[str]] = {}
         self._holder: dict[tuple[str, int], str] = {}
+        self._shingles: dict[Occurrence, frozenset[str]] = {}
         self.evidence: dict[str, Evidence] = {}
 
     def rebuild(self, graphs: Iterable[SkillGraph], node_tokens: dict[str, tuple[int, ...]]) -> None:
@@ -200,6 +207,7 @@ class MacroIndex:
             freed.add(macro.key)
         for run in self._runs.pop(skill):
             del self._buckets[run.key][run.occurrence]
+            self._shingles.pop(run.occurrence, None)
         del self._tokens[skill]
         self._promote({key for key in freed if key in self._buckets})
 
@@ -252,6 +260,12 @@ class MacroIndex:
         for run in self._runs[graph.skill]:
             self._buckets.setdefault(run.key, {})[run.occurrence] = run
 
+    def _shingles_of(self, occurrence: Occurrence) -> frozenset[str]:
+        cached = self._shingles.get(occurrence)
+        if cached is None:
+            cached = self._shingles[occurrence] = shingles_of(self._graphs[occurrence.skill], occurrence)
+        return cached
+
     def _free(self, occurrence: Occurrence) -> bool:
         return not any((occurrence.skill, i) in self._holder for i in occurrence.nodes)
 
@@ -265,11 +279,10 @@ class MacroIndex:
             macro = self._macros[macro_id]
             if not self._free(occurrence) or any(o.skill == occurrence.skill for o in macro.occurrences):
                 continue
-            prototype = self._graphs[macro.prototype.skill]
             if (
                 verifiable(graph, occurrence)
                 and frozenset(ports_of(graph, occurrence.nodes)) == macro.ports
-                and jaccard(shingles_of(graph, occurrence), shingles_of(prototype, macro.prototype)) >= SIMILARITY
+                and jaccard(self._shingles_of(occurrence), self._shingles_of(macro.prototype)) >= SIMILARITY
             ):
                 self._set_occurrences(macro, (*macro.occurrences, occurrence))
                 return
@@ -281,7 +294,7 @@ class MacroIndex:
             if key in self._banned:
                 continue
             free = [run for occurrence, run in sorted(self._buckets.get(key, {}).items()) if self._free(occurrence)]
-            candidates += find_macros(self._graphs, free)
+            candidates += find_macros(self._graphs, free, self._shingles_of)
         for candidate in sorted(candidates, key=lambda m: (-m.gain, m.macro_id)):
             occurrences = tuple(o for o in candidate.occurrences if self._free(o))
             if len(occurrences) >= MIN_OCCURRENCES and _gain(self._tokens, occurrences) > 0:
@@ -327,23 +340,33 @@ def runs_of(graph: SkillGraph, tokens: tuple[int, ...]) -> Iterator[Run]:
             yield Run(Occurrence(graph.skill, start, length), key, sum(tokens[i] for i in inside))
 
 
-def find_macros(graphs: dict[str, SkillGraph], runs: list[Run]) -> Iterator[Macro]:
+def find_macros(
+    graphs: Mapping[str, SkillGraph],
+    runs: list[Run],
+    shingles: Callable[[Occurrence], frozenset[str]],
+) -> Iterator[Macro]:
     """Candidate macros among runs of one key: similar texts, verifier paths kept, equal ports, one
-    occurrence per skill, positive gain."""
+    occurrence per skill, positive gain. A run joins the first cluster whose representative it resembles;
+    only the MAX_COMPARED clusters whose min-hash sketches share most with the run's are compared (texts with
+    Jaccard >= 0.5 share a sketch shingle with probability >= 94%), so a bucket of n runs costs O(n)."""
     if len({r.occurrence.skill for r in runs}) < MIN_OCCURRENCES:
         return
     clusters: list[tuple[frozenset[str], list[Run]]] = []
+    by_sketch: dict[str, list[int]] = {}
     for run in runs:
-        graph = graphs[run.occurrence.skill]
-        if not verifiable(graph, run.occurrence):
+        if not verifiable(graphs[run.occurrence.skill], run.occurrence):
             continue
-        shingles = shingles_of(graph, run.occurrence)
-        for representative, members in clusters:
-            if jaccard(representative, shingles) >= SIMILARITY:
-                members.append(run)
-                break
-        else:
-            clusters.append((shingles, [run]))
+        mine = shingles(run.occurrence)
+        sketch = heapq.nsmallest(SKETCH, mine, key=_stable_hash)
+        shared = Counter(c for shingle in sketch for c in by_sketch.get(shingle, ()))
+        closest = sorted(shared, key=lambda c: (-shared[c], c))[:MAX_COMPARED]
+        joined = next((c for c in closest if jaccard(clusters[c][0], mine) >= SIMILARITY), None)
+        if joined is not None:
+            clusters[joined][1].append(run)
+            continue
+        for shingle in sketch:
+            by_sketch.setdefault(shingle, []).append(len(clusters))
+        clusters.append((mine, [run]))
     for _, cluster in clusters:
         by_ports: dict[frozenset[Port], list[Run]] = {}
         for run in cluster:
@@ -390,6 +413,11 @@ def ports_of(graph: SkillGraph, inside: range) -> Iterator[Port]:
         for edge in graph.edges_to(i):
             if edge.source not in inside:
                 yield Port("in", edge.kind, i - start)
+
+
+def _stable_hash(shingle: str) -> int:
+    """A hash that is the same in every process (str hashes are salted per process)."""
+    return zlib.crc32(shingle.encode())
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -75,6 +75,30 @@ ROUTINES = {
         "1. Send the summary report to the team with the link to `{artifact}-summary.md`.\n"
         "2. Check that every recipient acknowledged the report.\n"
     ),
+    "backup": (
+        "## Back up before changing anything\n\n"
+        "1. Export the current `{artifact}` records to `{artifact}-backup.json` before you change them.\n"
+        "2. Store the backup in the team archive and note its path in the ticket.\n"
+        "3. Check that the backup opens and holds every record.\n"
+    ),
+    "access": (
+        "## Request access\n\n"
+        "Ask the system owner for read and write access to the {artifact} workspace. Access requests take up\n"
+        "to a day; make sure you have it before the work starts, and never borrow another person's credentials.\n"
+    ),
+    "review": (
+        "## Review checklist\n\n"
+        "- Every number in `{artifact}-summary.md` matches its source.\n"
+        "- Dates use ISO 8601 and the time zone is stated.\n"
+        "- Names of people and customers are spelled as in the source system.\n"
+        "- The summary says what changed, why, and who approved it.\n"
+    ),
+    "schedule": (
+        "## Schedule the recurring run\n\n"
+        "1. Create a weekly job that runs this procedure every Monday at 09:00.\n"
+        "2. Send the job's report to the team and link it from the runbook.\n"
+        "3. Check after the first run that the report arrived.\n"
+    ),
     "troubleshoot-auth": (
         "## Troubleshooting\n\n"
         "If the API call fails with 401, refresh the token and retry once. If it fails again, stop and report\n"
@@ -111,7 +135,7 @@ def generate_library(size: int, seed: int = 0) -> list[SyntheticSkill]:
         system, region = places[(index // len(tasks)) % len(places)]
         round_ = index // (len(tasks) * len(places))
         name = f"{verb}-{obj.replace(' ', '-')}-{system.lower()}-{region.lower()}" + (f"-{round_}" if round_ else "")
-        routines = tuple(sorted(rng.sample(sorted(ROUTINES), k=rng.randint(1, 3))))
+        routines = tuple(sorted(rng.sample(sorted(ROUTINES), k=rng.randint(2, 6))))
         where = f"{system} {region}"
         text = _skill_md(rng, name, verb, obj, domain, where, routines)
         task = f"{verb} the {obj} in {where} ({domain})"
@@ -149,11 +173,45 @@ def _skill_md(
         f"3. Check that `{artifact}-summary.md` covers every entry of `{artifact}.json`.\n"
     )
     body.insert(rng.randrange(len(body) + 1), unique)
-    parts += body
+    parts += [_background(rng, verb, obj, domain, where), *body, _examples(rng, verb, obj, artifact, where)]
     if "troubleshoot-auth" in routines:
         parts.append(_paraphrase(rng, ROUTINES["troubleshoot-auth"]))
     parts.append(f"## Output\n\nReturn `{artifact}-summary.md` and a one-line status for the {obj}.\n")
     return "\n".join(parts)
+
+
+FACTS = (
+    "{where} keeps its {obj} records in {system_kind} and closes each period on the {day} working day.",
+    "Most {obj} work in {where} is done by {people} people, and {share}% of entries need a second look.",
+    "Past mistakes came from {mistake}, so the procedure below checks for it explicitly.",
+    "The {domain} team asked for this procedure after {event}.",
+    "Entries older than {months} months are read-only and must not be changed.",
+)
+FILLERS = {
+    "system_kind": ("a shared spreadsheet", "the ERP", "a ticket queue", "a data warehouse", "a document store"),
+    "day": ("first", "third", "fifth", "last"),
+    "mistake": ("duplicate entries", "stale exchange rates", "missing approvals", "wrong time zones", "typos in names"),
+    "event": ("an audit finding", "a customer complaint", "a missed deadline", "a reorganization", "a new regulation"),
+}
+
+
+def _background(rng: random.Random, verb: str, obj: str, domain: str, where: str) -> str:
+    facts = rng.sample(FACTS, k=3)
+    values: dict[str, object] = {key: rng.choice(choices) for key, choices in FILLERS.items()}
+    values |= {"people": rng.randint(2, 40), "share": rng.randint(3, 30), "months": rng.randint(3, 24)}
+    text = " ".join(f.format(obj=obj, domain=domain, where=where, **values) for f in facts)
+    return f"## Background\n\n{text}\n"
+
+
+def _examples(rng: random.Random, verb: str, obj: str, artifact: str, where: str) -> str:
+    rows = "\n".join(
+        f"| {artifact}-{rng.randint(1000, 9999)} | {rng.choice(('open', 'done', 'blocked'))} | {rng.randint(1, 28)} |"
+        for _ in range(rng.randint(3, 6))
+    )
+    return (
+        f'## Examples\n\nA typical request: "please {verb} the {obj} for {where} before Friday". '
+        f"Entries look like this:\n\n| id | status | day |\n|---|---|---|\n{rows}\n"
+    )
 
 
 def _paraphrase(rng: random.Random, text: str) -> str:
