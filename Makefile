@@ -12,10 +12,12 @@ check:              ## everything CI runs
 protos:             ## regenerate the committed stubs from proto/
 	python3 scripts/generate_protos.py
 
-bench:              ## every benchmark, each beside same-run baselines (about five minutes)
+bench:              ## every benchmark, each beside same-run baselines (about ten minutes)
+	python3 -m pip install -q -e '.[bench]'
 	python3 bench/state_server.py
 	python3 bench/submit_breakdown.py
 	python3 bench/engine.py
+	python3 bench/skill_registry.py
 
-serve:              ## the state server on 127.0.0.1:50051 with ./skillstate.db
+serve:              ## the server (state and skills) on 127.0.0.1:50051 with ./skillstate.db
 	skillstate serve

@@ -49,7 +49,13 @@ def _dumps(value: JSON) -> str:
 
 
 class RpcClient:
-    """A channel to a skillstate server and the retry loop its calls share (one subclass per service)."""
+    """A channel to a skillstate server, the service's stub, and the retry loop its calls share.
+
+    A subclass names its generated stub class in `_stub_class`. Pass `channel` to share one channel between
+    clients of several services (the caller then closes it).
+    """
+
+    _stub_class: Any
 
     def __init__(
         self,
@@ -61,6 +67,7 @@ class RpcClient:
     ) -> None:
         self._channel = channel if channel is not None else grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
         self._owns_channel = channel is None
+        self._stub: Any = self._stub_class(self._channel)
         self._retry = retry
         self._timeout = timeout
 
@@ -89,16 +96,7 @@ class RpcClient:
 class StateClient(RpcClient):
     """Talks to one state server. Use as `async with StateClient("host:port") as client: ...`."""
 
-    def __init__(
-        self,
-        target: str = "127.0.0.1:50051",
-        *,
-        channel: grpc.aio.Channel | None = None,
-        retry: RetryPolicy = RetryPolicy(),
-        timeout: float | None = 30.0,
-    ) -> None:
-        super().__init__(target, channel=channel, retry=retry, timeout=timeout)
-        self._stub: Any = pb_grpc.StateServiceStub(self._channel)  # type: ignore[no-untyped-call]
+    _stub_class = pb_grpc.StateServiceStub
 
     async def create_execution(
         self,

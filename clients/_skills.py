@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
-
-import grpc
 
 from skillstate.skills.v1 import skills_pb2 as pb
 from skillstate.skills.v1 import skills_pb2_grpc as pb_grpc
 
-from ._client import RetryPolicy, RpcClient
+from ._client import RpcClient
 from ._skill_types import (
     Diagnostic,
     Hydrated,
@@ -30,16 +27,7 @@ class SkillRegistryClient(RpcClient):
     the reads; removing is not.
     """
 
-    def __init__(
-        self,
-        target: str = "127.0.0.1:50051",
-        *,
-        channel: grpc.aio.Channel | None = None,
-        retry: RetryPolicy = RetryPolicy(),
-        timeout: float | None = 30.0,
-    ) -> None:
-        super().__init__(target, channel=channel, retry=retry, timeout=timeout)
-        self._stub: Any = pb_grpc.SkillRegistryServiceStub(self._channel)  # type: ignore[no-untyped-call]
+    _stub_class = pb_grpc.SkillRegistryServiceStub
 
     async def register_skill(self, files: Mapping[str, bytes], *, folder: str = "", strict: bool = False) -> Registered:
         """Register a package given as {relative path: bytes} (see docs/skills.md for the layout)."""
