@@ -38,6 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--listen", default="127.0.0.1:50051", help="host:port (default: %(default)s)")
     serve.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
     serve.add_argument(
+        "--extractor",
+        default=None,
+        metavar="MODEL",
+        help="a litellm model string: Sec2Graph asks it for each section's role and contract "
+        "(default: the deterministic rules, no model)",
+    )
+    serve.add_argument(
+        "--extractor-cache",
+        default=None,
+        metavar="PATH",
+        help="where extractions are cached (default: DB.extractions.jsonl beside --db)",
+    )
+    serve.add_argument(
         "--retain-revisions",
         type=int,
         default=None,
@@ -180,8 +193,17 @@ def run_serve(args: argparse.Namespace) -> None:
     from skillstate.server.errors import StorageError
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    extractor = None
+    if args.extractor:
+        from pathlib import Path
+
+        from skillstate.server.skills.llm_extract import FileCache, LlmExtractor
+
+        cache_path = args.extractor_cache or (None if args.db == ":memory:" else f"{args.db}.extractions.jsonl")
+        extractor = LlmExtractor(args.extractor, FileCache(Path(cache_path)) if cache_path else None)
+    config = EngineConfig(retain_revisions=args.retain_revisions)
     try:
-        asyncio.run(serve(db=args.db, listen=args.listen, config=EngineConfig(retain_revisions=args.retain_revisions)))
+        asyncio.run(serve(db=args.db, listen=args.listen, config=config, extractor=extractor))
     except (OSError, StorageError) as e:
         raise ServeError(str(e)) from e
 

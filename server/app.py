@@ -17,6 +17,7 @@ from skillstate.state.v1 import state_pb2
 
 from .engine import EngineConfig, StateEngine
 from .service import StateServicer, add_state_service
+from .skills.graph import Extractor
 from .skills.registry import SkillRegistry
 from .skills.service import SkillRegistryServicer, add_skill_registry_service
 from .skills.store import MemorySkillStore, SkillStore, SqliteSkillStore
@@ -63,14 +64,16 @@ async def start_server(
     listen: str = DEFAULT_LISTEN,
     config: EngineConfig = EngineConfig(),
     skills: SkillStore | None = None,
+    extractor: Extractor | None = None,
 ) -> RunningServer:
     """Recover the engine and the skill library and start serving on `listen` (host:port; 0 picks a port).
 
-    Without a skill store the library lives in memory only.
+    Without a skill store the library lives in memory only; `extractor` replaces Sec2Graph's rule-based
+    roles and contracts (server/skills/llm_extract.py).
     """
     engine = StateEngine(log_, config)
     await engine.start()
-    registry = SkillRegistry(skills or MemorySkillStore())
+    registry = SkillRegistry(skills or MemorySkillStore(), extractor=extractor)
     try:
         await registry.start()
     except BaseException:
@@ -104,9 +107,14 @@ async def start_server(
     return RunningServer(server, engine, registry, port)
 
 
-async def serve(db: str = DEFAULT_DB, listen: str = DEFAULT_LISTEN, config: EngineConfig = EngineConfig()) -> None:
+async def serve(
+    db: str = DEFAULT_DB,
+    listen: str = DEFAULT_LISTEN,
+    config: EngineConfig = EngineConfig(),
+    extractor: Extractor | None = None,
+) -> None:
     """Run until SIGINT or SIGTERM, then shut down gracefully."""
-    running = await start_server(open_log(db), listen, config, open_skill_store(db))
+    running = await start_server(open_log(db), listen, config, open_skill_store(db), extractor)
     host = listen.rsplit(":", 1)[0]
     log.info("skillstate state server listening on %s:%d (log: %s)", host, running.port, db)
     print(f"skillstate serving on {host}:{running.port} (log: {db})", flush=True)

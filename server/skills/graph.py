@@ -15,7 +15,7 @@ every node carries its file and line range. Edges are deterministic:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
@@ -106,17 +106,24 @@ class SkillGraph:
         return by_target
 
 
-def build_graph(package: SkillPackage) -> SkillGraph:
-    """Sec2Graph for one package: split, assign roles, extract contracts, connect."""
+Extractor = Callable[[str, str, tuple[Role, Contract]], tuple[Role, Contract]]
+"""(title, text, the rule-based role and contract) -> the role and contract to use (see llm_extract.py)."""
+
+
+def build_graph(package: SkillPackage, extractor: Extractor | None = None) -> SkillGraph:
+    """Sec2Graph for one package: split, assign roles, extract contracts, connect. Roles and contracts come
+    from the deterministic rules, or from `extractor` (which is given the rules' answer to fall back on)."""
     parts = split_body(package.body)
-    nodes = tuple(_node(package, index, part) for index, part in enumerate(parts))
+    nodes = tuple(_node(package, index, part, extractor) for index, part in enumerate(parts))
     return SkillGraph(package.name, package.description, nodes, tuple(sorted(set(_edges(nodes)))))
 
 
-def _node(package: SkillPackage, index: int, part: Part) -> SectionNode:
+def _node(package: SkillPackage, index: int, part: Part, extractor: Extractor | None) -> SectionNode:
     role = role_of(part.title, part.text, is_first=index == 0, is_step=part.is_step)
     linked = tuple(sorted({resolve(package.folder, link.target) for link in relative_links(part.text)}))
     contract = extract_contract(part.text, role, linked, package.allowed_tools)
+    if extractor is not None:
+        role, contract = extractor(part.title, part.text, (role, contract))
     offset = package.body_line - 1
     provenance = Provenance(package.name, package.skill_file, part.first_line + offset, part.last_line + offset)
     return SectionNode(

@@ -19,7 +19,7 @@ import orjson
 
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError
 from .compressed import LibraryStats, library_stats
-from .graph import SkillGraph, build_graph
+from .graph import Extractor, SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
 from .library import SkillLibrary, node_tokens
 from .motifs import Compression, Level, MacroIndex
@@ -63,9 +63,13 @@ class SkillView:
 
 
 class SkillRegistry:
-    def __init__(self, store: SkillStore, limits: PackageLimits = PackageLimits()) -> None:
+    def __init__(
+        self, store: SkillStore, limits: PackageLimits = PackageLimits(), extractor: Extractor | None = None
+    ) -> None:
         self._store = store
         self._limits = limits
+        self._extractor = extractor
+        """Sec2Graph's role and contract extraction when not the deterministic rules (llm_extract.py)."""
         self.library = SkillLibrary()
         self._current: dict[str, SkillView] = {}
         self._writing = asyncio.Lock()
@@ -82,7 +86,7 @@ class SkillRegistry:
         """Open the store and rebuild the library from every current version."""
         await self._store.open()
         for stored in await self._store.current():
-            package, graph = await asyncio.to_thread(_load, stored.files, stored.folder, False, self._limits)
+            package, graph = await asyncio.to_thread(self._load, stored.files, stored.folder, False)
             self._serve(stored, package, graph, maintain_macros=False)
         graphs = [view.graph for view in self._current.values()]
         tokens = {view.graph.skill: view.node_tokens for view in self._current.values()}
@@ -93,7 +97,7 @@ class SkillRegistry:
 
     async def register(self, files: Mapping[str, bytes], folder: str = "", strict: bool = False) -> Registration:
         """Load, store and serve a package; raises SkillFormatError (INVALID_ARGUMENT) listing its errors."""
-        package, graph = await asyncio.to_thread(_load, dict(files), folder, strict, self._limits)
+        package, graph = await asyncio.to_thread(self._load, dict(files), folder, strict)
         digest = package.digest
         async with self._writing:
             current = self._current.get(package.name)
@@ -145,7 +149,7 @@ class SkillRegistry:
         if stored is None:
             what = f"version {version} of skill {name!r}" if version else f"skill {name!r}"
             raise NotFoundError(f"name: no {what} in the library")
-        package, graph = await asyncio.to_thread(_load, stored.files, stored.folder, False, self._limits)
+        package, graph = await asyncio.to_thread(self._load, stored.files, stored.folder, False)
         return SkillView(stored, package, graph, node_tokens(graph))
 
     def hydrate(self, query: str, budget: int, skill_names: Iterable[str] = ()) -> Hydration:
@@ -214,6 +218,10 @@ class SkillRegistry:
                 self._stats = (generation, stats, compression)
             return self._stats[1], self._stats[2]
 
+    def _load(self, files: Mapping[str, bytes], folder: str, strict: bool) -> tuple[SkillPackage, SkillGraph]:
+        package = load_package(files, folder, strict=strict, limits=self._limits)
+        return package, build_graph(package, self._extractor)
+
     def _serve(
         self, stored: SkillVersion, package: SkillPackage, graph: SkillGraph, maintain_macros: bool = True
     ) -> None:
@@ -222,13 +230,6 @@ class SkillRegistry:
         if maintain_macros:
             self.macros.add(graph, skill.node_tokens)
         self._generation += 1
-
-
-def _load(
-    files: Mapping[str, bytes], folder: str, strict: bool, limits: PackageLimits
-) -> tuple[SkillPackage, SkillGraph]:
-    package = load_package(files, folder, strict=strict, limits=limits)
-    return package, build_graph(package)
 
 
 def _encode_page_token(after: str) -> str:
