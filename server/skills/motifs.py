@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import re
+import sys
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -46,6 +47,8 @@ MIN_OCCURRENCES = 2
 SKETCH = 4
 """Min-hash shingles per run used to find the clusters worth comparing."""
 MAX_COMPARED = 8
+MAX_POSTING = 64
+"""Clusters a sketch shingle is looked up in: its most recent ones (boilerplate is shared by many)."""
 
 _STEP_TITLE = re.compile(r", step \d+$")
 
@@ -174,7 +177,9 @@ class MacroIndex:
         self._macros: dict[str, Macro] = {}
         self._macros_by_key: dict[Key, set[str]] = {}
         self._holder: dict[tuple[str, int], str] = {}
-        self._shingles: dict[Occurrence, frozenset[str]] = {}
+        self._words: dict[str, list[tuple[str, ...]]] = {}
+        """Each node's terms, per skill: run shingles are built from them when compared, never stored
+        (stored shingles took most of the index's memory)."""
         self.evidence: dict[str, Evidence] = {}
 
     def rebuild(self, graphs: Iterable[SkillGraph], node_tokens: dict[str, tuple[int, ...]]) -> None:
@@ -207,8 +212,8 @@ class MacroIndex:
             freed.add(macro.key)
         for run in self._runs.pop(skill):
             del self._buckets[run.key][run.occurrence]
-            self._shingles.pop(run.occurrence, None)
         del self._tokens[skill]
+        del self._words[skill]
         self._promote({key for key in freed if key in self._buckets})
 
     def macro(self, macro_id: str) -> Macro | None:
@@ -256,15 +261,14 @@ class MacroIndex:
     def _index(self, graph: SkillGraph, tokens: tuple[int, ...]) -> None:
         self._graphs[graph.skill] = graph
         self._tokens[graph.skill] = tokens
+        self._words[graph.skill] = [tuple(map(sys.intern, terms(node.text))) for node in graph.nodes]
         self._runs[graph.skill] = list(runs_of(graph, tokens))
         for run in self._runs[graph.skill]:
             self._buckets.setdefault(run.key, {})[run.occurrence] = run
 
     def _shingles_of(self, occurrence: Occurrence) -> frozenset[str]:
-        cached = self._shingles.get(occurrence)
-        if cached is None:
-            cached = self._shingles[occurrence] = shingles_of(self._graphs[occurrence.skill], occurrence)
-        return cached
+        words = self._words[occurrence.skill]
+        return shingles([word for i in occurrence.nodes for word in words[i]])
 
     def _free(self, occurrence: Occurrence) -> bool:
         return not any((occurrence.skill, i) in self._holder for i in occurrence.nodes)
@@ -358,8 +362,8 @@ def find_macros(
             continue
         mine = shingles(run.occurrence)
         sketch = heapq.nsmallest(SKETCH, mine, key=_stable_hash)
-        shared = Counter(c for shingle in sketch for c in by_sketch.get(shingle, ()))
-        closest = sorted(shared, key=lambda c: (-shared[c], c))[:MAX_COMPARED]
+        shared = Counter(c for shingle in sketch for c in by_sketch.get(shingle, ())[-MAX_POSTING:])
+        closest = [c for c, _ in shared.most_common(MAX_COMPARED)]
         joined = next((c for c in closest if jaccard(clusters[c][0], mine) >= SIMILARITY), None)
         if joined is not None:
             clusters[joined][1].append(run)
@@ -389,8 +393,8 @@ def find_macros(
             )
 
 
-def shingles_of(graph: SkillGraph, occurrence: Occurrence) -> frozenset[str]:
-    words = [word for i in occurrence.nodes for word in terms(graph.nodes[i].text)]
+def shingles(words: list[str]) -> frozenset[str]:
+    """Word 3-grams: what text similarity is measured on."""
     return frozenset(" ".join(words[k : k + 3]) for k in range(max(1, len(words) - 2)))
 
 
