@@ -29,7 +29,7 @@ class CompressedSkill:
 def compress_skill(compression: Compression, graph: SkillGraph) -> CompressedSkill:
     """Replace each macro occurrence in the skill by one unit; edges inside it are dropped (the macro keeps
     their pattern) and edges across its boundary are rewired to the unit through a declared port."""
-    held = {i: (m, o) for m in compression.macros for o in m.occurrences if o.skill == graph.skill for i in o.nodes}
+    held = compression.held_in(graph.skill)
     units: list[int | tuple[str, Occurrence]] = []
     unit_of: dict[int, tuple[int, int]] = {}
     for index in range(len(graph.nodes)):

@@ -3,15 +3,18 @@
 1. Anchors are the query's terms; an anchor no skill mentions cannot be covered and is reported as such.
 2. Skills are ranked by BM25 over name and description, sections by BM25 over title and text, and the two
    rankings are fused by reciprocal rank (k = 60) into one skill order. Seeds are the ranked sections taken
-   skill by skill in that order, which keeps a context concentrated in the few skills that fit the task.
+   skill by skill in that order, which keeps a context concentrated in the few skills that fit the task,
+   then the state-changing sections of the best three skills, so a procedure is never missing.
 3. Each seed brings its dependency closure, transitively: backward to what it needs (`requires` and `data`
    edges into it: inputs and preconditions), forward to the resource sections it `uses`, the verifiers that
    check it, its failure handlers and its outputs; plus its skill's intent.
 4. Seeds are taken best first when they cover an anchor not yet covered (or bring the first procedure: a
    state-changing node) and the rendered context still fits the budget. Hydration stops as soon as the
    coverable anchors are covered, a procedure is in, and a verifier is reachable from it (unless the chosen
-   skills have none); closures keep dependencies closed. Unused budget is not filled. If no seed fits, the smallest
-   whole-skill bundle covering the anchors is returned, even over budget, and the reply says so.
+   skills have none); closures keep dependencies closed. Unused budget is not filled. If no seed fits, the
+   smallest whole-skill bundle covering the anchors is returned, even over budget, and the reply says so.
+5. A macro occurrence selected whole is rendered as one block (render.py): in full when a seed is inside it,
+   else at the macro's default level; a macro shown once is pointed back to afterwards.
 """
 
 from __future__ import annotations

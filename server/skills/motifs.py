@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import json
 import re
 import sys
 import zlib
@@ -35,6 +36,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
+from functools import cached_property
+from typing import Any
 
 from .graph import Edge, EdgeKind, SkillGraph
 from .text import terms
@@ -128,6 +131,17 @@ class Compression:
         """(skill, node) -> the macro occurrence that holds it."""
         return {(o.skill, i): (m, o) for m in self.macros for o in m.occurrences for i in o.nodes}
 
+    def held_in(self, skill: str) -> dict[int, tuple[Macro, Occurrence]]:
+        """node -> the macro occurrence that holds it, for one skill."""
+        return self._by_skill.get(skill, {})
+
+    @cached_property
+    def _by_skill(self) -> dict[str, dict[int, tuple[Macro, Occurrence]]]:
+        by_skill: dict[str, dict[int, tuple[Macro, Occurrence]]] = {}
+        for (skill, index), held in self.covering().items():
+            by_skill.setdefault(skill, {})[index] = held
+        return by_skill
+
 
 @dataclass(frozen=True)
 class Run:
@@ -165,8 +179,9 @@ class MacroIndex:
     """The library's macros and its residual runs, maintained skill by skill (ReZip)."""
 
     def __init__(self) -> None:
-        self._banned: set[Key] = set()
-        """Keys of macros split or retired on evidence: never promoted again."""
+        self.revised: dict[Key, Level | None] = {}
+        """What evidence decided, by macro key: a raised default level, or None for split (never promoted
+        again). It outlives the macros (a rebuild keeps it) and is what a store persists."""
         self._reset()
 
     def _reset(self) -> None:
@@ -176,14 +191,15 @@ class MacroIndex:
         self._buckets: dict[Key, dict[Occurrence, Run]] = {}
         self._macros: dict[str, Macro] = {}
         self._macros_by_key: dict[Key, set[str]] = {}
-        self._holder: dict[tuple[str, int], str] = {}
+        self._holder: dict[tuple[str, int], tuple[str, Occurrence]] = {}
+        """(skill, node) -> (macro id, occurrence) holding it"""
         self._words: dict[str, list[tuple[str, ...]]] = {}
         """Each node's terms, per skill: run shingles are built from them when compared, never stored
         (stored shingles took most of the index's memory)."""
         self.evidence: dict[str, Evidence] = {}
 
     def rebuild(self, graphs: Iterable[SkillGraph], node_tokens: dict[str, tuple[int, ...]]) -> None:
-        """Full MotifZip: forget the macros (not the bans) and compress the given library from scratch."""
+        """Full MotifZip: forget the macros (not the revisions) and compress the given library from scratch."""
         self._reset()
         for graph in sorted(graphs, key=lambda g: g.skill):
             self._index(graph, node_tokens[graph.skill])
@@ -205,7 +221,7 @@ class MacroIndex:
             return
         freed: set[Key] = set()
         for macro_id in sorted(
-            {self._holder[(skill, i)] for i in range(len(graph.nodes)) if (skill, i) in self._holder}
+            {self._holder[(skill, i)][0] for i in range(len(graph.nodes)) if (skill, i) in self._holder}
         ):
             macro = self._macros[macro_id]
             self._set_occurrences(macro, tuple(o for o in macro.occurrences if o.skill != skill))
@@ -221,11 +237,8 @@ class MacroIndex:
 
     def holder(self, skill: str, index: int) -> tuple[Macro, Occurrence] | None:
         """The macro occurrence holding a node, if any."""
-        macro_id = self._holder.get((skill, index))
-        if macro_id is None:
-            return None
-        macro = self._macros[macro_id]
-        return macro, next(o for o in macro.occurrences if o.skill == skill and index in o.nodes)
+        held = self._holder.get((skill, index))
+        return None if held is None else (self._macros[held[0]], held[1])
 
     def compression(self) -> Compression:
         macros = tuple(sorted(self._macros.values(), key=lambda m: m.macro_id))
@@ -235,7 +248,8 @@ class MacroIndex:
         return Compression(macros, raw, raw - covered + dictionary)
 
     def report(self, macro_id: str, *, expanded: bool, verifier_failed: bool) -> None:
-        """Record one use of a macro in an execution; revise it when the evidence says it is risky."""
+        """Record one use of a macro in an execution; revise it when the evidence says it is risky (the
+        revision is recorded in `revised` under the macro's key)."""
         macro = self._macros.get(macro_id)
         if macro is None:
             return
@@ -248,9 +262,10 @@ class MacroIndex:
             or (evidence.uses >= MIN_EVIDENCE and evidence.expansions >= EXPANSION_SHARE * evidence.uses)
         ):
             self._macros[macro_id] = replace(macro, default_level=Level(macro.default_level + 1))
+            self.revised[macro.key] = self._macros[macro_id].default_level
             self.evidence[macro_id] = Evidence()
         elif macro.default_level == Level.FULL and evidence.verifier_failures >= FAILURES_TO_SPLIT:
-            self._banned.add(macro.key)
+            self.revised[macro.key] = None
             self._set_occurrences(macro, ())
             if macro.prototype.length > 1:  # split: its single sections may form smaller macros
                 self._promote({run.key for o in macro.occurrences for run in self._runs[o.skill]
@@ -277,7 +292,7 @@ class MacroIndex:
         """Join the run to a compatible macro, if one matches it."""
         occurrence = run.occurrence
         graph = self._graphs[occurrence.skill]
-        if run.key in self._banned:
+        if self._banned(run.key):
             return
         for macro_id in sorted(self._macros_by_key.get(run.key, ())):
             macro = self._macros[macro_id]
@@ -291,17 +306,21 @@ class MacroIndex:
                 self._set_occurrences(macro, (*macro.occurrences, occurrence))
                 return
 
+    def _banned(self, key: Key) -> bool:
+        return key in self.revised and self.revised[key] is None
+
     def _promote(self, keys: Iterable[Key]) -> None:
         """Macros from residual runs in these buckets, chosen greedily by gain, never overlapping."""
         candidates: list[Macro] = []
         for key in sorted(keys, key=repr):
-            if key in self._banned:
+            if self._banned(key):
                 continue
             free = [run for occurrence, run in sorted(self._buckets.get(key, {}).items()) if self._free(occurrence)]
             candidates += find_macros(self._graphs, free, self._shingles_of)
         for candidate in sorted(candidates, key=lambda m: (-m.gain, m.macro_id)):
             occurrences = tuple(o for o in candidate.occurrences if self._free(o))
             if len(occurrences) >= MIN_OCCURRENCES and _gain(self._tokens, occurrences) > 0:
+                candidate = replace(candidate, default_level=self.revised.get(candidate.key) or Level.CONTRACT)
                 self._macros[candidate.macro_id] = candidate
                 self._macros_by_key.setdefault(candidate.key, set()).add(candidate.macro_id)
                 self._set_occurrences(candidate, occurrences)
@@ -310,7 +329,7 @@ class MacroIndex:
         """Give a macro these occurrences (claiming their nodes), or retire it below MIN_OCCURRENCES."""
         for o in macro.occurrences:
             for i in o.nodes:
-                if self._holder.get((o.skill, i)) == macro.macro_id:
+                if self._holder.get((o.skill, i), ("",))[0] == macro.macro_id:
                     del self._holder[(o.skill, i)]
         if len(occurrences) < MIN_OCCURRENCES:
             self._macros.pop(macro.macro_id, None)
@@ -327,7 +346,19 @@ class MacroIndex:
         )
         for o in occurrences:
             for i in o.nodes:
-                self._holder[(o.skill, i)] = macro.macro_id
+                self._holder[(o.skill, i)] = (macro.macro_id, o)
+
+
+def key_to_json(key: Key) -> str:
+    return json.dumps(key, separators=(",", ":"))
+
+
+def key_from_json(text: str) -> Key:
+    def tuples(value: Any) -> Any:
+        return tuple(tuples(v) for v in value) if isinstance(value, list) else value
+
+    key: Key = tuples(json.loads(text))
+    return key
 
 
 def runs_of(graph: SkillGraph, tokens: tuple[int, ...]) -> Iterator[Run]:

@@ -22,7 +22,7 @@ from .compressed import LibraryStats, library_stats
 from .graph import Extractor, SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
 from .library import SkillLibrary, node_tokens
-from .motifs import Compression, Level, MacroIndex
+from .motifs import Compression, Level, MacroIndex, key_from_json, key_to_json
 from .package import Diagnostic, PackageLimits, SkillPackage, load_package
 from .render import MacroBlock, render_macro
 from .store import SkillStore, SkillVersion
@@ -85,6 +85,10 @@ class SkillRegistry:
     async def start(self) -> None:
         """Open the store and rebuild the library from every current version."""
         await self._store.open()
+        self.macros.revised = {
+            key_from_json(key): Level(level) if level else None
+            for key, level in (await self._store.macro_revisions()).items()
+        }
         for stored in await self._store.current():
             package, graph = await asyncio.to_thread(self._load, stored.files, stored.folder, False)
             self._serve(stored, package, graph, maintain_macros=False)
@@ -182,8 +186,9 @@ class SkillRegistry:
         expanded.add(macro_id)
         return render_macro(graph, MacroBlock(block.macro, block.occurrence, level))
 
-    def report_outcome(self, hydration_id: str, success: bool, failed_macro_ids: Iterable[str]) -> list[Revision]:
-        """Record the evidence of one execution for every macro its context showed; returns the revisions."""
+    async def report_outcome(self, hydration_id: str, success: bool, failed_macro_ids: Iterable[str]) -> list[Revision]:
+        """Record the evidence of one execution for every macro its context showed; returns the revisions,
+        which are stored (a restart keeps raised levels and splits)."""
         hydration, expanded = self._hydration(hydration_id)
         shown = {b.macro.macro_id for b in hydration.macros}
         failed = set(failed_macro_ids)
@@ -197,6 +202,8 @@ class SkillRegistry:
             after = self.macros.macro(macro_id)
             if before is not None and (after is None or after.default_level != before.default_level):
                 revisions.append(Revision(macro_id, after.default_level if after else None))
+                level = self.macros.revised[before.key]
+                await self._store.save_macro_revision(key_to_json(before.key), int(level) if level else None)
         del self._hydrations[hydration_id]  # one report per hydration
         if revisions:
             self._generation += 1

@@ -130,7 +130,7 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     @unary
     async def ReportOutcome(self, request: pb.ReportOutcomeRequest, context: Any) -> pb.ReportOutcomeResponse:
-        revisions = self._registry.report_outcome(request.hydration_id, request.success, request.failed_macro_ids)
+        revisions = await self._registry.report_outcome(request.hydration_id, request.success, request.failed_macro_ids)
         return pb.ReportOutcomeResponse(
             revisions=[
                 pb.MacroRevision(

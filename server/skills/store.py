@@ -57,10 +57,18 @@ class SkillStore(abc.ABC):
     async def newest_version(self, name: str) -> int:
         """The highest version ever stored under the name (removed or not); 0 if none."""
 
+    @abc.abstractmethod
+    async def macro_revisions(self) -> dict[str, int | None]:
+        """What execution evidence decided about macros: {macro key (JSON): default level, or None if split}."""
+
+    @abc.abstractmethod
+    async def save_macro_revision(self, key_json: str, level: int | None) -> None: ...
+
 
 class MemorySkillStore(SkillStore):
     def __init__(self) -> None:
         self._versions: dict[tuple[str, int], SkillVersion] = {}
+        self._revisions: dict[str, int | None] = {}
 
     async def open(self) -> None:
         pass
@@ -90,6 +98,12 @@ class MemorySkillStore(SkillStore):
     async def newest_version(self, name: str) -> int:
         return max((number for (n, number) in self._versions if n == name), default=0)
 
+    async def macro_revisions(self) -> dict[str, int | None]:
+        return dict(self._revisions)
+
+    async def save_macro_revision(self, key_json: str, level: int | None) -> None:
+        self._revisions[key_json] = level
+
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS skill_versions (
@@ -108,6 +122,10 @@ CREATE TABLE IF NOT EXISTS skill_files (
     content BLOB NOT NULL,
     PRIMARY KEY (name, version, path),
     FOREIGN KEY (name, version) REFERENCES skill_versions (name, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS macro_revisions (
+    key_json TEXT PRIMARY KEY,
+    level    INTEGER
 ) WITHOUT ROWID;
 """
 
@@ -189,6 +207,12 @@ class SqliteSkillStore(SkillStore):
     async def newest_version(self, name: str) -> int:
         rows = await self._rows("SELECT COALESCE(MAX(version), 0) FROM skill_versions WHERE name = ?", name)
         return int(rows[0][0])
+
+    async def macro_revisions(self) -> dict[str, int | None]:
+        return {key: level for key, level in await self._rows("SELECT key_json, level FROM macro_revisions")}
+
+    async def save_macro_revision(self, key_json: str, level: int | None) -> None:
+        await self._write("INSERT OR REPLACE INTO macro_revisions VALUES (?, ?)", key_json, level)
 
     async def _with_files(self, row: Any) -> SkillVersion:
         name, version, digest, folder, registered_at, removed_at = row

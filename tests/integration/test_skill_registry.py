@@ -142,3 +142,22 @@ async def test_expand_and_report_outcome_revise_a_shared_routine(server_address:
             await skills.expand("no-such-hydration", macro.macro_id)
         with pytest.raises(ValidationError, match="failed_macro_ids"):
             await skills.report_outcome(hydrations[-1].hydration_id, success=False, failed_macro_ids=["m-nope"])
+
+
+async def test_a_restart_keeps_what_evidence_decided(restartable: RestartableServer) -> None:
+    library = generate_library(40, seed=5)
+    async with SkillRegistryClient(restartable.address) as skills:
+        for skill in library:
+            await skills.register_skill(skill.files, folder=skill.folder)
+        for skill in library:
+            query = skill.task.rsplit(" (", 1)[0]
+            hydrated = await skills.hydrate(query)
+            if any(m.level == "contract" for m in hydrated.macros):
+                break
+        macro = next(m for m in hydrated.macros if m.level == "contract")
+        await skills.report_outcome(hydrated.hydration_id, success=False, failed_macro_ids=[macro.macro_id])
+    await restartable.stop()
+    await restartable.start()
+    async with SkillRegistryClient(restartable.address) as skills:
+        again = await skills.hydrate(query)
+    assert [m.level for m in again.macros if m.name == macro.name and m.skill == macro.skill] == ["outline"]

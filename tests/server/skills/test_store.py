@@ -56,3 +56,11 @@ async def test_sqlite_keeps_everything_across_a_reopen(tmp_path: Path) -> None:
     await second.open()
     assert [(v.name, v.files) for v in await second.current()] == [("a", {"a/SKILL.md": b"\x00binary\xff"})]
     await second.close()
+
+
+async def test_macro_revisions_are_kept_and_replaced(store: SkillStore) -> None:
+    assert await store.macro_revisions() == {}
+    await store.save_macro_revision('[["a"]]', 3)
+    await store.save_macro_revision('[["b"]]', None)
+    await store.save_macro_revision('[["a"]]', 4)
+    assert await store.macro_revisions() == {'[["a"]]': 4, '[["b"]]': None}
