@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError
+from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError, StorageError
 from .compressed import LibraryStats, library_stats
 from .graph import Extractor, SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
@@ -27,6 +29,7 @@ from .package import Diagnostic, PackageLimits, SkillPackage, load_package
 from .render import MacroBlock, render_macro
 from .store import SkillStore, SkillVersion
 
+log = logging.getLogger(__name__)
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 MAX_BUDGET = 100_000
@@ -81,10 +84,28 @@ class SkillRegistry:
         self._measuring = asyncio.Lock()
         self._hydrations: OrderedDict[str, tuple[Hydration, set[str]]] = OrderedDict()
         """hydration id -> (the hydration, the macros expanded from it)"""
+        self._loading: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Open the store and rebuild the library from every current version."""
+        """Open the store and start rebuilding the library in the background: the server it shares serves
+        at once, and calls to the registry wait in `ready()` until the library is whole."""
         await self._store.open()
+        self._loading = asyncio.create_task(self._rebuild(), name="skillstate-skill-library")
+
+    async def ready(self) -> None:
+        """Wait until the library holds every stored skill (raises what rebuilding it raised)."""
+        if self._loading is None:
+            raise StorageError("the skill registry was not started")
+        await asyncio.shield(self._loading)
+
+    async def close(self) -> None:
+        if self._loading is not None:
+            self._loading.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._loading
+        await self._store.close()
+
+    async def _rebuild(self) -> None:
         self.macros.revised = {
             key_from_json(key): Level(level) if level else None
             for key, level in (await self._store.macro_revisions()).items()
@@ -95,9 +116,7 @@ class SkillRegistry:
         graphs = [view.graph for view in self._current.values()]
         tokens = {view.graph.skill: view.node_tokens for view in self._current.values()}
         await asyncio.to_thread(self.macros.rebuild, graphs, tokens)
-
-    async def close(self) -> None:
-        await self._store.close()
+        log.info("skill library ready: %d skills, %d macros", len(self._current), len(self.macros.compression().macros))
 
     async def register(self, files: Mapping[str, bytes], folder: str = "", strict: bool = False) -> Registration:
         """Load, store and serve a package; raises SkillFormatError (INVALID_ARGUMENT) listing its errors."""
