@@ -42,7 +42,8 @@ _NOUN = re.compile(r"\b(" + "|".join(sorted(ARTIFACT_NOUNS, key=len, reverse=Tru
 _WRITE = re.compile(
     r"\b(?:write|writes|save|saves|create|creates|generate|generates|produce|produces|export|exports|output|"
     r"outputs|emit|render|draft|open|opens|file|post|send|commit|push|update|updates|modify|delete|add|build|"
-    r"deploy|install|run|execute|apply|edit|fix|refactor|merge|publish|upload|insert|replace|rename|move)\b",
+    r"deploy|install|run|execute|apply|edit|fix|refactor|merge|publish|upload|insert|replace|rename|move|"
+    r"record|records|log|enter|fill|append|attach|print|mark)\b",
     re.IGNORECASE,
 )
 _READ = re.compile(

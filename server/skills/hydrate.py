@@ -8,11 +8,12 @@
 3. Each seed brings its dependency closure, transitively: backward to what it needs (`requires` and `data`
    edges into it: inputs and preconditions), forward to the resource sections it `uses`, the verifiers that
    check it, its failure handlers and its outputs; plus its skill's intent.
-4. Seeds are taken best first when they cover an anchor not yet covered (or bring the first procedure: a
-   state-changing node) and the rendered context still fits the budget. Hydration stops as soon as the
-   coverable anchors are covered, a procedure is in, and a verifier is reachable from it (unless the chosen
-   skills have none); closures keep dependencies closed. Unused budget is not filled. If no seed fits, the
-   smallest whole-skill bundle covering the anchors is returned, even over budget, and the reply says so.
+4. Seeds are taken best first when they bring what the context lacks (an anchor not yet covered, its first
+   procedure: a state-changing operation, or a verifier for it) and the rendered context still fits the
+   budget. Hydration stops as soon as the coverable anchors are covered, a procedure is in, and a verifier
+   is reachable from it (unless the chosen skills have none); closures keep dependencies closed. Unused
+   budget is not filled. If no seed fits, the smallest whole-skill bundle covering the anchors is returned,
+   even over budget, and the reply says so.
 5. A macro occurrence selected whole is rendered as one block (render.py): in full when a seed is inside it,
    else at the macro's default level; a macro shown once is pointed back to afterwards.
 """
@@ -27,6 +28,7 @@ from .graph import EdgeKind, SkillGraph
 from .library import NodeKey, SkillLibrary
 from .motifs import Level, MacroIndex
 from .render import MacroBlock, macro_block, render_context
+from .roles import Role
 from .text import terms
 from .tokens import count_tokens
 
@@ -131,9 +133,9 @@ class _Hydrator:
             self.seeds.add(key)
             text = self.render(candidate)
             gained = _present(anchors, text)
-            if selected and not (gained - covered) and (self._executable(selected) or not self._executable(candidate)):
+            if selected and not self._adds(selected, candidate, gained - covered):
                 self.seeds.discard(key)
-                continue  # sufficient, not filled: a seed that adds no anchor and no procedure is not taken
+                continue  # sufficient, not filled: a seed that adds nothing the context lacks is not taken
             if count_tokens(text) > budget:
                 self.seeds.discard(key)
                 continue
@@ -182,10 +184,21 @@ class _Hydrator:
     def render(self, selected: dict[str, set[int]]) -> str:
         return render_context(self.graphs, selected, lambda skill, index: self.block(skill, index, selected))
 
+    def _adds(self, selected: dict[str, set[int]], candidate: dict[str, set[int]], new_anchors: set[str]) -> bool:
+        """Whether a candidate brings what the context lacks: an anchor, its first procedure, or a verifier
+        for its procedure."""
+        return (
+            bool(new_anchors)
+            or (not self._executable(selected) and self._executable(candidate))
+            or (not self._verifier_reached(selected) and self._verifier_reached(candidate))
+        )
+
     def _executable(self, selected: dict[str, set[int]]) -> bool:
-        """Whether the context holds a procedure: at least one state-changing node."""
+        """Whether the context holds a procedure: a state-changing operation (an output alone is not one)."""
         return any(
-            self.graphs[name].nodes[i].contract.state_changing for name, nodes in selected.items() for i in nodes
+            (node := self.graphs[name].nodes[i]).contract.state_changing and node.role is Role.OPERATION
+            for name, nodes in selected.items()
+            for i in nodes
         )
 
     def _verifier_reached(self, selected: dict[str, set[int]]) -> bool:
