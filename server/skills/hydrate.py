@@ -77,13 +77,6 @@ def hydrate(
     return _Hydrator(library, macros).run(query, budget, frozenset(skill_names) or None)
 
 
-def rank(library: SkillLibrary, query: str, skill_names: Iterable[str] = ()) -> list[str]:
-    """The skills for a query, best first: the fused order hydration takes its seeds in."""
-    only = frozenset(skill_names) or None
-    anchors = list(dict.fromkeys(terms(query)))
-    return _fuse(library.rank_skills(anchors, SEED_SKILLS, only), library.rank_sections(anchors, SEED_SECTIONS, only))
-
-
 def closure(graph: SkillGraph, seed: int) -> set[int]:
     """The seed, its skill's intent, and every node its dependency edges reach (see the module docstring)."""
     return _close(graph, {seed, 0})  # the first node of a skill is its intent
