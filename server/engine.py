@@ -373,7 +373,9 @@ class StateEngine:
             raise InvalidArgumentError(f"page_size: must be >= 0, got {page_size}")
         size = min(page_size or 100, self._limits.max_history_page)
         last = min(to_revision or head, head)
-        after = decode_page_token(page_token, execution.id) if page_token else max(from_revision, 1) - 1
+        after = (
+            decode_page_token(page_token, execution.id, "GetHistory", int) if page_token else max(from_revision, 1) - 1
+        )
         after = max(after, execution.compacted)
         records = await self._timeline.records(execution, after, last, size) if after < last else []
         more = bool(records) and records[-1].revision < last

@@ -6,7 +6,7 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -16,6 +16,7 @@ from .limits import Limits
 
 _EXECUTION_ID = re.compile(r"[A-Za-z0-9._:-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+Cursor = TypeVar("Cursor", int, str)
 
 
 def check_execution_id(value: str, limits: Limits) -> str:
@@ -45,18 +46,19 @@ def check_address(value: str, limits: Limits) -> str:
     return value
 
 
-def encode_page_token(execution_id: str, after: int) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps([execution_id, after])).decode()
+def encode_page_token(owner: str, after: int | str) -> str:
+    """An opaque page token: whose pages it continues (an execution id, or `skills`) and the last item served."""
+    return base64.urlsafe_b64encode(orjson.dumps([owner, after])).decode()
 
 
-def decode_page_token(token: str, execution_id: str) -> int:
-    """The revision a page token continues after; InvalidArgumentError if it is not one of ours."""
+def decode_page_token(token: str, owner: str, rpc: str, cursor: type[Cursor]) -> Cursor:
+    """What a page token continues after; InvalidArgumentError if `rpc` did not return it for `owner`."""
     try:
-        owner, after = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        token_owner, after = orjson.loads(base64.urlsafe_b64decode(token.encode()))
     except (binascii.Error, orjson.JSONDecodeError, ValueError, TypeError) as e:
-        raise InvalidArgumentError("page_token: not a token returned by GetHistory") from e
-    if owner != execution_id or not isinstance(after, int) or after < 0:
-        raise InvalidArgumentError("page_token: not a token returned by GetHistory for this execution")
+        raise InvalidArgumentError(f"page_token: not a token returned by {rpc}") from e
+    if token_owner != owner or type(after) is not cursor or (isinstance(after, int) and after < 0):
+        raise InvalidArgumentError(f"page_token: not a token {rpc} returned for these pages")
     return after
 
 

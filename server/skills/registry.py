@@ -9,7 +9,6 @@ what was acknowledged.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import time
@@ -17,9 +16,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import orjson
-
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError, StorageError
+from ..requests import decode_page_token, encode_page_token
 from .compressed import LibraryStats, library_stats
 from .graph import Extractor, SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
@@ -34,6 +32,8 @@ MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 MAX_BUDGET = 100_000
 MAX_QUERY_CHARS = 4096
+PAGES = "skills"
+"""The owner ListSkills page tokens name (GetHistory's name their execution)."""
 KEPT_HYDRATIONS = 1024
 """Recent hydrations kept for Expand and ReportOutcome (in memory: a restart forgets them)."""
 
@@ -93,7 +93,8 @@ class SkillRegistry:
         self._loading = asyncio.create_task(self._rebuild(), name="skillstate-skill-library")
 
     async def ready(self) -> None:
-        """Wait until the library holds every stored skill (raises what rebuilding it raised)."""
+        """Wait until the library holds every stored skill (raises what rebuilding it raised). Every public
+        call waits here first."""
         if self._loading is None:
             raise StorageError("the skill registry was not started")
         await asyncio.shield(self._loading)
@@ -120,6 +121,7 @@ class SkillRegistry:
 
     async def register(self, files: Mapping[str, bytes], folder: str = "", strict: bool = False) -> Registration:
         """Load, store and serve a package; raises SkillFormatError (INVALID_ARGUMENT) listing its errors."""
+        await self.ready()
         package, graph = await asyncio.to_thread(self._load, dict(files), folder, strict)
         digest = package.digest
         async with self._writing:
@@ -139,6 +141,7 @@ class SkillRegistry:
 
     async def remove(self, name: str) -> int:
         """Take a skill out of the library; returns the version that was current."""
+        await self.ready()
         async with self._writing:
             current = self._current.get(name)
             if current is None:
@@ -150,19 +153,21 @@ class SkillRegistry:
             self._generation += 1
             return current.stored.version
 
-    def page(self, page_size: int = 0, page_token: str = "") -> tuple[list[SkillView], str]:
+    async def page(self, page_size: int = 0, page_token: str = "") -> tuple[list[SkillView], str]:
         """Current skills by name, a page at a time; the token is opaque to callers."""
+        await self.ready()
         size = DEFAULT_PAGE if page_size == 0 else page_size
         if not 1 <= size <= MAX_PAGE:
             raise InvalidArgumentError(f"page_size: must be 0-{MAX_PAGE}, got {page_size}")
-        after = _decode_page_token(page_token)
+        after = decode_page_token(page_token, PAGES, "ListSkills", str) if page_token else ""
         names = sorted(name for name in self._current if name > after)
         page = [self._current[name] for name in names[:size]]
-        token = _encode_page_token(page[-1].stored.name) if len(names) > size else ""
+        token = encode_page_token(PAGES, page[-1].stored.name) if len(names) > size else ""
         return page, token
 
     async def get(self, name: str, version: int = 0) -> SkillView:
         """The current version (version 0) or an earlier one, removed or not."""
+        await self.ready()
         if version < 0:
             raise InvalidArgumentError(f"version: must be >= 0, got {version}")
         current = self._current.get(name)
@@ -175,7 +180,8 @@ class SkillRegistry:
         package, graph = await asyncio.to_thread(self._load, stored.files, stored.folder, False)
         return SkillView(stored, package, graph, node_tokens(graph))
 
-    def hydrate(self, query: str, budget: int, skill_names: Iterable[str] = ()) -> Hydration:
+    async def hydrate(self, query: str, budget: int, skill_names: Iterable[str] = ()) -> Hydration:
+        await self.ready()
         if not query.strip():
             raise InvalidArgumentError("query: must not be empty")
         if len(query) > MAX_QUERY_CHARS:
@@ -193,8 +199,9 @@ class SkillRegistry:
             self._hydrations.popitem(last=False)
         return hydration
 
-    def expand(self, hydration_id: str, macro_id: str, level: Level = Level.FULL) -> str:
+    async def expand(self, hydration_id: str, macro_id: str, level: Level = Level.FULL) -> str:
         """One macro of a recent hydration at `level` (its occurrence's exact text at FULL)."""
+        await self.ready()
         hydration, expanded = self._hydration(hydration_id)
         block = next((b for b in hydration.macros if b.macro.macro_id == macro_id), None)
         if block is None:
@@ -208,6 +215,7 @@ class SkillRegistry:
     async def report_outcome(self, hydration_id: str, success: bool, failed_macro_ids: Iterable[str]) -> list[Revision]:
         """Record the evidence of one execution for every macro its context showed; returns the revisions,
         which are stored (a restart keeps raised levels and splits)."""
+        await self.ready()
         hydration, expanded = self._hydration(hydration_id)
         shown = {b.macro.macro_id for b in hydration.macros}
         failed = set(failed_macro_ids)
@@ -236,6 +244,7 @@ class SkillRegistry:
 
     async def stats(self) -> tuple[LibraryStats, Compression]:
         """The library's size and compression, measured in a worker thread and cached until it changes."""
+        await self.ready()
         async with self._measuring:
             if self._stats is None or self._stats[0] != self._generation:
                 generation, compression = self._generation, self.macros.compression()
@@ -256,19 +265,3 @@ class SkillRegistry:
         if maintain_macros:
             self.macros.add(graph, skill.node_tokens)
         self._generation += 1
-
-
-def _encode_page_token(after: str) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps(["skills", after])).decode()
-
-
-def _decode_page_token(token: str) -> str:
-    if not token:
-        return ""
-    try:
-        kind, after = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-    except (ValueError, TypeError) as e:
-        raise InvalidArgumentError("page_token: not a token returned by ListSkills") from e
-    if kind != "skills" or not isinstance(after, str):
-        raise InvalidArgumentError("page_token: not a token returned by ListSkills")
-    return after

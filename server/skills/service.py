@@ -29,7 +29,6 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     @unary
     async def RegisterSkill(self, request: pb.RegisterSkillRequest, context: Any) -> pb.RegisterSkillResponse:
-        await self._registry.ready()
         registered = await self._registry.register(dict(request.files), request.folder, request.strict)
         return pb.RegisterSkillResponse(
             name=registered.name,
@@ -42,13 +41,11 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     @unary
     async def ListSkills(self, request: pb.ListSkillsRequest, context: Any) -> pb.ListSkillsResponse:
-        await self._registry.ready()
-        views, token = self._registry.page(request.page_size, request.page_token)
+        views, token = await self._registry.page(request.page_size, request.page_token)
         return pb.ListSkillsResponse(skills=[_summary(v) for v in views], next_page_token=token)
 
     @unary
     async def GetSkill(self, request: pb.GetSkillRequest, context: Any) -> pb.GetSkillResponse:
-        await self._registry.ready()
         view = await self._registry.get(request.name, request.version)
         package, graph = view.package, view.graph
         return pb.GetSkillResponse(
@@ -85,13 +82,11 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     @unary
     async def RemoveSkill(self, request: pb.RemoveSkillRequest, context: Any) -> pb.RemoveSkillResponse:
-        await self._registry.ready()
         return pb.RemoveSkillResponse(removed_version=await self._registry.remove(request.name))
 
     @unary
     async def Hydrate(self, request: pb.HydrateRequest, context: Any) -> pb.HydrateResponse:
-        await self._registry.ready()
-        hydration = self._registry.hydrate(request.query, request.budget_tokens, list(request.skill_names))
+        hydration = await self._registry.hydrate(request.query, request.budget_tokens, list(request.skill_names))
         library = self._registry.library
         sections = []
         for name, index in hydration.sections:
@@ -129,14 +124,12 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     @unary
     async def Expand(self, request: pb.ExpandRequest, context: Any) -> pb.ExpandResponse:
-        await self._registry.ready()
         level = Level(int(request.level)) if request.level else Level.FULL
-        text = self._registry.expand(request.hydration_id, request.macro_id, level)
+        text = await self._registry.expand(request.hydration_id, request.macro_id, level)
         return pb.ExpandResponse(text=text, token_count=count_tokens(text))
 
     @unary
     async def ReportOutcome(self, request: pb.ReportOutcomeRequest, context: Any) -> pb.ReportOutcomeResponse:
-        await self._registry.ready()
         revisions = await self._registry.report_outcome(request.hydration_id, request.success, request.failed_macro_ids)
         return pb.ReportOutcomeResponse(
             revisions=[
@@ -151,7 +144,6 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     @unary
     async def GetLibraryStats(self, request: pb.GetLibraryStatsRequest, context: Any) -> pb.GetLibraryStatsResponse:
-        await self._registry.ready()
         stats, compression = await self._registry.stats()
         return pb.GetLibraryStatsResponse(
             skills=stats.skills,
