@@ -93,17 +93,18 @@ class SkillGraph:
 
     @cached_property
     def _outgoing(self) -> dict[int, list[Edge]]:
-        by_source: dict[int, list[Edge]] = {}
-        for edge in self.edges:
-            by_source.setdefault(edge.source, []).append(edge)
-        return by_source
+        return _by_end(self.edges, lambda edge: edge.source)
 
     @cached_property
     def _incoming(self) -> dict[int, list[Edge]]:
-        by_target: dict[int, list[Edge]] = {}
-        for edge in self.edges:
-            by_target.setdefault(edge.target, []).append(edge)
-        return by_target
+        return _by_end(self.edges, lambda edge: edge.target)
+
+
+def _by_end(edges: Sequence[Edge], end: Callable[[Edge], int]) -> dict[int, list[Edge]]:
+    grouped: dict[int, list[Edge]] = {}
+    for edge in edges:
+        grouped.setdefault(end(edge), []).append(edge)
+    return grouped
 
 
 Extractor = Callable[[str, str, tuple[Role, Contract]], tuple[Role, Contract]]
