@@ -326,12 +326,13 @@ class MacroIndex:
                 self._set_occurrences(candidate, occurrences)
 
     def _set_occurrences(self, macro: Macro, occurrences: tuple[Occurrence, ...]) -> None:
-        """Give a macro these occurrences (claiming their nodes), or retire it below MIN_OCCURRENCES."""
+        """Give a macro these occurrences (claiming their nodes), or retire it when they are fewer than
+        MIN_OCCURRENCES or no longer gain anything (a removal can leave a macro that costs more than it saves)."""
         for o in macro.occurrences:
             for i in o.nodes:
                 if self._holder.get((o.skill, i), ("",))[0] == macro.macro_id:
                     del self._holder[(o.skill, i)]
-        if len(occurrences) < MIN_OCCURRENCES:
+        if len(occurrences) < MIN_OCCURRENCES or _gain(self._tokens, occurrences) <= 0:
             self._macros.pop(macro.macro_id, None)
             self._macros_by_key.get(macro.key, set()).discard(macro.macro_id)
             self.evidence.pop(macro.macro_id, None)
@@ -340,7 +341,7 @@ class MacroIndex:
         tokens = [sum(self._tokens[o.skill][i] for i in o.nodes) for o in occurrences]
         prototype_tokens, prototype = min(zip(tokens, occurrences, strict=True))
         name = self._graphs[prototype.skill].nodes[prototype.start].title
-        gain = sum(tokens) - prototype_tokens - REFERENCE_TOKENS * len(occurrences)
+        gain = _gain(self._tokens, occurrences)
         self._macros[macro.macro_id] = replace(
             macro, name=name, occurrences=occurrences, prototype=prototype, prototype_tokens=prototype_tokens, gain=gain
         )
