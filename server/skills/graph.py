@@ -68,6 +68,10 @@ class Edge:
     """The artifact, for a `data` edge."""
 
 
+Reach = tuple[tuple[EdgeKind, int, int], ...]
+"""(edge kind, lowest node, highest node) for each kind of edge a node has on one side."""
+
+
 @dataclass(frozen=True)
 class SkillGraph:
     skill: str
@@ -90,6 +94,23 @@ class SkillGraph:
 
     def edges_to(self, index: int) -> Sequence[Edge]:
         return self._incoming.get(index, ())
+
+    def reach(self, index: int) -> tuple[Reach, Reach]:
+        """Per edge kind, the lowest and highest node a node's edges reach: (to targets, from sources)."""
+        return self._reach[index]
+
+    @cached_property
+    def _reach(self) -> list[tuple[Reach, Reach]]:
+        def spans(edges: Sequence[Edge], end: Callable[[Edge], int]) -> Reach:
+            ends: dict[EdgeKind, list[int]] = {}
+            for edge in edges:
+                ends.setdefault(edge.kind, []).append(end(edge))
+            return tuple((kind, min(found), max(found)) for kind, found in ends.items())
+
+        return [
+            (spans(self.edges_from(i), lambda e: e.target), spans(self.edges_to(i), lambda e: e.source))
+            for i in range(len(self.nodes))
+        ]
 
     @cached_property
     def _outgoing(self) -> dict[int, list[Edge]]:

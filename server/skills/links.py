@@ -25,6 +25,8 @@ class Link:
 
 def relative_links(body: str) -> Iterator[Link]:
     """Links to files (not URLs, anchors or absolute paths), outside fenced code, in order of appearance."""
+    if "](" not in body and "]:" not in body:  # neither an inline link nor a definition
+        return
     lines = body.split("\n")
     for number, (line, in_code) in enumerate(zip(lines, fenced(lines), strict=True), start=1):
         if in_code:

@@ -27,19 +27,18 @@ again. Execution evidence (ReportOutcome) raises a macro's default rendering lev
 from __future__ import annotations
 
 import hashlib
-import heapq
 import json
 import re
-import sys
 import zlib
-from collections import Counter
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
-from functools import cached_property
-from typing import Any
+from functools import cached_property, lru_cache
+from typing import Any, NamedTuple
 
-from .graph import Edge, EdgeKind, SkillGraph
+from .bulk import fewer_collections
+from .graph import EdgeKind, SectionNode, SkillGraph
 from .text import terms
 
 MAX_RUN = 3
@@ -81,8 +80,7 @@ class Occurrence:
         return range(self.start, self.start + self.length)
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Port:
+class Port(NamedTuple):
     """An edge crossing a motif's boundary: `offset` is the inside node's position in the motif."""
 
     direction: str
@@ -193,17 +191,20 @@ class MacroIndex:
         self._macros_by_key: dict[Key, set[str]] = {}
         self._holder: dict[tuple[str, int], tuple[str, Occurrence]] = {}
         """(skill, node) -> (macro id, occurrence) holding it"""
-        self._words: dict[str, list[tuple[str, ...]]] = {}
-        """Each node's terms, per skill: run shingles are built from them when compared, never stored
-        (stored shingles took most of the index's memory)."""
+        self._texts: dict[str, SkillText] = {}
+        """Each skill's hashed word 3-grams: a run's shingles are a slice of them (sets of shingles per run
+        took most of the index's memory)."""
+        self._verifiable: dict[str, tuple[bool, ...]] = {}
+        """Per skill, whether each node may sit in a macro on its own (see `verifiable`)."""
         self.evidence: dict[str, Evidence] = {}
 
     def rebuild(self, graphs: Iterable[SkillGraph], node_tokens: dict[str, tuple[int, ...]]) -> None:
         """Full MotifZip: forget the macros (not the revisions) and compress the given library from scratch."""
         self._reset()
-        for graph in sorted(graphs, key=lambda g: g.skill):
-            self._index(graph, node_tokens[graph.skill])
-        self._promote(self._buckets)
+        with fewer_collections():
+            for graph in sorted(graphs, key=lambda g: g.skill):
+                self._index(graph, node_tokens[graph.skill])
+            self._promote(self._buckets)
 
     def add(self, graph: SkillGraph, tokens: tuple[int, ...]) -> None:
         """Assimilate a new skill (or a new version, replacing the old one)."""
@@ -229,7 +230,8 @@ class MacroIndex:
         for run in self._runs.pop(skill):
             del self._buckets[run.key][run.occurrence]
         del self._tokens[skill]
-        del self._words[skill]
+        del self._texts[skill]
+        del self._verifiable[skill]
         self._promote({key for key in freed if key in self._buckets})
 
     def macro(self, macro_id: str) -> Macro | None:
@@ -276,14 +278,19 @@ class MacroIndex:
     def _index(self, graph: SkillGraph, tokens: tuple[int, ...]) -> None:
         self._graphs[graph.skill] = graph
         self._tokens[graph.skill] = tokens
-        self._words[graph.skill] = [tuple(map(sys.intern, terms(node.text))) for node in graph.nodes]
-        self._runs[graph.skill] = list(runs_of(graph, tokens))
+        node_terms = [terms(node.text) for node in graph.nodes]
+        self._texts[graph.skill] = SkillText.of(node_terms)
+        self._verifiable[graph.skill] = verifiable_nodes(graph)
+        self._runs[graph.skill] = list(runs_of(graph, tokens, node_terms))
         for run in self._runs[graph.skill]:
             self._buckets.setdefault(run.key, {})[run.occurrence] = run
 
-    def _shingles_of(self, occurrence: Occurrence) -> frozenset[str]:
-        words = self._words[occurrence.skill]
-        return shingles([word for i in occurrence.nodes for word in words[i]])
+    def _shingles_of(self, occurrence: Occurrence) -> frozenset[int]:
+        return self._texts[occurrence.skill].shingles(occurrence.nodes)
+
+    def _is_verifiable(self, occurrence: Occurrence) -> bool:
+        flags = self._verifiable[occurrence.skill]
+        return all(flags[i] for i in occurrence.nodes)
 
     def _free(self, occurrence: Occurrence) -> bool:
         return not any((occurrence.skill, i) in self._holder for i in occurrence.nodes)
@@ -299,8 +306,8 @@ class MacroIndex:
             if not self._free(occurrence) or any(o.skill == occurrence.skill for o in macro.occurrences):
                 continue
             if (
-                verifiable(graph, occurrence)
-                and frozenset(ports_of(graph, occurrence.nodes)) == macro.ports
+                self._is_verifiable(occurrence)
+                and ports_of(graph, occurrence.nodes) == macro.ports
                 and jaccard(self._shingles_of(occurrence), self._shingles_of(macro.prototype)) >= SIMILARITY
             ):
                 self._set_occurrences(macro, (*macro.occurrences, occurrence))
@@ -312,10 +319,15 @@ class MacroIndex:
     def _promote(self, keys: Iterable[Key]) -> None:
         """Macros from residual runs in these buckets, chosen greedily by gain, never overlapping."""
         candidates: list[Macro] = []
-        for key in sorted(keys, key=repr):
-            if self._banned(key):
+        for key in sorted(keys):
+            bucket = self._buckets.get(key, {})
+            if len(bucket) < MIN_OCCURRENCES or self._banned(key):
                 continue
-            free = [run for occurrence, run in sorted(self._buckets.get(key, {}).items()) if self._free(occurrence)]
+            free = [
+                run
+                for occurrence, run in sorted(bucket.items())
+                if self._free(occurrence) and self._is_verifiable(occurrence)
+            ]
             candidates += find_macros(self._graphs, free, self._shingles_of)
         for candidate in sorted(candidates, key=lambda m: (-m.gain, m.macro_id)):
             occurrences = tuple(o for o in candidate.occurrences if self._free(o))
@@ -362,15 +374,22 @@ def key_from_json(text: str) -> Key:
     return key
 
 
-def runs_of(graph: SkillGraph, tokens: tuple[int, ...]) -> Iterator[Run]:
+def runs_of(graph: SkillGraph, tokens: tuple[int, ...], node_terms: list[list[str]]) -> Iterator[Run]:
     nodes = graph.nodes
-    signatures = [_node_signature(graph, i) for i in range(len(nodes))]
+    signatures = [_node_signature(node, words) for node, words in zip(nodes, node_terms, strict=True)]
     io_kinds = [_io_kinds(graph, i) for i in range(len(nodes))]
+    outgoing = [[(e.target, e.kind.value, e.label) for e in graph.edges_from(i)] for i in range(len(nodes))]
     for start in range(1, len(nodes)):  # node 0 is the skill's own intent: never shared
         for length in range(1, min(MAX_RUN, len(nodes) - start) + 1):
             inside = range(start, start + length)
+            stop = start + length
             pattern = tuple(
-                sorted((e.source - start, e.target - start, e.kind.value, e.label) for e in _internal(graph, inside))
+                sorted(
+                    (i - start, target - start, kind, label)
+                    for i in inside
+                    for target, kind, label in outgoing[i]
+                    if start <= target < stop
+                )
             )
             key = (tuple(signatures[i] for i in inside), tuple(io_kinds[i] for i in inside), pattern)
             yield Run(Occurrence(graph.skill, start, length), key, sum(tokens[i] for i in inside))
@@ -379,23 +398,24 @@ def runs_of(graph: SkillGraph, tokens: tuple[int, ...]) -> Iterator[Run]:
 def find_macros(
     graphs: Mapping[str, SkillGraph],
     runs: list[Run],
-    shingles: Callable[[Occurrence], frozenset[str]],
+    shingles: Callable[[Occurrence], frozenset[int]],
 ) -> Iterator[Macro]:
-    """Candidate macros among runs of one key: similar texts, verifier paths kept, equal ports, one
-    occurrence per skill, positive gain. A run joins the first cluster whose representative it resembles;
+    """Candidate macros among runs of one key (verifiable ones: see `verifiable`): similar texts, equal
+    ports, one occurrence per skill, positive gain. A run joins the first cluster whose representative it resembles;
     only the MAX_COMPARED clusters whose min-hash sketches share most with the run's are compared (texts with
     Jaccard >= 0.5 share a sketch shingle with probability >= 94%), so a bucket of n runs costs O(n)."""
     if len({r.occurrence.skill for r in runs}) < MIN_OCCURRENCES:
         return
-    clusters: list[tuple[frozenset[str], list[Run]]] = []
-    by_sketch: dict[str, list[int]] = {}
+    clusters: list[tuple[frozenset[int], list[Run]]] = []
+    by_sketch: dict[int, list[int]] = {}
     for run in runs:
-        if not verifiable(graphs[run.occurrence.skill], run.occurrence):
-            continue
         mine = shingles(run.occurrence)
-        sketch = heapq.nsmallest(SKETCH, mine, key=_stable_hash)
-        shared = Counter(c for shingle in sketch for c in by_sketch.get(shingle, ())[-MAX_POSTING:])
-        closest = [c for c, _ in shared.most_common(MAX_COMPARED)]
+        sketch = sorted(mine)[:SKETCH]
+        shared: dict[int, int] = {}
+        for shingle in sketch:
+            for c in by_sketch.get(shingle, ())[-MAX_POSTING:]:
+                shared[c] = shared.get(c, 0) + 1
+        closest = sorted(shared, key=shared.__getitem__, reverse=True)[:MAX_COMPARED]  # ties: first seen first
         joined = next((c for c in closest if jaccard(clusters[c][0], mine) >= SIMILARITY), None)
         if joined is not None:
             clusters[joined][1].append(run)
@@ -404,9 +424,11 @@ def find_macros(
             by_sketch.setdefault(shingle, []).append(len(clusters))
         clusters.append((mine, [run]))
     for _, cluster in clusters:
+        if len({r.occurrence.skill for r in cluster}) < MIN_OCCURRENCES:
+            continue
         by_ports: dict[frozenset[Port], list[Run]] = {}
         for run in cluster:
-            by_ports.setdefault(frozenset(ports_of(graphs[run.occurrence.skill], run.occurrence.nodes)), []).append(run)
+            by_ports.setdefault(ports_of(graphs[run.occurrence.skill], run.occurrence.nodes), []).append(run)
         for ports, members in sorted(by_ports.items(), key=lambda item: sorted(item[0])):
             one_per_skill = sorted(
                 {r.occurrence.skill: r for r in reversed(members)}.values(), key=lambda r: r.occurrence
@@ -425,38 +447,70 @@ def find_macros(
             )
 
 
-def shingles(words: list[str]) -> frozenset[str]:
-    """Word 3-grams: what text similarity is measured on."""
-    return frozenset(" ".join(words[k : k + 3]) for k in range(max(1, len(words) - 2)))
+@dataclass(frozen=True, slots=True)
+class SkillText:
+    """A skill's words as hashed 3-grams (shingles), with where each node's words start: what text
+    similarity is measured on. 3-grams span node boundaries, as a run's text does."""
+
+    starts: tuple[int, ...]
+    """Index of each node's first word, and one past the last word."""
+    words: tuple[int, ...]
+    """Each word's stable hash."""
+    trigrams: array[int]
+    """The hash of the 3-gram starting at each word (but the last two)."""
+
+    @classmethod
+    def of(cls, node_terms: list[list[str]]) -> SkillText:
+        starts = [0]
+        for words in node_terms:
+            starts.append(starts[-1] + len(words))
+        hashes = tuple(_word_hash(word) for words in node_terms for word in words)
+        trigrams = array("Q", (_combine(hashes[k : k + 3]) for k in range(len(hashes) - 2)))
+        return cls(tuple(starts), hashes, trigrams)
+
+    def shingles(self, nodes: range) -> frozenset[int]:
+        first, end = self.starts[nodes.start], self.starts[nodes.stop]
+        if end - first < 3:  # too short for a 3-gram: the whole text is its one shingle
+            return frozenset((_combine(self.words[first:end]),))
+        return frozenset(self.trigrams[first : end - 2])
 
 
-def verifiable(graph: SkillGraph, occurrence: Occurrence) -> bool:
-    """Every state-changing node inside keeps a path to a verifier (inside, or through a `verifies` port),
-    unless its skill has no verifier at all."""
-    has_verifier = any(e.kind is EdgeKind.VERIFIES for e in graph.edges)
-    return not has_verifier or all(
-        not graph.nodes[i].contract.state_changing or any(graph.successors(i, EdgeKind.VERIFIES))
-        for i in occurrence.nodes
+def verifiable_nodes(graph: SkillGraph) -> tuple[bool, ...]:
+    """Whether each node may sit in a macro: it changes nothing, or it keeps a path to a verifier (through
+    a `verifies` edge, inside the macro or through its port), or its skill has no verifier at all. A run is
+    verifiable when all its nodes are."""
+    if not any(e.kind is EdgeKind.VERIFIES for e in graph.edges):
+        return (True,) * len(graph.nodes)
+    return tuple(
+        not node.contract.state_changing or any(graph.successors(node.index, EdgeKind.VERIFIES)) for node in graph.nodes
     )
 
 
-def ports_of(graph: SkillGraph, inside: range) -> Iterator[Port]:
-    start = inside.start
+def ports_of(graph: SkillGraph, inside: range) -> frozenset[Port]:
+    start, stop = inside.start, inside.stop
+    ports = []
     for i in inside:
-        for edge in graph.edges_from(i):
-            if edge.target not in inside:
-                yield Port("out", edge.kind, i - start)
-        for edge in graph.edges_to(i):
-            if edge.source not in inside:
-                yield Port("in", edge.kind, i - start)
+        targets, sources = graph.reach(i)
+        ports += [Port("out", kind, i - start) for kind, low, high in targets if low < start or high >= stop]
+        ports += [Port("in", kind, i - start) for kind, low, high in sources if low < start or high >= stop]
+    return frozenset(ports)
 
 
-def _stable_hash(shingle: str) -> int:
+@lru_cache(maxsize=1 << 17)
+def _word_hash(word: str) -> int:
     """A hash that is the same in every process (str hashes are salted per process)."""
-    return zlib.crc32(shingle.encode())
+    return zlib.crc32(word.encode())
 
 
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+def _combine(hashes: tuple[int, ...]) -> int:
+    """One stable 64-bit hash of a short sequence of word hashes."""
+    combined = len(hashes)
+    for value in hashes:
+        combined = (combined * 0x100000001B3 ^ value) & 0xFFFFFFFFFFFFFFFF
+    return combined
+
+
+def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
@@ -470,13 +524,8 @@ def _io_kinds(graph: SkillGraph, index: int) -> tuple[tuple[str, ...], tuple[str
     return tuple(sorted({s.kind for s in contract.inputs})), tuple(sorted({s.kind for s in contract.outputs}))
 
 
-def _node_signature(graph: SkillGraph, index: int) -> str:
-    node = graph.nodes[index]
+def _node_signature(node: SectionNode, words: list[str]) -> str:
     if node.is_step:
-        return f"{node.role.value}:step:{' '.join(terms(node.text)[:3])}"
+        return f"{node.role.value}:step:{' '.join(words[:3])}"
     title = _STEP_TITLE.sub("", node.title)
     return f"{node.role.value}:{' '.join(terms(re.sub(r'[0-9]+', ' ', title)))}"
-
-
-def _internal(graph: SkillGraph, inside: range) -> list[Edge]:
-    return [edge for i in inside for edge in graph.edges_from(i) if edge.target in inside]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError, StorageError
 from ..requests import decode_page_token, encode_page_token
+from .bulk import fewer_collections
 from .compressed import LibraryStats, library_stats
 from .graph import Extractor, SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
@@ -111,9 +112,10 @@ class SkillRegistry:
             key_from_json(key): Level(level) if level else None
             for key, level in (await self._store.macro_revisions()).items()
         }
-        for stored in await self._store.current():
-            package, graph = await asyncio.to_thread(self._load, stored.files, stored.folder, False)
-            self._serve(stored, package, graph, maintain_macros=False)
+        with fewer_collections():
+            for stored in await self._store.current():
+                package, graph = await asyncio.to_thread(self._load, stored.files, stored.folder, False)
+                self._serve(stored, package, graph, maintain_macros=False)
         graphs = [view.graph for view in self._current.values()]
         tokens = {view.graph.skill: view.node_tokens for view in self._current.values()}
         await asyncio.to_thread(self.macros.rebuild, graphs, tokens)

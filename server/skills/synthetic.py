@@ -114,7 +114,8 @@ class SyntheticSkill:
     folder: str
     task: str
     """The words of its task: `reconcile the invoice (finance)`."""
-    routines: tuple[str, ...]
+    routines: dict[str, str]
+    """The shared routines planted in it: name -> the paraphrased text it got."""
 
 
 @dataclass(frozen=True)
@@ -135,9 +136,9 @@ def generate_library(size: int, seed: int = 0) -> list[SyntheticSkill]:
         system, region = places[(index // len(tasks)) % len(places)]
         round_ = index // (len(tasks) * len(places))
         name = f"{verb}-{obj.replace(' ', '-')}-{system.lower()}-{region.lower()}" + (f"-{round_}" if round_ else "")
-        routines = tuple(sorted(rng.sample(sorted(ROUTINES), k=rng.randint(2, 6))))
+        chosen = sorted(rng.sample(sorted(ROUTINES), k=rng.randint(2, 6)))
         where = f"{system} {region}"
-        text = _skill_md(rng, name, verb, obj, domain, where, routines)
+        text, routines = _skill_md(rng, name, verb, obj, domain, where, chosen)
         task = f"{verb} the {obj} in {where} ({domain})"
         skills.append(SyntheticSkill(name, {f"{name}/SKILL.md": text.encode()}, name, task, routines))
     return skills
@@ -156,8 +157,9 @@ def generate_queries(skills: list[SyntheticSkill], count: int, seed: int = 0) ->
 
 
 def _skill_md(
-    rng: random.Random, name: str, verb: str, obj: str, domain: str, where: str, routines: tuple[str, ...]
-) -> str:
+    rng: random.Random, name: str, verb: str, obj: str, domain: str, where: str, routines: list[str]
+) -> tuple[str, dict[str, str]]:
+    """The SKILL.md, and the text each planted routine got in it."""
     artifact = obj.replace(" ", "-")
     parts = [
         f"---\nname: {name}\ndescription: {verb.capitalize()} the {obj} for the {domain} team in {where}, step by "
@@ -165,7 +167,8 @@ def _skill_md(
         f"# {verb.capitalize()} the {obj}\n\nThis skill helps you {verb} the {obj} in {domain} work.\n",
         f"## When to use\n\nUse it when someone asks to {verb} or {QUERY_VERBS[verb][0]} a {obj} of {where}.\n",
     ]
-    body = [_paraphrase(rng, ROUTINES[r].format(artifact=artifact)) for r in routines if r != "troubleshoot-auth"]
+    planted = {r: _paraphrase(rng, ROUTINES[r].format(artifact=artifact)) for r in routines if r != "troubleshoot-auth"}
+    body = list(planted.values())
     unique = (
         f"## {verb.capitalize()} the {obj}\n\n"
         f"1. Read `{artifact}.json` and list what to {verb}.\n"
@@ -175,9 +178,10 @@ def _skill_md(
     body.insert(rng.randrange(len(body) + 1), unique)
     parts += [_background(rng, verb, obj, domain, where), *body, _examples(rng, verb, obj, artifact, where)]
     if "troubleshoot-auth" in routines:
-        parts.append(_paraphrase(rng, ROUTINES["troubleshoot-auth"]))
+        planted["troubleshoot-auth"] = _paraphrase(rng, ROUTINES["troubleshoot-auth"])
+        parts.append(planted["troubleshoot-auth"])
     parts.append(f"## Output\n\nReturn `{artifact}-summary.md` and a one-line status for the {obj}.\n")
-    return "\n".join(parts)
+    return "\n".join(parts), planted
 
 
 FACTS = (

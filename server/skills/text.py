@@ -20,13 +20,13 @@ STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 def terms(text: str) -> list[str]:
     """The text's terms in order; `ship-orders` gives `ship-order`, `ship` and `order`."""
-    found = []
-    for word in _WORD.findall(text.lower()):
-        parts = _JOINER.split(word) if "-" in word or "_" in word else None
-        for part in [word, *parts] if parts else (word,):
-            if part not in STOPWORDS and len(part) > 1:
-                found.append(stem(part))
-    return found
+    return [term for word in _WORD.findall(text.lower()) for term in _word_terms(word)]
+
+
+@lru_cache(maxsize=1 << 17)
+def _word_terms(word: str) -> tuple[str, ...]:
+    parts = [word, *_JOINER.split(word)] if "-" in word or "_" in word else [word]
+    return tuple(stem(part) for part in parts if part not in STOPWORDS and len(part) > 1)
 
 
 @lru_cache(maxsize=1 << 16)

@@ -25,7 +25,7 @@ def assert_valid(index: MacroIndex, present: dict[str, SkillGraph]) -> None:
         sizes = [sum(TOKENS[o.skill][i] for i in o.nodes) for o in macro.occurrences]
         assert macro.gain == sum(sizes) - min(sizes) - REFERENCE_TOKENS * len(sizes) > 0
         for occurrence in macro.occurrences:
-            assert frozenset(ports_of(present[occurrence.skill], occurrence.nodes)) == macro.ports
+            assert ports_of(present[occurrence.skill], occurrence.nodes) == macro.ports
             for i in occurrence.nodes:
                 assert (occurrence.skill, i) not in held
                 held.add((occurrence.skill, i))
