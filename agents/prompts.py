@@ -1,0 +1,49 @@
+"""Prompts, exactly as the SKILL.state paper's Appendix A builds them: the same instructions for every runtime,
+so that context management is the only thing that differs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+STATE_HEADER = "Skill Execution State:"
+OBSERVATION_HEADER = "Latest Observation:"
+TELEMETRY_HEADER = "--- BACKGROUND TELEMETRY ---"
+
+SKILL_STATE_FORMAT = """Provide your response with:
+1. Step-by-step reasoning (will be discarded after execution)
+2. A JSON block fenced with ```json ... ``` containing both your State Patch and your Action. The JSON block MUST \
+have exactly these two keys:
+"state_patch": <dict: your state updates, set keys to null to delete>,
+"action": "<string: the exact command you want to execute>\""""
+
+
+def skill_state_prompt(instructions: str, state: Mapping[str, Any], observation: str) -> str:
+    """Appendix A.4: the skill P, the state Σ and the latest observation O, nothing else."""
+    return (
+        f"Instructions:\n{instructions.strip()}\n\n"
+        f"{STATE_HEADER}\n```json\n{json.dumps(state, separators=(',', ':'), sort_keys=True)}\n```\n\n"
+        f"{OBSERVATION_HEADER}\n{observation.strip()}\n\n{SKILL_STATE_FORMAT}"
+    )
+
+
+def render_observation(payload: Mapping[str, Any]) -> str:
+    """An environment's observation as text: the action just executed with its status and full result (never
+    cut silently: a `truncated` field is said out loud), the new event, then any background telemetry."""
+    lines = []
+    last = payload.get("last_action")
+    if last:
+        lines += [f"Last action: {last['action']}", f"Status: {last['status']}", f"Result: {last['result']}"]
+        if last.get("truncated"):
+            lines.append(f"(The result was cut to {last['truncated']} characters.)")
+    if payload.get("retry"):
+        lines.append(f"Your previous reply was rejected, nothing was applied: {payload['retry']}")
+    if payload.get("event"):
+        lines.append(f"Event: {payload['event']}")
+    if payload.get("done"):
+        lines.append("No more events: finish with the action `Finish`.")
+    telemetry = payload.get("telemetry") or []
+    if telemetry:
+        lines += [TELEMETRY_HEADER, *telemetry]
+    return "\n".join(lines)

@@ -1,0 +1,173 @@
+"""The scripted test policy: a deterministic stand-in for a model, registered as the litellm provider
+`skillstate` (`skillstate/scripted`), so that tests and the offline default run with no network and no model.
+
+It is a TEST POLICY, not a model: its scores are never model results. It reads only the prompt it is given
+(the state block and the observation as text, or for transcript runtimes the transcript), never the
+simulator's ground truth, and answers in the runtime's format with a few sentences of reasoning. What it knows
+of the warehouse comes from the text: a state's `inventory`, or in a transcript the results of earlier
+actions (`Stored item_3 on shelf_5.`), or a summary's `shelf_5=item_3` pairs.
+
+`skillstate/faulty-R` (R a rate, for example `faulty-0.2`) makes, at rate R, the small-model errors the
+paper reports: 68% patches that overwrite or delete existing keys, 20% type errors, 12% malformed JSON. The
+draw is seeded by the prompt, so a run repeats exactly and a retry (whose prompt names the error) draws anew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .prompts import OBSERVATION_HEADER, STATE_HEADER
+from .reply import format_reply
+
+PROVIDER = "skillstate"
+SCRIPTED = f"{PROVIDER}/scripted"
+FAULT_MIX = (("overwrite", 0.68), ("type", 0.20), ("malformed", 0.12))
+
+_STATE_BLOCK = re.compile(re.escape(STATE_HEADER) + r"\s*```json\n(.*?)\n```", re.DOTALL)
+_RESULT = re.compile(
+    r"Stored (item_\d+) on (shelf_\d+)|Shipped (item_\d+) from (shelf_\d+)"
+    r"|Moved (item_\d+) from (shelf_\d+) to (shelf_\d+)"
+)
+_SUMMARY_PAIR = re.compile(r"\b(shelf_\d+)=(item_\d+)\b")
+_OCCUPIED = re.compile(r"(shelf_\d+) is occupied by (item_\d+)")
+
+
+@dataclass
+class View:
+    """What the prompt tells: the known inventory and the latest observation."""
+
+    inventory: dict[str, str]
+    observation: str
+    from_state: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def read_prompt(prompt: str) -> View:
+    head, _, observation = prompt.rpartition(OBSERVATION_HEADER)
+    block = _STATE_BLOCK.search(head)
+    if block is not None:
+        state = json.loads(block.group(1))
+        inventory = {k: v for k, v in (state.get("inventory") or {}).items() if isinstance(v, str)}
+        return View(inventory, observation, True)
+    inventory = {shelf: item for shelf, item in _SUMMARY_PAIR.findall(head)}
+    for match in _RESULT.finditer(head):
+        stored_item, stored_on, shipped, shipped_from, moved, moved_from, moved_to = match.groups()
+        if stored_item:
+            inventory[stored_on] = stored_item
+        elif shipped:
+            inventory.pop(shipped_from, None)
+        else:
+            inventory.pop(moved_from, None)
+            inventory[moved_to] = moved
+    return View(inventory, observation, False)
+
+
+def warehouse_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
+    """(reasoning, state patch, action) for a warehouse prompt."""
+    view = read_prompt(prompt)
+    patch: dict[str, Any] = {}
+    reasoning = []
+    last = re.search(r"Last action: (.*)\nStatus: (\w+)\nResult: (.*)", view.observation)
+    if last and last.group(2) == "error":
+        reasoning.append(f"My last action `{last.group(1)}` failed: {last.group(3)}")
+        patch.update(_undo(last.group(1), view.inventory))
+        occupied = _OCCUPIED.search(last.group(3))
+        if occupied:
+            patch[occupied.group(1)] = occupied.group(2)
+            reasoning.append(f"So {occupied.group(1)} holds {occupied.group(2)}; I record that.")
+    known = {**view.inventory, **{k: v for k, v in patch.items() if v is not None}}
+    for shelf in [k for k, v in patch.items() if v is None]:
+        known.pop(shelf, None)
+    action, effect = _decide(view.observation, known, reasoning)
+    patch.update(effect)
+    source = "my execution state" if view.from_state else "what the earlier results said"
+    reasoning.insert(0, f"I read the latest observation and check {source}, which lists {len(known)} occupied shelves.")
+    reasoning.append(f"The state update records the effect of `{action}` so the next step starts from it.")
+    return " ".join(reasoning), ({"inventory": patch} if patch else {}), action
+
+
+def _decide(observation: str, known: dict[str, str], reasoning: list[str]) -> tuple[str, dict[str, Any]]:
+    if "No more events" in observation:
+        reasoning.append("There are no more events, so the work is done.")
+        return "Finish", {}
+    if arrived := re.search(r"Shipment arrived containing (item_\d+)", observation):
+        item = arrived.group(1)
+        shelf = _free_shelf(known)
+        reasoning.append(f"{item} arrived; the lowest shelf my records show free is {shelf}, so I store it there.")
+        return f"Store {item} {shelf}", {shelf: item}
+    if ordered := re.search(r"Customer ordered (item_\d+)", observation):
+        item = ordered.group(1)
+        shelf = next((s for s, held in known.items() if held == item), None)
+        if shelf is None:
+            reasoning.append(f"A customer ordered {item}, but I have no record of where it is, so I wait.")
+            return "Wait", {}
+        reasoning.append(f"A customer ordered {item}; my records put it on {shelf}, so I ship it from there.")
+        return f"Ship {item} {shelf}", {shelf: None}
+    if broken := re.search(r"Maintenance required on (shelf_\d+)", observation):
+        shelf = broken.group(1)
+        item = known.get(shelf)
+        if item is None:
+            reasoning.append(f"{shelf} needs maintenance, but I have no record of what it holds, so I wait.")
+            return "Wait", {}
+        target = _free_shelf(known)
+        reasoning.append(f"{shelf} needs maintenance and holds {item}; I move it to {target}, the lowest free shelf.")
+        return f"Move {item} {shelf} {target}", {shelf: None, target: item}
+    reasoning.append("Nothing in the observation asks for an action, so I wait.")
+    return "Wait", {}
+
+
+def _undo(action: str, inventory: dict[str, str]) -> dict[str, Any]:
+    """The patch that takes back what a failed action's own patch recorded."""
+    words = action.split()
+    if len(words) == 3 and words[0] == "Store" and inventory.get(words[2]) == words[1]:
+        return {words[2]: None}
+    if len(words) == 3 and words[0] == "Ship" and words[2] not in inventory:
+        return {}
+    if len(words) == 4 and words[0] == "Move" and inventory.get(words[3]) == words[1]:
+        return {words[3]: None, words[2]: words[1]}
+    return {}
+
+
+def _free_shelf(known: dict[str, str]) -> str:
+    number = 0
+    while f"shelf_{number}" in known:
+        number += 1
+    return f"shelf_{number}"
+
+
+def inject_fault(rng: random.Random, reasoning: str, patch: dict[str, Any], action: str) -> str:
+    """A reply with one of the paper's small-model errors, drawn by FAULT_MIX."""
+    kind = rng.choices([k for k, _ in FAULT_MIX], weights=[w for _, w in FAULT_MIX])[0]
+    if kind == "overwrite":
+        damaged: dict[str, Any] = rng.choice([{"inventory": None}, {"inventory": f"updated after {action}"}])
+        return format_reply(reasoning, damaged, action)
+    if kind == "type":
+        shelf = next(iter(patch.get("inventory") or {}), "shelf_0")
+        return format_reply(reasoning, {"inventory": {shelf: rng.randint(1, 99)}}, action)
+    return f'{reasoning}\n\n```json\n{{"state_patch": {json.dumps(patch)}, "action": "{action}"\n```'
+
+
+def answer(model: str, prompt: str) -> str:
+    """The scripted reply to a prompt, for `skillstate/scripted` or `skillstate/faulty-R`."""
+    reasoning, patch, action = warehouse_answer(prompt)
+    rate = fault_rate(model)
+    rng = random.Random(hashlib.sha256(prompt.encode()).digest())
+    if rate and rng.random() < rate:
+        return inject_fault(rng, reasoning, patch, action)
+    return format_reply(reasoning, patch, action)
+
+
+def fault_rate(model: str) -> float:
+    name = model.rpartition("/")[2]
+    if name == "scripted":
+        return 0.0
+    if name.startswith("faulty-"):
+        rate = float(name.removeprefix("faulty-"))
+        if 0 <= rate <= 1:
+            return rate
+    raise ValueError(f"unknown test policy {model!r}: use {SCRIPTED} or {PROVIDER}/faulty-R with 0 <= R <= 1")

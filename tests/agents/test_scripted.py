@@ -1,0 +1,66 @@
+"""The scripted test policy, called through litellm as any model is: it reads only its prompt."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ["SKILLSTATE_OFFLINE"] = "1"
+
+from skillstate.agents.llm import complete
+from skillstate.agents.prompts import render_observation, skill_state_prompt
+from skillstate.agents.reply import ReplyError, parse_reply
+from skillstate.agents.scripted import fault_rate
+
+INSTRUCTIONS = "You run the warehouse. Actions: Store <item> <shelf>, Ship <item> <shelf>, Move <item> <old> <new>."
+
+
+async def test_it_answers_from_the_state_and_observation_in_its_prompt() -> None:
+    state = {"inventory": {"shelf_0": "item_0", "shelf_1": "item_4"}}
+    prompt = skill_state_prompt(INSTRUCTIONS, state, render_observation({"event": "Customer ordered item_4."}))
+    completion = await complete("skillstate/scripted", prompt)
+    reply = parse_reply(completion.text)
+    assert reply.action == "Ship item_4 shelf_1"
+    assert reply.state_patch == {"inventory": {"shelf_1": None}}
+    assert completion.prompt_tokens > 50 and completion.completion_tokens > 30
+
+
+async def test_a_failed_action_is_taken_back_and_what_the_error_revealed_is_recorded() -> None:
+    state = {"inventory": {"shelf_0": "item_1"}}
+    observation = render_observation(
+        {
+            "last_action": {
+                "action": "Store item_1 shelf_0",
+                "status": "error",
+                "result": "shelf_0 is occupied by item_9.",
+            },
+            "event": "Shipment arrived containing item_2.",
+        }
+    )
+    reply = parse_reply(
+        (await complete("skillstate/scripted", skill_state_prompt(INSTRUCTIONS, state, observation))).text
+    )
+    assert reply.state_patch == {"inventory": {"shelf_0": "item_9", "shelf_1": "item_2"}}
+    assert reply.action == "Store item_2 shelf_1"
+
+
+async def test_the_faulty_variant_makes_the_papers_errors_at_its_rate_and_repeats_them() -> None:
+    failures = 0
+    for n in range(200):
+        prompt = skill_state_prompt(INSTRUCTIONS, {"inventory": {}}, f"Event: Shipment arrived containing item_{n}.")
+        text = (await complete("skillstate/faulty-0.5", prompt)).text
+        assert text == (await complete("skillstate/faulty-0.5", prompt)).text
+        try:
+            reply = parse_reply(text)
+            failures += reply.state_patch.get("inventory") != {"shelf_0": f"item_{n}"}
+        except ReplyError:
+            failures += 1
+    assert 70 <= failures <= 130
+
+
+def test_unknown_test_policies_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown test policy"):
+        fault_rate("skillstate/clever")
+    with pytest.raises(ValueError, match="unknown test policy"):
+        fault_rate("skillstate/faulty-2")
