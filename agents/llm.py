@@ -69,6 +69,11 @@ def _scripted_handler(litellm: Any) -> Any:
     return ScriptedProvider()
 
 
+def count_tokens(model: str, text: str) -> int:
+    """Tokens of `text` by the model's tokenizer as litellm knows it (the test policy's: o200k_base)."""
+    return int(_litellm().token_counter(model=TOKENIZER_MODEL if is_test_policy(model) else model, text=text))
+
+
 async def complete(model: str, prompt: str, *, response_schema: dict[str, Any] | None = None) -> Completion:
     """One model call with a single user message; usage as litellm reports it."""
     litellm = _litellm()

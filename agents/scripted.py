@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .contexts import ACTION_FORMAT, STATEFUL_FORMAT, SUMMARY_REQUEST
 from .prompts import OBSERVATION_HEADER, STATE_HEADER
 from .reply import format_reply
 
@@ -33,6 +34,7 @@ _RESULT = re.compile(
     r"Stored (item_\d+) on (shelf_\d+)|Shipped (item_\d+) from (shelf_\d+)"
     r"|Moved (item_\d+) from (shelf_\d+) to (shelf_\d+)"
 )
+_CURRENT_STATE = re.compile(r"Current State:\n(\{.*?\n\})\n\nHistory:", re.DOTALL)
 _SUMMARY_PAIR = re.compile(r"\b(shelf_\d+)=(item_\d+)\b")
 _OCCUPIED = re.compile(r"(shelf_\d+) is occupied by (item_\d+)")
 
@@ -48,8 +50,10 @@ class View:
 
 
 def read_prompt(prompt: str) -> View:
-    head, _, observation = prompt.rpartition(OBSERVATION_HEADER)
-    block = _STATE_BLOCK.search(head)
+    head, found, observation = prompt.rpartition(OBSERVATION_HEADER)
+    if not found:
+        head, observation = prompt, ""
+    block = _STATE_BLOCK.search(head) or _CURRENT_STATE.search(head)
     if block is not None:
         state = json.loads(block.group(1))
         inventory = {k: v for k, v in (state.get("inventory") or {}).items() if isinstance(v, str)}
@@ -153,13 +157,26 @@ def inject_fault(rng: random.Random, reasoning: str, patch: dict[str, Any], acti
 
 
 def answer(model: str, prompt: str) -> str:
-    """The scripted reply to a prompt, for `skillstate/scripted` or `skillstate/faulty-R`."""
-    reasoning, patch, action = warehouse_answer(prompt)
+    """The scripted reply to a prompt, for `skillstate/scripted` or `skillstate/faulty-R`, in the format the
+    prompt asks for: a summary, `Action: <cmd>` (with `StateUpdate:` when asked), or the SKILL.state block."""
     rate = fault_rate(model)
+    if prompt.startswith(SUMMARY_REQUEST):
+        known = read_prompt(prompt).inventory
+        pairs = ", ".join(f"{shelf}={item}" for shelf, item in sorted(known.items(), key=lambda kv: _number(kv[0])))
+        return f"Inventory so far: {pairs or 'empty'}."
+    reasoning, patch, action = warehouse_answer(prompt)
+    if STATEFUL_FORMAT in prompt:
+        return f"{reasoning}\nStateUpdate: {json.dumps(patch)}\nAction: {action}"
+    if ACTION_FORMAT in prompt:
+        return f"{reasoning}\nAction: {action}"
     rng = random.Random(hashlib.sha256(prompt.encode()).digest())
     if rate and rng.random() < rate:
         return inject_fault(rng, reasoning, patch, action)
     return format_reply(reasoning, patch, action)
+
+
+def _number(shelf: str) -> int:
+    return int(shelf.rpartition("_")[2])
 
 
 def fault_rate(model: str) -> float:

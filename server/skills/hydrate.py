@@ -7,7 +7,8 @@
    then the state-changing sections of the best three skills, so a procedure is never missing.
 3. Each seed brings its dependency closure, transitively: backward to what it needs (`requires` and `data`
    edges into it: inputs and preconditions), forward to the resource sections it `uses`, the verifiers that
-   check it, its failure handlers and its outputs; plus its skill's intent.
+   check it, its failure handlers and its outputs; plus its skill's intent. A numbered step brings the
+   other steps of its procedure: steps run in order, so a procedure is never shown with holes.
 4. Seeds are taken best first when they bring what the context lacks (an anchor not yet covered, its first
    procedure: a state-changing operation, or a verifier for it) and the rendered context still fits the
    budget. Hydration stops as soon as the coverable anchors are covered, a procedure is in, and a verifier
@@ -86,11 +87,23 @@ def _close(graph: SkillGraph, nodes: set[int]) -> set[int]:
     found, frontier = set(nodes), list(nodes)
     while frontier:
         index = frontier.pop()
-        for neighbour in (*graph.predecessors(index, *BACKWARD), *graph.successors(index, *FORWARD)):
+        for neighbour in (
+            *graph.predecessors(index, *BACKWARD),
+            *graph.successors(index, *FORWARD),
+            *_procedure_of(graph, index),
+        ):
             if neighbour not in found:
                 found.add(neighbour)
                 frontier.append(neighbour)
     return found
+
+
+def _procedure_of(graph: SkillGraph, index: int) -> Iterator[int]:
+    """A numbered step's sibling steps: a procedure runs in order, so it is never shown with holes."""
+    node = graph.nodes[index]
+    if node.is_step:  # a step's heading path ends with its own title; its siblings share the rest
+        parent = node.heading_path[:-1]
+        yield from (n.index for n in graph.nodes if n.is_step and n.heading_path[:-1] == parent)
 
 
 class _Hydrator:

@@ -1,0 +1,247 @@
+"""How each runtime builds its prompt: SKILL.state from (P, Σ, O) only, and the baselines of the paper's §5.1
+with the same instructions, where only context management differs (Appendix A).
+
+| runtime     | prompt                                                             | writes state |
+|-------------|--------------------------------------------------------------------|--------------|
+| skillstate  | P, Σ, latest observation                                           | yes          |
+| react       | P, every earlier observation and response, latest observation      | no           |
+| memory      | P, a model-written summary, the 3 latest turns, latest observation | no           |
+| stateful    | P, Σ, every earlier observation and response, latest observation   | yes          |
+| truncated   | the react prompt, oldest turns dropped to fit a token budget       | no           |
+| groupchat   | P, the conversation of every agent so far, latest observation      | no           |
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .prompts import skill_state_prompt
+from .reply import Reply, ReplyError, parse_reply
+
+RUNTIMES = ("skillstate", "react", "memory", "stateful", "truncated", "groupchat")
+
+ACTION_FORMAT = "Generate your next reasoning and action (format 'Action: <cmd>'):"
+STATEFUL_FORMAT = (
+    "Update the state if necessary, provide reasoning, and output 'Action: <cmd>'. To update state, use the "
+    'format: StateUpdate: {"key": "value"}'
+)
+SUMMARY_REQUEST = "Summarize the execution so far for your own later use"
+MEMORY_WINDOW = 3
+
+_ACTION_LINE = re.compile(r"^\s*Action:\s*(.+?)\s*$", re.MULTILINE)
+_STATE_UPDATE = re.compile(r"^\s*StateUpdate:\s*(\{.*\})\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Turn:
+    observation: str
+    response: str
+    agent: str = ""
+
+
+class Context(Protocol):
+    """A runtime's context management: what the model sees, and how its answer is read."""
+
+    name: str
+    writes_state: bool
+
+    def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str: ...
+
+    def parse(self, text: str) -> Reply: ...
+
+    def remember(self, observation: str, response: str) -> None:
+        """Called once a step is applied, with the observation and the model's whole answer."""
+
+    def summarize_request(self) -> str | None:
+        """A prompt the runtime must answer (and pass to `summarized`) before the next step, if any."""
+
+    def summarized(self, text: str) -> None: ...
+
+
+class SkillState:
+    """SKILL.state: nothing of earlier steps survives but the state."""
+
+    name = "skillstate"
+    writes_state = True
+
+    def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
+        return skill_state_prompt(instructions, state, observation)
+
+    def parse(self, text: str) -> Reply:
+        return parse_reply(text)
+
+    def remember(self, observation: str, response: str) -> None:
+        pass
+
+    def summarize_request(self) -> str | None:
+        return None
+
+    def summarized(self, text: str) -> None:
+        pass
+
+
+@dataclass
+class React:
+    """Appendix A.1: the whole transcript, every step."""
+
+    name: str = "react"
+    writes_state: bool = False
+    turns: list[Turn] = field(default_factory=list)
+
+    def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
+        history = "".join(f"Observation: {t.observation}\nReasoning & Action: {t.response}\n" for t in self.turns)
+        return (
+            f"Instructions:\n{instructions.strip()}\n\nHistory:\n{history}\n"
+            f"Latest Observation:\n{observation.strip()}\n\n{ACTION_FORMAT}"
+        )
+
+    def parse(self, text: str) -> Reply:
+        return Reply({}, _action(text))
+
+    def remember(self, observation: str, response: str) -> None:
+        self.turns.append(Turn(observation, response))
+
+    def summarize_request(self) -> str | None:
+        return None
+
+    def summarized(self, text: str) -> None:
+        pass
+
+
+@dataclass
+class Truncated(React):
+    """The react transcript cut from its oldest turn until the prompt fits `budget_tokens`."""
+
+    name: str = "truncated"
+    budget_tokens: int = 2000
+    count_tokens: Any = None
+    """text -> tokens (the runtime's tokenizer)"""
+
+    def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
+        text = super().prompt(instructions, state, observation)
+        while self.turns and self.count_tokens(text) > self.budget_tokens:
+            self.turns.pop(0)
+            text = super().prompt(instructions, state, observation)
+        return text
+
+
+@dataclass
+class Memory:
+    """Appendix A.2: a rolling window of the 3 latest turns and a summary of the older ones, which the model
+    itself writes (one extra call each time a turn leaves the window; its tokens are counted)."""
+
+    name: str = "memory"
+    writes_state: bool = False
+    summary: str = ""
+    recent: list[Turn] = field(default_factory=list)
+    _leaving: Turn | None = None
+
+    def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
+        recent = "".join(f"Observation: {t.observation}\nResponse: {t.response}\n" for t in self.recent)
+        return (
+            f"Instructions:\n{instructions.strip()}\n\nSummarized History:\n{self.summary or '(none yet)'}\n\n"
+            f"Recent History:\n{recent}\nLatest Observation:\n{observation.strip()}\n\n{ACTION_FORMAT}"
+        )
+
+    def parse(self, text: str) -> Reply:
+        return Reply({}, _action(text))
+
+    def remember(self, observation: str, response: str) -> None:
+        self.recent.append(Turn(observation, response))
+        if len(self.recent) > MEMORY_WINDOW:
+            self._leaving = self.recent.pop(0)
+
+    def summarize_request(self) -> str | None:
+        if self._leaving is None:
+            return None
+        return (
+            f"{SUMMARY_REQUEST}: fold the turn below into the summary, keeping every fact still needed.\n\n"
+            f"Summary so far:\n{self.summary or '(none yet)'}\n\n"
+            f"Turn:\nObservation: {self._leaving.observation}\nResponse: {self._leaving.response}\n"
+        )
+
+    def summarized(self, text: str) -> None:
+        self.summary, self._leaving = text.strip(), None
+
+
+@dataclass
+class Stateful:
+    """Appendix A.3 (LangGraph-style): a state block and the whole transcript."""
+
+    name: str = "stateful"
+    writes_state: bool = True
+    turns: list[Turn] = field(default_factory=list)
+
+    def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
+        history = "".join(f"Observation: {t.observation}\nResponse: {t.response}\n" for t in self.turns)
+        return (
+            f"Instructions:\n{instructions.strip()}\n\n"
+            f"Current State:\n{json.dumps(state, indent=2, sort_keys=True)}\n\nHistory:\n{history}\n"
+            f"Latest Observation:\n{observation.strip()}\n\n{STATEFUL_FORMAT}"
+        )
+
+    def parse(self, text: str) -> Reply:
+        update = _STATE_UPDATE.search(text)
+        patch: Any = {}
+        if update is not None:
+            try:
+                patch = json.loads(update.group(1))
+            except json.JSONDecodeError as error:
+                raise ReplyError(f"the StateUpdate does not parse: {error.msg}") from None
+            if not isinstance(patch, dict):
+                raise ReplyError("the StateUpdate must be a JSON object")
+        return Reply(patch, _action(text))
+
+    def remember(self, observation: str, response: str) -> None:
+        self.turns.append(Turn(observation, response))
+
+    def summarize_request(self) -> str | None:
+        return None
+
+    def summarized(self, text: str) -> None:
+        pass
+
+
+@dataclass
+class GroupChat:
+    """A transcript-sharing group chat, as multi-agent frameworks run one: every agent sees the whole shared
+    conversation (every agent's observations and answers, reasoning included)."""
+
+    agent: str
+    conversation: list[Turn]
+    """Shared by every agent of the chat."""
+    name: str = "groupchat"
+    writes_state: bool = False
+
+    def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
+        history = "".join(
+            f"[{t.agent}] Observation: {t.observation}\n[{t.agent}] Reasoning & Action: {t.response}\n"
+            for t in self.conversation
+        )
+        return (
+            f"Instructions:\n{instructions.strip()}\n\nYou are {self.agent} in a group chat with the other agents.\n\n"
+            f"Conversation:\n{history}\nLatest Observation:\n{observation.strip()}\n\n{ACTION_FORMAT}"
+        )
+
+    def parse(self, text: str) -> Reply:
+        return Reply({}, _action(text))
+
+    def remember(self, observation: str, response: str) -> None:
+        self.conversation.append(Turn(observation, response, self.agent))
+
+    def summarize_request(self) -> str | None:
+        return None
+
+    def summarized(self, text: str) -> None:
+        pass
+
+
+def _action(text: str) -> str:
+    found = _ACTION_LINE.findall(text)
+    if not found:
+        raise ReplyError("no action: end your reply with a line 'Action: <cmd>'")
+    return str(found[-1]).strip("`")

@@ -1,0 +1,198 @@
+"""A single-skill agent over one shared execution: it reads the observations addressed to it, asks its model
+for a state patch and an action, and submits both to the server with the revision it saw.
+
+Per step (one observation):
+- the prompt comes from the agent's context (contexts.py); for SKILL.state that is P, Σ and O only;
+- a reply that breaks the format, or a patch the server refuses (INVALID_ARGUMENT: schema, size), is asked
+  again with the error in the observation, the state untouched (the paper's rollback-retry);
+- a patch that loses a conflict (ABORTED, under the `reject` policy) is asked again from a fresh read of Σ;
+- both are bounded (`Limits`); an agent out of retries submits no change and the action `Wait`, so that
+  the environment moves on, and the step is recorded as given up.
+The agent finishes when it answers with the action `Finish`. Every model call is recorded (`StepRecord`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from skillstate.clients import ConflictError, StateClient, ValidationError
+
+from .contexts import Context
+from .llm import Completion, complete
+from .prompts import render_observation
+from .reply import REPLY_SCHEMA, Reply, ReplyError
+
+FINISH = "Finish"
+WAIT = "Wait"
+REJECTED = "Your previous reply was rejected, nothing was applied:"
+
+
+@dataclass(frozen=True)
+class Limits:
+    conflict_retries: int = 3
+    """Fresh reads after ABORTED before a step is given up."""
+    invalid_retries: int = 3
+    """New answers after a malformed reply or an INVALID_ARGUMENT patch before a step is given up."""
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One model call of one agent."""
+
+    agent: str
+    runtime: str
+    step: int
+    """The agent's step: one per observation it handled."""
+    attempt: int
+    prompt_tokens: int
+    completion_tokens: int
+    outcome: str
+    """`applied`, `conflict`, `invalid` (refused by the server), `malformed` (not in the format), `summary`
+    (a memory runtime's summarizing call) or `gave_up` (out of retries: no change, action Wait)."""
+    action: str | None = None
+    patch: dict[str, Any] | None = None
+    error: str | None = None
+    revision: int | None = None
+
+
+@dataclass
+class Recorder:
+    """Keeps every record and appends each to a JSONL file, if given."""
+
+    path: Path | None = None
+    records: list[StepRecord] = field(default_factory=list)
+    _file: IO[str] | None = None
+
+    def add(self, record: StepRecord) -> None:
+        self.records.append(record)
+        if self.path is not None:
+            if self._file is None:
+                self._file = self.path.open("a", encoding="utf-8")
+            self._file.write(json.dumps(asdict(record), sort_keys=True) + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+class Agent:
+    def __init__(
+        self,
+        client: StateClient,
+        execution_id: str,
+        agent_id: str,
+        *,
+        skills: Sequence[str],
+        instructions: str,
+        model: str,
+        context: Context,
+        recorder: Recorder,
+        limits: Limits = Limits(),
+        reads: Sequence[str] | None = None,
+    ) -> None:
+        self.client = client
+        self.execution_id = execution_id
+        self.agent_id = agent_id
+        self.skills = list(skills)
+        self.instructions = instructions
+        self.model = model
+        self.context = context
+        self.recorder = recorder
+        self.limits = limits
+        self.reads = reads
+        """The top-level state keys the skill declares it reads (None: the whole state)."""
+        self.steps = 0
+
+    async def run(self) -> None:
+        """Handle the observations addressed to this agent until it finishes."""
+        async for observation in self.client.observations(self.execution_id, self.agent_id, skills=self.skills):
+            payload = _mapping(observation.payload)
+            if await self.step(render_observation(payload), final=bool(payload.get("done"))):
+                return
+
+    async def step(self, observation: str, *, final: bool = False) -> bool:
+        """One observation: ask, validate, submit (retrying as the limits allow). True when finished (the
+        model said Finish, or this was the final observation)."""
+        self.steps += 1
+        await self._summarize_if_asked()
+        conflicts = invalid = attempt = 0
+        rejection: str | None = None
+        while True:
+            attempt += 1
+            state = await self.client.get_state(self.execution_id)
+            shown = observation if rejection is None else f"{observation}\n{REJECTED} {rejection}"
+            prompt = self.context.prompt(self.instructions, self._visible(state.state), shown)
+            completion = await complete(self.model, prompt, response_schema=REPLY_SCHEMA)
+            try:
+                reply = self.context.parse(completion.text)
+            except ReplyError as error:
+                self._record(completion, attempt, "malformed", error=str(error))
+                invalid, rejection = invalid + 1, str(error)
+                if invalid > self.limits.invalid_retries:
+                    return await self._give_up(state.revision) or final
+                continue
+            patch = reply.state_patch if self.context.writes_state else {}
+            try:
+                result = await self.client.submit_patch(
+                    self.execution_id, patch, agent_id=self.agent_id, base_revision=state.revision, action=reply.action
+                )
+            except ConflictError as error:
+                self._record(completion, attempt, "conflict", action=reply.action, patch=patch, error=error.message)
+                conflicts += 1
+                if conflicts > self.limits.conflict_retries:
+                    return await self._give_up(state.revision) or final
+                continue
+            except ValidationError as error:
+                self._record(completion, attempt, "invalid", action=reply.action, patch=patch, error=error.message)
+                invalid, rejection = invalid + 1, error.message
+                if invalid > self.limits.invalid_retries:
+                    return await self._give_up(state.revision) or final
+                continue
+            self._record(completion, attempt, "applied", action=reply.action, patch=patch, revision=result.revision)
+            self.context.remember(observation, completion.text)
+            return _is_finish(reply) or final
+
+    def _visible(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
+        return state if self.reads is None else {key: state[key] for key in self.reads if key in state}
+
+    def _record(self, completion: Completion, attempt: int, outcome: str, **details: Any) -> None:
+        self.recorder.add(
+            StepRecord(
+                self.agent_id,
+                self.context.name,
+                self.steps,
+                attempt,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                outcome,
+                **details,
+            )
+        )
+
+    async def _summarize_if_asked(self) -> None:
+        request = self.context.summarize_request()
+        if request is None:
+            return
+        completion = await complete(self.model, request)
+        self._record(completion, 0, "summary")
+        self.context.summarized(completion.text)
+
+    async def _give_up(self, revision: int) -> bool:
+        result = await self.client.submit_patch(
+            self.execution_id, {}, agent_id=self.agent_id, base_revision=revision, action=WAIT
+        )
+        self._record(Completion("", 0, 0), 0, "gave_up", action=WAIT, patch={}, revision=result.revision)
+        return False
+
+
+def _is_finish(reply: Reply) -> bool:
+    return reply.action.split(" ", 1)[0].capitalize() == FINISH
+
+
+def _mapping(payload: Any) -> Mapping[str, Any]:
+    return payload if isinstance(payload, Mapping) else {"event": str(payload)}

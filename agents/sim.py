@@ -1,0 +1,220 @@
+"""SkillExecBench-style simulations through a real state server: the environment and every agent are clients
+of it, agents cooperate over one execution, and each runtime differs only in how it manages context.
+
+`run_simulation(address, SimConfig(...))` registers the project's warehouse skills if the server lacks them,
+hydrates each agent's skill context P from the registry, creates the execution, and runs the agents against
+the environment driver. Results: score, tokens per call and per step, every model call (JSONL if asked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillstate.clients import NotFoundError, SkillRegistryClient, StateClient
+
+from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, Truncated, Turn
+from .envs.driver import WarehouseDriver
+from .envs.warehouse import SKILL_OF, generate_events
+from .llm import count_tokens
+from .runtime import Agent, Limits, Recorder, StepRecord
+from .scripted import SCRIPTED
+
+SKILLS_DIR = Path(__file__).resolve().parents[1] / "skills"
+"""The project's own skill packages (a source checkout; `pip install -e .` keeps them there)."""
+WAREHOUSE_SKILLS = tuple(SKILL_OF.values())
+WAREHOUSE_AGENTS = {"receiving": "warehouse-receiving", "shipping": "warehouse-shipping",
+                    "maintenance": "warehouse-maintenance"}  # fmt: skip
+WAREHOUSE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "inventory": {
+            "type": "object",
+            "propertyNames": {"pattern": "^shelf_[0-9]+$"},
+            "additionalProperties": {"type": "string", "pattern": "^item_[0-9]+$"},
+        }
+    },
+    "required": ["inventory"],
+}
+"""Every path under the default merge policy, `reject`: two agents writing one shelf concurrently conflict."""
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    env: str = "warehouse"
+    agents: int = 3
+    """3: one agent per skill (receiving, shipping, maintenance); 1: one agent running all three."""
+    horizon: int = 100
+    runtime: str = "skillstate"
+    noise: int = 0
+    """Irrelevant telemetry lines per observation."""
+    seed: int = 0
+    model: str = SCRIPTED
+    window_tokens: int = 2000
+    """The truncated runtime's prompt budget."""
+    context_budget: int = 3000
+    """Tokens of hydrated skill context per agent (P)."""
+    limits: Limits = field(default_factory=Limits)
+
+    def __post_init__(self) -> None:
+        if self.env != "warehouse":
+            raise ValueError(f"env: unknown environment {self.env!r} (available: warehouse)")
+        if self.runtime not in RUNTIMES:
+            raise ValueError(f"runtime: unknown runtime {self.runtime!r} (one of {', '.join(RUNTIMES)})")
+        if self.agents not in (1, 3):
+            raise ValueError(f"agents: the warehouse runs 1 or 3 agents, not {self.agents}")
+        if self.horizon < 1 or self.noise < 0:
+            raise ValueError("horizon must be at least 1 and noise at least 0")
+
+
+@dataclass
+class SimResult:
+    config: SimConfig
+    score: float
+    handled: int
+    events: int
+    records: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return sum(r.outcome != "gave_up" for r in self.records)
+
+    @property
+    def prompt_sizes(self) -> list[int]:
+        return [r.prompt_tokens for r in self.records if r.outcome != "gave_up"]
+
+    @property
+    def average_prompt_tokens(self) -> float:
+        return statistics.fmean(self.prompt_sizes) if self.prompt_sizes else 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(r.prompt_tokens + r.completion_tokens for r in self.records)
+
+    def cumulative_tokens(self) -> list[int]:
+        """Total tokens spent by the end of each event step (every model call of the run, in order)."""
+        by_step: dict[tuple[str, int], int] = {}
+        for record in self.records:
+            key = (record.agent, record.step)
+            by_step[key] = by_step.get(key, 0) + record.prompt_tokens + record.completion_tokens
+        return list(itertools.accumulate(by_step.values()))
+
+    def retries(self) -> dict[str, int]:
+        counts = {"conflict": 0, "invalid": 0, "malformed": 0, "gave_up": 0}
+        for record in self.records:
+            if record.outcome in counts:
+                counts[record.outcome] += 1
+        return counts
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "runtime": self.config.runtime,
+            "agents": self.config.agents,
+            "horizon": self.config.horizon,
+            "noise": self.config.noise,
+            "seed": self.config.seed,
+            "model": self.config.model,
+            "score": round(self.score, 4),
+            "handled": self.handled,
+            "events": self.events,
+            "calls": self.calls,
+            "average_prompt_tokens": round(self.average_prompt_tokens, 1),
+            "max_prompt_tokens": max(self.prompt_sizes, default=0),
+            "median_prompt_tokens": statistics.median(self.prompt_sizes) if self.prompt_sizes else 0,
+            "total_tokens": self.total_tokens,
+            "retries": self.retries(),
+        }
+
+
+async def run_simulation(
+    address: str,
+    config: SimConfig,
+    *,
+    jsonl: Path | None = None,
+    on_event: Callable[[int], None] | None = None,
+) -> SimResult:
+    """Run one simulation against the server at `address` (host:port)."""
+    recorder = Recorder(jsonl)
+    async with StateClient(address) as client, SkillRegistryClient(address) as registry:
+        await ensure_skills(registry, WAREHOUSE_SKILLS)
+        execution = await client.create_execution(schema=WAREHOUSE_SCHEMA, initial_state={"inventory": {}})
+        team = WAREHOUSE_AGENTS if config.agents == 3 else {"warehouse": WAREHOUSE_SKILLS}
+        conversation: list[Turn] = []
+        agents = []
+        for agent_id, skills in team.items():
+            names = (skills,) if isinstance(skills, str) else tuple(skills)
+            agents.append(
+                Agent(
+                    client,
+                    execution.execution_id,
+                    agent_id,
+                    skills=names,
+                    instructions=await instructions_for(registry, names, config.context_budget),
+                    model=config.model,
+                    context=make_context(config, agent_id, conversation),
+                    recorder=recorder,
+                    limits=config.limits,
+                )
+            )
+        running = [asyncio.create_task(agent.run(), name=f"agent-{agent.agent_id}") for agent in agents]
+        driver = WarehouseDriver(
+            client,
+            execution.execution_id,
+            generate_events(config.horizon, config.seed),
+            [agent.agent_id for agent in agents],
+            noise=config.noise,
+            seed=config.seed,
+            on_event=on_event,
+        )
+        try:
+            outcome = await driver.run()
+            await asyncio.gather(*running)
+        finally:
+            for task in running:
+                task.cancel()
+            recorder.close()
+    return SimResult(config, outcome.score, outcome.handled, outcome.events, recorder.records)
+
+
+def make_context(config: SimConfig, agent_id: str, conversation: list[Turn]) -> Context:
+    if config.runtime == "skillstate":
+        return SkillState()
+    if config.runtime == "react":
+        return React()
+    if config.runtime == "memory":
+        return Memory()
+    if config.runtime == "stateful":
+        return Stateful()
+    if config.runtime == "truncated":
+        return Truncated(budget_tokens=config.window_tokens, count_tokens=lambda text: count_tokens(config.model, text))
+    return GroupChat(agent_id, conversation)
+
+
+async def ensure_skills(registry: SkillRegistryClient, names: tuple[str, ...]) -> None:
+    """Register the project's packages that the server does not hold yet."""
+    for name in names:
+        try:
+            await registry.get_skill(name)
+        except NotFoundError:
+            folder = SKILLS_DIR / name
+            if not (folder / "SKILL.md").is_file():
+                raise FileNotFoundError(f"{folder}: the project's skill package is missing") from None
+            files = {
+                f"{name}/{p.relative_to(folder).as_posix()}": p.read_bytes() for p in folder.rglob("*") if p.is_file()
+            }
+            await registry.register_skill(files, folder=name, strict=True)
+
+
+async def instructions_for(registry: SkillRegistryClient, skills: tuple[str, ...], budget: int) -> str:
+    """P: each skill's context hydrated by the registry (for its own description), joined."""
+    parts = []
+    for name in skills:
+        skill = await registry.get_skill(name)
+        hydrated = await registry.hydrate(skill.summary.description, budget_tokens=budget, skill_names=[name])
+        parts.append(hydrated.context)
+    return "\n\n".join(parts)
