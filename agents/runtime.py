@@ -71,6 +71,7 @@ class Recorder:
         self.records.append(record)
         if self.path is not None:
             if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._file = self.path.open("a", encoding="utf-8")
             self._file.write(json.dumps(asdict(record), sort_keys=True) + "\n")
             self._file.flush()

@@ -30,12 +30,12 @@ SCRIPTED = f"{PROVIDER}/scripted"
 FAULT_MIX = (("overwrite", 0.68), ("type", 0.20), ("malformed", 0.12))
 
 _STATE_BLOCK = re.compile(re.escape(STATE_HEADER) + r"\s*```json\n(.*?)\n```", re.DOTALL)
-_RESULT = re.compile(
-    r"Stored (item_\d+) on (shelf_\d+)|Shipped (item_\d+) from (shelf_\d+)"
-    r"|Moved (item_\d+) from (shelf_\d+) to (shelf_\d+)"
+_TRANSCRIPT = re.compile(
+    r"Action: (?P<action>(?:Store|Ship|Move)(?: \w+){2,3})"
+    r"|Last action: (?P<failed>[^\n]+)\nStatus: error"
+    r"|(?P<summary>shelf_\d+)=(?P<summarized>item_\d+)"
 )
 _CURRENT_STATE = re.compile(r"Current State:\n(\{.*?\n\})\n\nHistory:", re.DOTALL)
-_SUMMARY_PAIR = re.compile(r"\b(shelf_\d+)=(item_\d+)\b")
 _OCCUPIED = re.compile(r"(shelf_\d+) is occupied by (item_\d+)")
 
 
@@ -58,16 +58,15 @@ def read_prompt(prompt: str) -> View:
         state = json.loads(block.group(1))
         inventory = {k: v for k, v in (state.get("inventory") or {}).items() if isinstance(v, str)}
         return View(inventory, observation, True)
-    inventory = {shelf: item for shelf, item in _SUMMARY_PAIR.findall(head)}
-    for match in _RESULT.finditer(head):
-        stored_item, stored_on, shipped, shipped_from, moved, moved_from, moved_to = match.groups()
-        if stored_item:
-            inventory[stored_on] = stored_item
-        elif shipped:
-            inventory.pop(shipped_from, None)
+    inventory: dict[str, str] = {}
+    for match in _TRANSCRIPT.finditer(head):  # replay the transcript: actions taken, failures taken back
+        if match["action"]:
+            _apply(match["action"], inventory)
+        elif match["failed"]:
+            inventory.update(_undo(match["failed"], inventory))
+            inventory = {shelf: item for shelf, item in inventory.items() if item is not None}
         else:
-            inventory.pop(moved_from, None)
-            inventory[moved_to] = moved
+            inventory[match["summary"]] = match["summarized"]
     return View(inventory, observation, False)
 
 
@@ -135,6 +134,18 @@ def _undo(action: str, inventory: dict[str, str]) -> dict[str, Any]:
     if len(words) == 4 and words[0] == "Move" and inventory.get(words[3]) == words[1]:
         return {words[3]: None, words[2]: words[1]}
     return {}
+
+
+def _apply(action: str, inventory: dict[str, str]) -> None:
+    """What an action does to the inventory if it succeeds."""
+    words = action.split()
+    if words[0] == "Store" and len(words) == 3:
+        inventory[words[2]] = words[1]
+    elif words[0] == "Ship" and len(words) == 3:
+        inventory.pop(words[2], None)
+    elif words[0] == "Move" and len(words) == 4:
+        inventory.pop(words[2], None)
+        inventory[words[3]] = words[1]
 
 
 def _free_shelf(known: dict[str, str]) -> str:

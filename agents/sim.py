@@ -171,14 +171,26 @@ async def run_simulation(
             seed=config.seed,
             on_event=on_event,
         )
+        driving = asyncio.create_task(driver.run(), name="environment")
         try:
-            outcome = await driver.run()
-            await asyncio.gather(*running)
+            await _until_done_or_failed([driving, *running])
+            outcome = driving.result()
         finally:
-            for task in running:
+            for task in (driving, *running):
                 task.cancel()
             recorder.close()
     return SimResult(config, outcome.score, outcome.handled, outcome.events, recorder.records)
+
+
+async def _until_done_or_failed(tasks: list[asyncio.Task[Any]]) -> None:
+    """Wait for every task; the first to fail cancels the rest and its error is raised (an agent that dies
+    must not leave the environment waiting for its action)."""
+    pending: set[asyncio.Task[Any]] = set(tasks)
+    while pending:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            if task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
 
 
 def make_context(config: SimConfig, agent_id: str, conversation: list[Turn]) -> Context:

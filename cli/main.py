@@ -100,9 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("execution_id")
     compact.add_argument("--up-to", dest="up_to_revision", type=int, required=True, help="a revision (0..head)")
 
-    from . import skills
+    from . import sim, skills
 
     skills.add_parser(commands, common)
+    sim.add_parsers(commands)
     return parser
 
 
@@ -219,6 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from . import skills
 
             return asyncio.run(skills.run(args))
+        elif args.command in ("sim", "demo"):
+            from . import sim
+
+            return asyncio.run(sim.run(args))
     except UsageError as e:
         print(f"skillstate: {e}", file=sys.stderr)
         return 2

@@ -1,0 +1,77 @@
+"""Simulation results as people read them: a Markdown table in the form of the SKILL.state paper's Table 1,
+a PNG plot of cumulative tokens per step, and a JSON file with every figure."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from .llm import is_test_policy
+from .sim import SimResult
+
+TEST_POLICY_NOTE = (
+    "Model: {model}, a scripted TEST POLICY (deterministic, no model): its scores show that the runtimes work, "
+    "not how a model performs. Token figures are real counts of the prompts and replies (o200k_base)."
+)
+
+
+def table(results: Sequence[SimResult]) -> str:
+    """| horizon | runtime | score | avg prompt tokens | max prompt tokens | total tokens | retries |"""
+    lines = [
+        "| horizon | runtime | score | avg prompt tokens | max prompt tokens | total tokens | vs skillstate |"
+        " conflicts / invalid / malformed / gave up |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    ours = {r.config.horizon: r.total_tokens for r in results if r.config.runtime == "skillstate"}
+    for r in sorted(results, key=lambda r: r.config.horizon):
+        summary = r.summary()
+        base = ours.get(r.config.horizon)
+        ratio = f"{r.total_tokens / base:.1f}x" if base else ""
+        retries = summary["retries"]
+        lines.append(
+            f"| {r.config.horizon} | {r.config.runtime} | {r.score:.2f} | {r.average_prompt_tokens:,.0f} "
+            f"| {summary['max_prompt_tokens']:,} | {r.total_tokens:,} | {ratio} "
+            f"| {retries['conflict']} / {retries['invalid']} / {retries['malformed']} / {retries['gave_up']} |"
+        )
+    return "\n".join(lines)
+
+
+def notes(results: Sequence[SimResult]) -> str:
+    models = sorted({r.config.model for r in results})
+    return "\n".join(TEST_POLICY_NOTE.format(model=m) if is_test_policy(m) else f"Model: {m}." for m in models)
+
+
+def plot(results: Sequence[SimResult], path: Path) -> None:
+    """Cumulative tokens per step, one line per runtime (of the longest horizon)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    horizon = max(r.config.horizon for r in results)
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    for r in results:
+        if r.config.horizon == horizon:
+            curve = r.cumulative_tokens()
+            axis.plot(range(1, len(curve) + 1), curve, label=f"{r.config.runtime} (score {r.score:.2f})")
+    axis.set_xlabel("step (one observation handled)")
+    axis.set_ylabel("cumulative tokens (prompt + completion)")
+    model = results[0].config.model
+    label = "scripted test policy" if is_test_policy(model) else model
+    axis.set_title(f"warehouse, {results[0].config.agents} agents, T={horizon}, {label}")
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def write(results: Sequence[SimResult], directory: Path) -> dict[str, Path]:
+    """results.json, results.md and tokens.png in `directory`; returns their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {"json": directory / "results.json", "table": directory / "results.md", "plot": directory / "tokens.png"}
+    runs = [r.summary() | {"cumulative_tokens": r.cumulative_tokens()} for r in results]
+    paths["json"].write_text(json.dumps({"runs": runs, "notes": notes(results)}, indent=2) + "\n", encoding="utf-8")
+    paths["table"].write_text(f"{table(results)}\n\n{notes(results)}\n", encoding="utf-8")
+    plot(results, paths["plot"])
+    return paths

@@ -1,0 +1,139 @@
+"""`skillstate sim` and `skillstate demo`: SkillExecBench-style runs through a real server.
+
+Without `--server`, a server runs in this process on a temporary SQLite file. Without `--model`, agents use
+the scripted test policy (no network, no model), and every result says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skillstate.agents.sim import SimConfig, SimResult
+
+BASELINES = ("react", "memory", "stateful", "truncated", "groupchat")
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sim = commands.add_parser("sim", help="run a simulation: agents, an environment and a runtime")
+    sim.add_argument("env", choices=["warehouse"], help="the environment")
+    sim.add_argument("--agents", type=int, default=3, help="3: one per skill; 1: one for all (default: %(default)s)")
+    sim.add_argument("--horizon", type=int, default=100, help="events to handle (default: %(default)s)")
+    sim.add_argument(
+        "--runtime",
+        action="append",
+        choices=["skillstate", *BASELINES, "all"],
+        help="context management (repeatable; `all`: skillstate and every baseline; default: skillstate)",
+    )
+    _common(sim, out="sim-results")
+
+    demo = commands.add_parser("demo", help="three warehouse agents for 100 steps, skillstate beside the baselines")
+    _common(demo, out="demo-results")
+
+
+def _common(parser: argparse.ArgumentParser, out: str) -> None:
+    parser.add_argument("--noise", type=int, default=0, help="telemetry lines per observation (default: 0)")
+    parser.add_argument("--seed", type=int, default=0, help="the event generator's seed (default: 0)")
+    parser.add_argument(
+        "--model", default=None, help="a litellm model string (default: skillstate/scripted, the test policy)"
+    )
+    parser.add_argument("--window-tokens", type=int, default=None, help="the truncated runtime's prompt budget "
+                        "(default: the largest skillstate prompt of the same run, else 2000)")  # fmt: skip
+    parser.add_argument("--out", type=Path, default=Path(out), help="where results go (default: %(default)s)")
+    parser.add_argument("--server", default=None, help="host:port of a running server (default: one in-process)")
+
+
+async def run(args: argparse.Namespace) -> int:
+    from skillstate.agents.results import notes, table, write
+    from skillstate.agents.scripted import SCRIPTED
+    from skillstate.agents.sim import SimConfig
+
+    model = args.model or SCRIPTED
+    if model.startswith("skillstate/"):
+        os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
+    if args.command == "demo":
+        env, agents, horizon, runtimes = "warehouse", 3, 100, ["skillstate", *BASELINES]
+    else:
+        env, agents, horizon = args.env, args.agents, args.horizon
+        chosen = args.runtime or ["skillstate"]
+        runtimes = ["skillstate", *BASELINES] if "all" in chosen else list(dict.fromkeys(chosen))
+    configs = []
+    for runtime in runtimes:
+        try:
+            configs.append(SimConfig(env, agents, horizon, runtime, args.noise, args.seed, model))
+        except ValueError as error:
+            print(f"skillstate {args.command}: {error}", file=sys.stderr)
+            return 2
+    results: list[SimResult] = []
+    async with _server(args.server) as address:
+        for config in configs:
+            results.append(await _run_one(address, config, args, results))
+    paths = write(results, args.out)
+    print(table(results))
+    print()
+    print(notes(results))
+    print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {args.out / 'steps.jsonl'}")
+    return 0
+
+
+async def _run_one(address: str, config: SimConfig, args: argparse.Namespace, done: list[SimResult]) -> SimResult:
+    from dataclasses import replace
+
+    from skillstate.agents.sim import run_simulation
+
+    if config.runtime == "truncated":
+        ours = [r for r in done if r.config.runtime == "skillstate"]
+        window = args.window_tokens or (max(ours[0].prompt_sizes) if ours else config.window_tokens)
+        config = replace(config, window_tokens=window)
+    bar = ProgressBar(f"{config.runtime:>10}", config.horizon)
+    try:
+        return await run_simulation(address, config, jsonl=args.out / "steps.jsonl", on_event=bar.update)
+    finally:
+        bar.close()
+
+
+@contextlib.asynccontextmanager
+async def _server(address: str | None) -> AsyncIterator[str]:
+    if address is not None:
+        yield address
+        return
+    from skillstate.server.app import start_server
+    from skillstate.server.engine import EngineConfig
+    from skillstate.server.skills.store import SqliteSkillStore
+    from skillstate.server.storage.sqlite import SqliteRevisionLog
+
+    with tempfile.TemporaryDirectory(prefix="skillstate-sim-") as directory:
+        db = Path(directory) / "sim.db"
+        server = await start_server(SqliteRevisionLog(db), "127.0.0.1:0", EngineConfig(), SqliteSkillStore(db))
+        try:
+            yield f"127.0.0.1:{server.port}"
+        finally:
+            await server.stop(grace=0)
+
+
+class ProgressBar:
+    """One line on stderr, redrawn as events are handled (a plain line per 10% when stderr is not a tty)."""
+
+    def __init__(self, label: str, total: int, write: Callable[[str], object] = sys.stderr.write) -> None:
+        self.label, self.total, self.write = label, total, write
+        self.tty = sys.stderr.isatty()
+        self.shown = -1
+
+    def update(self, done: int) -> None:
+        if self.tty:
+            filled = 30 * done // self.total
+            self.write(f"\r{self.label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total}")
+        elif 10 * done // self.total > self.shown:
+            self.shown = 10 * done // self.total
+            self.write(f"{self.label}: {done}/{self.total} events\n")
+
+    def close(self) -> None:
+        if self.tty:
+            self.write("\n")
