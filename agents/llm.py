@@ -45,7 +45,7 @@ def _litellm() -> Any:
 
 
 def _scripted_handler(litellm: Any) -> Any:
-    class ScriptedProvider(litellm.CustomLLM):  # type: ignore[misc, name-defined]
+    class ScriptedProvider(litellm.CustomLLM):  # type: ignore[misc]
         """litellm's door to the scripted test policy."""
 
         def completion(self, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from skillstate.clients import ConflictError, StateClient, ValidationError
+from skillstate.clients import ConflictError, State, StateClient, ValidationError
 
 from .contexts import Context
 from .llm import Completion, complete
@@ -125,7 +125,7 @@ class Agent:
         rejection: str | None = None
         while True:
             attempt += 1
-            state = await self.client.get_state(self.execution_id)
+            state = await self.read_state()
             shown = observation if rejection is None else f"{observation}\n{REJECTED} {rejection}"
             prompt = self.context.prompt(self.instructions, self._visible(state.state), shown)
             completion = await complete(self.model, prompt, response_schema=REPLY_SCHEMA)
@@ -157,6 +157,10 @@ class Agent:
             self._record(completion, attempt, "applied", action=reply.action, patch=patch, revision=result.revision)
             self.context.remember(observation, completion.text)
             return _is_finish(reply) or final
+
+    async def read_state(self) -> State:
+        """Σ as the next attempt sees it: the head, read fresh for every attempt."""
+        return await self.client.get_state(self.execution_id)
 
     def _visible(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
         return state if self.reads is None else {key: state[key] for key in self.reads if key in state}

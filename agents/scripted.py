@@ -56,8 +56,8 @@ def read_prompt(prompt: str) -> View:
     block = _STATE_BLOCK.search(head) or _CURRENT_STATE.search(head)
     if block is not None:
         state = json.loads(block.group(1))
-        inventory = {k: v for k, v in (state.get("inventory") or {}).items() if isinstance(v, str)}
-        return View(inventory, observation, True)
+        stocked = {k: v for k, v in (state.get("inventory") or {}).items() if isinstance(v, str)}
+        return View(stocked, observation, True)
     inventory: dict[str, str] = {}
     for match in _TRANSCRIPT.finditer(head):  # replay the transcript: actions taken, failures taken back
         if match["action"]:
@@ -105,12 +105,12 @@ def _decide(observation: str, known: dict[str, str], reasoning: list[str]) -> tu
         return f"Store {item} {shelf}", {shelf: item}
     if ordered := re.search(r"Customer ordered (item_\d+)", observation):
         item = ordered.group(1)
-        shelf = next((s for s, held in known.items() if held == item), None)
-        if shelf is None:
+        holder = next((s for s, held in known.items() if held == item), None)
+        if holder is None:
             reasoning.append(f"A customer ordered {item}, but I have no record of where it is, so I wait.")
             return "Wait", {}
-        reasoning.append(f"A customer ordered {item}; my records put it on {shelf}, so I ship it from there.")
-        return f"Ship {item} {shelf}", {shelf: None}
+        reasoning.append(f"A customer ordered {item}; my records put it on {holder}, so I ship it from there.")
+        return f"Ship {item} {holder}", {holder: None}
     if broken := re.search(r"Maintenance required on (shelf_\d+)", observation):
         shelf = broken.group(1)
         item = known.get(shelf)

@@ -79,6 +79,9 @@ class SimResult:
     handled: int
     events: int
     records: list[StepRecord] = field(default_factory=list)
+    execution_id: str = ""
+    world: dict[str, str] = field(default_factory=dict)
+    """The environment's stock at the end (shelf -> item): what the shared state should say."""
 
     @property
     def calls(self) -> int:
@@ -179,7 +182,15 @@ async def run_simulation(
             for task in (driving, *running):
                 task.cancel()
             recorder.close()
-    return SimResult(config, outcome.score, outcome.handled, outcome.events, recorder.records)
+    return SimResult(
+        config,
+        outcome.score,
+        outcome.handled,
+        outcome.events,
+        recorder.records,
+        execution.execution_id,
+        dict(driver.world.stock),
+    )
 
 
 async def _until_done_or_failed(tasks: list[asyncio.Task[Any]]) -> None:

@@ -23,6 +23,7 @@ from .committer import GroupCommitter, Pending
 from .errors import (
     AlreadyExistsError,
     BaseAheadError,
+    ConflictError,
     InvalidArgumentError,
     NotFoundError,
     OutOfRangeError,
@@ -211,16 +212,20 @@ class StateEngine:
         if since_base is None:
             applied, resolutions = _effective(execution.state, submission.patch), []
         else:
-            result = merge(
-                base=since_base[0],
-                head=execution.state,
-                head_revision=execution.committed,
-                changes=since_base[1],
-                patch=submission.patch,
-                stamp=(base_revision, submission.agent_id),
-                policies=execution.policies,
-                client_patch_id=submission.client_patch_id,
-            )
+            try:
+                result = merge(
+                    base=since_base[0],
+                    head=execution.state,
+                    head_revision=execution.committed,
+                    changes=since_base[1],
+                    patch=submission.patch,
+                    stamp=(base_revision, submission.agent_id),
+                    policies=execution.policies,
+                    client_patch_id=submission.client_patch_id,
+                )
+            except ConflictError:  # answered once the revisions it lost to are durable: a re-read sees them
+                await execution.settled(execution.head.revision)
+                raise
             applied, resolutions = result.applied_patch, result.resolutions
         record, pending = self._append(execution, submission, applied, resolutions)
         if client_patch_id:

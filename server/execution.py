@@ -150,6 +150,7 @@ class Execution:
         self.observation_sequence = 0
         """The last sequence handed out, durable or pending."""
         self.observation_committed = 0
+        self._settle_waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     @property
     def head(self) -> Entry:
@@ -239,9 +240,31 @@ class Execution:
             return found if found.revision == revision else None
         return None
 
+    async def settled(self, revision: int) -> None:
+        """Return once `revision` is durable, or rolled back by a failed commit: either way a read then shows
+        what became of it (a patch that lost a conflict to it is answered only then)."""
+        if revision <= self.committed:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._settle_waiters.append((revision, waiter))
+        await waiter
+
+    def _release_waiters(self, up_to: int | None) -> None:
+        """Wake the waiters for revisions up to `up_to` (all of them for None)."""
+        waiting = []
+        for revision, waiter in self._settle_waiters:
+            if up_to is None or revision <= up_to:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                waiting.append((revision, waiter))
+        self._settle_waiters = waiting
+
     def mark_committed(self, revision: int) -> None:
         """Record that revisions up to `revision` are durable, and trim the window behind them."""
         self.committed = max(self.committed, revision)
+        if self._settle_waiters:
+            self._release_waiters(self.committed)
         while len(self.window) > self.window_size and self.window[0].revision < self.committed:
             dropped = self.window.popleft()
             if dropped.change is not None:
@@ -275,3 +298,4 @@ class Execution:
         self.pending_patches.clear()
         self.observation_sequence = self.observation_committed
         self.epoch += 1
+        self._release_waiters(None)

@@ -10,7 +10,7 @@ about), then the new event, then any background telemetry.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,19 +92,18 @@ class WarehouseDriver:
         outcome = self._last.pop(agent, None) if agent is not None else None
         if outcome is None:
             return {}
-        reported = outcome.payload()
+        reported: dict[str, Any] = dict(outcome.payload())
         if self.result_limit is not None and len(outcome.result) > self.result_limit:
             reported["result"] = outcome.result[: self.result_limit]
             reported["truncated"] = self.result_limit
         return {"last_action": reported}
 
-    async def _actions(self, after_revision: int) -> AsyncIterator[tuple[str, str]]:
+    async def _actions(self, after_revision: int) -> AsyncGenerator[tuple[str, str], None]:
         """(agent, action) of every committed revision that carries an action."""
-        async with aclosing(self.client.watch(self.execution_id, after_revision)) as revisions:
-            async for revision in revisions:
-                if isinstance(revision, Snapshot) or not _has_action(revision):
-                    continue
-                yield revision.agent_id, str(revision.action)
+        async for revision in self.client.watch(self.execution_id, after_revision):
+            if isinstance(revision, Snapshot) or not _has_action(revision):
+                continue
+            yield revision.agent_id, str(revision.action)
 
 
 def _has_action(revision: RevisionEvent) -> bool:

@@ -101,3 +101,21 @@ async def test_disjoint_keys_never_conflict(client: StateClient) -> None:
     results = await all_at_base_zero(client, execution_id, lambda i, a: {a: {"done": True}})
     assert not any(isinstance(r, Exception) for r in results)
     assert sorted((await client.get_state(execution_id)).state) == AGENTS
+
+
+async def test_a_conflict_is_answered_only_once_the_winning_revision_can_be_read(client: StateClient) -> None:
+    """An agent told ABORTED re-reads at once: it must see the change it lost to, not the old state."""
+    execution_id = await create(client, "reject", 0)
+
+    async def submit_or_reread(base: int, value: int, agent: str) -> int | None:
+        try:
+            await client.submit_patch(execution_id, {"v": value}, agent_id=agent, base_revision=base)
+        except ConflictError:
+            return (await client.get_state(execution_id)).revision
+        return None
+
+    for round_ in range(100):  # two agents a round: the loser's re-read races the winner's commit
+        base = (await client.get_state(execution_id)).revision
+        seen = await asyncio.gather(*(submit_or_reread(base, i, a) for i, a in enumerate(AGENTS[:2])))
+        assert seen.count(None) == 1  # one write won
+        assert all(revision is None or revision > base for revision in seen), f"round {round_}: stale re-read"

@@ -1,0 +1,113 @@
+"""Agents cooperating over one execution through the real server, with the scripted test policy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+os.environ["SKILLSTATE_OFFLINE"] = "1"
+
+import pytest
+
+from skillstate.agents.contexts import SkillState
+from skillstate.agents.runtime import Agent, Limits, Recorder
+from skillstate.agents.sim import WAREHOUSE_SCHEMA, SimConfig, run_simulation
+from skillstate.clients import State, StateClient
+
+
+async def test_three_agents_share_one_state_that_matches_the_world(server_address: str, tmp_path: Path) -> None:
+    result = await run_simulation(server_address, SimConfig(horizon=24, seed=3), jsonl=tmp_path / "steps.jsonl")
+    assert (result.score, result.handled) == (1.0, 24)
+    async with StateClient(server_address) as client:
+        state = await client.get_state(result.execution_id)
+        history = [event async for event in client.history(result.execution_id)]
+    assert state.state["inventory"] == result.world
+    assert {event.agent_id for event in history} == {"receiving", "shipping", "maintenance"}
+    assert [event.action for event in history][-3:] == ["Finish"] * 3
+    lines = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
+    assert len(lines) == len(result.records) == 24 + 3
+    assert all(line["outcome"] == "applied" and line["prompt_tokens"] > 0 for line in lines)
+
+
+async def test_a_seeded_run_repeats_exactly(server_address: str) -> None:
+    first = await run_simulation(server_address, SimConfig(horizon=15, seed=9, runtime="memory"))
+    second = await run_simulation(server_address, SimConfig(horizon=15, seed=9, runtime="memory"))
+    assert first.records == second.records and first.world == second.world and first.score == second.score
+    other = await run_simulation(server_address, SimConfig(horizon=15, seed=10, runtime="memory"))
+    assert other.records != first.records
+
+
+@pytest.mark.parametrize("runtime", ["react", "memory", "stateful", "truncated", "groupchat"])
+async def test_every_baseline_runs_to_its_end_through_the_server(server_address: str, runtime: str) -> None:
+    result = await run_simulation(server_address, SimConfig(horizon=12, seed=1, runtime=runtime, window_tokens=600))
+    assert result.events == 12 and 0 <= result.handled <= 12
+    applied = [r for r in result.records if r.outcome == "applied"]
+    assert len(applied) == 12 + 3  # one action per event, one Finish per agent
+    if runtime in ("react", "stateful", "groupchat"):  # the transcript grows: so does the prompt
+        sizes = [r.prompt_tokens for r in applied if r.agent == "receiving"]
+        assert sizes == sorted(sizes) and sizes[-1] > sizes[0]
+
+
+async def test_shared_state_prompts_stay_flat_while_the_group_chat_grows(server_address: str) -> None:
+    ours = await run_simulation(server_address, SimConfig(horizon=40, seed=2))
+    chat = await run_simulation(server_address, SimConfig(horizon=40, seed=2, runtime="groupchat"))
+    assert ours.score == chat.score == 1.0
+    assert max(ours.prompt_sizes) < 2 * min(ours.prompt_sizes)
+    assert max(chat.prompt_sizes) > 5 * min(chat.prompt_sizes)
+    assert chat.total_tokens > 3 * ours.total_tokens
+
+
+async def test_faulty_replies_are_retried_and_never_reach_the_state(server_address: str) -> None:
+    result = await run_simulation(server_address, SimConfig(horizon=30, seed=4, model="skillstate/faulty-0.4"))
+    retries = result.retries()
+    assert retries["invalid"] + retries["malformed"] > 0
+    async with StateClient(server_address) as client:
+        state = await client.get_state(result.execution_id)
+    assert state.state["inventory"] == result.world  # every refused patch left the state untouched
+    refused = [r for r in result.records if r.outcome in ("invalid", "malformed")]
+    assert all(r.error for r in refused)
+    assert all(r.revision is None for r in refused)
+
+
+class ReadsTogether(Agent):
+    """An agent whose first read of the state waits until the other agent has read it too: both then answer
+    from revision 0, as two agents do when their steps overlap."""
+
+    def __init__(self, *args: Any, barrier: asyncio.Barrier, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.barrier: asyncio.Barrier | None = barrier
+
+    async def read_state(self) -> State:
+        state = await super().read_state()
+        if self.barrier is not None:
+            barrier, self.barrier = self.barrier, None
+            await barrier.wait()
+        return state
+
+
+async def test_two_agents_writing_one_shelf_conflict_and_the_loser_rereads(server_address: str) -> None:
+    async with StateClient(server_address) as client:
+        created = await client.create_execution(schema=WAREHOUSE_SCHEMA, initial_state={"inventory": {}})
+        recorder = Recorder()
+        barrier = asyncio.Barrier(2)
+        agents = [
+            ReadsTogether(client, created.execution_id, name, skills=["warehouse-receiving"],
+                          instructions="Store arrivals.", model="skillstate/scripted", context=SkillState(),
+                          recorder=recorder, limits=Limits(), barrier=barrier)
+            for name in ("left", "right")
+        ]  # fmt: skip
+        # Both read revision 0 and pick shelf_0; `inventory` is under `reject`: one wins, the other re-reads.
+        await asyncio.gather(
+            agents[0].step("Event: Shipment arrived containing item_1."),
+            agents[1].step("Event: Shipment arrived containing item_2."),
+        )
+        state = await client.get_state(created.execution_id)
+    assert sorted(state.state["inventory"].items()) == sorted(
+        {"shelf_0": state.state["inventory"]["shelf_0"], "shelf_1": state.state["inventory"]["shelf_1"]}.items()
+    )
+    assert set(state.state["inventory"].values()) == {"item_1", "item_2"}
+    outcomes = sorted(r.outcome for r in recorder.records)
+    assert outcomes == ["applied", "applied", "conflict"], recorder.records
