@@ -54,7 +54,9 @@ def plot(results: Sequence[SimResult], path: Path) -> None:
     for r in results:
         if r.config.horizon == horizon:
             curve = r.cumulative_tokens()
-            axis.plot(range(1, len(curve) + 1), curve, label=f"{r.config.runtime} (score {r.score:.2f})")
+            ours = r.config.runtime == "skillstate"
+            axis.plot(range(1, len(curve) + 1), curve, label=f"{r.config.runtime} (score {r.score:.2f})",
+                      linewidth=2.5 if ours else 1.2, zorder=3 if ours else 2)  # fmt: skip
     axis.set_xlabel("step (one observation handled)")
     axis.set_ylabel("cumulative tokens (prompt + completion)")
     model = results[0].config.model

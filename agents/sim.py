@@ -21,9 +21,9 @@ from skillstate.clients import NotFoundError, SkillRegistryClient, StateClient
 from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, Truncated, Turn
 from .envs.driver import WarehouseDriver
 from .envs.warehouse import SKILL_OF, generate_events
-from .llm import count_tokens
+from .llm import count_tokens, is_test_policy
 from .runtime import Agent, Limits, Recorder, StepRecord
-from .scripted import SCRIPTED
+from .scripted import SCRIPTED, fault_rate
 
 SKILLS_DIR = Path(__file__).resolve().parents[1] / "skills"
 """The project's own skill packages (a source checkout; `pip install -e .` keeps them there)."""
@@ -70,6 +70,8 @@ class SimConfig:
             raise ValueError(f"agents: the warehouse runs 1 or 3 agents, not {self.agents}")
         if self.horizon < 1 or self.noise < 0:
             raise ValueError("horizon must be at least 1 and noise at least 0")
+        if is_test_policy(self.model):
+            fault_rate(self.model)  # raises for an unknown test policy
 
 
 @dataclass

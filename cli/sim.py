@@ -72,7 +72,7 @@ async def run(args: argparse.Namespace) -> int:
             print(f"skillstate {args.command}: {error}", file=sys.stderr)
             return 2
     results: list[SimResult] = []
-    async with _server(args.server) as address:
+    async with local_server(args.server) as address:
         for config in configs:
             results.append(await _run_one(address, config, args, results))
     paths = write(results, args.out)
@@ -100,7 +100,8 @@ async def _run_one(address: str, config: SimConfig, args: argparse.Namespace, do
 
 
 @contextlib.asynccontextmanager
-async def _server(address: str | None) -> AsyncIterator[str]:
+async def local_server(address: str | None = None) -> AsyncIterator[str]:
+    """`address` as it is, or a server in this process on a temporary SQLite file."""
     if address is not None:
         yield address
         return

@@ -1,0 +1,86 @@
+"""Token scaling of the warehouse runtimes: three agents through a real server, every runtime, the scripted
+test policy, at T = 10, 25, 50, 100 and 200 events.
+
+    python bench/token_scaling.py                 # every horizon (about a minute)
+    python bench/token_scaling.py --horizons 10 50
+
+Prints a Markdown table (score, average and largest prompt, total tokens, and each total against the
+shared-state agents' in the same run), how flat each shared-state agent's prompt stays (its largest prompt
+against its median), and writes a PNG of cumulative tokens per step at the longest horizon. The scores are
+those of a scripted TEST POLICY, not of a model: they show the runtimes work; the token counts are real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
+
+from skillstate.agents.contexts import RUNTIMES
+from skillstate.agents.results import notes, plot, table
+from skillstate.agents.sim import SimConfig, SimResult, run_simulation
+from skillstate.cli.sim import local_server
+
+
+def flatness(result: SimResult) -> dict[str, float]:
+    """Per agent: its largest prompt over its median prompt."""
+    sizes: dict[str, list[int]] = defaultdict(list)
+    for record in result.records:
+        if record.outcome != "gave_up":
+            sizes[record.agent].append(record.prompt_tokens)
+    return {agent: max(s) / statistics.median(s) for agent, s in sorted(sizes.items())}
+
+
+async def measure(horizons: list[int], seed: int) -> list[SimResult]:
+    results: list[SimResult] = []
+    async with local_server() as address:
+        for horizon in horizons:
+            ours: SimResult | None = None
+            for runtime in RUNTIMES:
+                config = SimConfig(horizon=horizon, runtime=runtime, seed=seed)
+                if runtime == "truncated" and ours is not None:  # the window is the shared-state prompt budget
+                    config = replace(config, window_tokens=max(ours.prompt_sizes))
+                result = await run_simulation(address, config)
+                ours = result if runtime == "skillstate" else ours
+                results.append(result)
+                print(f"T={horizon:>3} {runtime:>10}: score {result.score:.2f}, {result.total_tokens:,} tokens",
+                      file=sys.stderr, flush=True)  # fmt: skip
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--horizons", type=int, nargs="*", default=[10, 25, 50, 100, 200])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plot", type=Path, default=Path("docs/token_scaling.png"))
+    args = parser.parse_args()
+    results = asyncio.run(measure(args.horizons, args.seed))
+    print(table(results))
+    print()
+    print("| horizon | shared-state agent | largest prompt / median |")
+    print("|---|---|---|")
+    for result in results:
+        if result.config.runtime == "skillstate":
+            for agent, ratio in flatness(result).items():
+                print(f"| {result.config.horizon} | {agent} | {ratio:.2f} |")
+    by = {(r.config.horizon, r.config.runtime): r for r in results}
+    for horizon in args.horizons:
+        ours, chat = by[(horizon, "skillstate")], by[(horizon, "groupchat")]
+        print(f"\nT={horizon}: group chat spends {chat.total_tokens / ours.total_tokens:.1f}x the tokens of the "
+              "shared-state agents", end="")  # fmt: skip
+    print("\n")
+    print(notes(results))
+    longest = max(args.horizons)
+    plot([r for r in results if r.config.horizon == longest], args.plot)
+    print(f"\nplot: {args.plot}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""`skillstate demo` and `skillstate sim`, as a user runs them (their own server, the scripted test policy)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from skillstate.server.app import RunningServer
+
+from .test_cli import skillstate
+
+
+async def test_the_demo_prints_table_1_and_writes_its_results(tmp_path: Path) -> None:
+    code, out, err = await skillstate(None, "demo", "--out", str(tmp_path))
+    assert code == 0, err
+    runtimes = ["skillstate", "react", "memory", "stateful", "truncated", "groupchat"]
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| 100 |")]
+    assert [row[1].strip() for row in rows] == runtimes
+    assert "TEST POLICY" in out and "not how a model performs" in out
+    results = json.loads((tmp_path / "results.json").read_text())
+    by_runtime = {run["runtime"]: run for run in results["runs"]}
+    ours, chat = by_runtime["skillstate"], by_runtime["groupchat"]
+    assert ours["score"] == 1.0 and ours["handled"] == 100
+    assert chat["total_tokens"] > 5 * ours["total_tokens"]
+    assert (tmp_path / "tokens.png").read_bytes().startswith(b"\x89PNG")
+    steps = (tmp_path / "steps.jsonl").read_text().splitlines()
+    assert len(steps) >= 6 * 100 and all(json.loads(line)["prompt_tokens"] >= 0 for line in steps)
+    assert "events" in err  # progress
+
+
+async def test_sim_runs_one_runtime_against_a_running_server(server: RunningServer, tmp_path: Path) -> None:
+    code, out, err = await skillstate(
+        server, "sim", "warehouse", "--agents", "1", "--horizon", "12", "--runtime", "stateful", "--noise", "5",
+        "--seed", "3", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert code == 0, err
+    run = json.loads((tmp_path / "results.json").read_text())["runs"][0]
+    assert (run["runtime"], run["agents"], run["horizon"], run["noise"], run["seed"]) == ("stateful", 1, 12, 5, 3)
+    assert "| 12 | stateful |" in out
+
+
+async def test_sim_refuses_what_it_cannot_run(tmp_path: Path) -> None:
+    code, _, err = await skillstate(None, "sim", "warehouse", "--agents", "2", "--out", str(tmp_path))
+    assert code == 2 and "agents: the warehouse runs 1 or 3 agents, not 2" in err
+    code, _, err = await skillstate(None, "sim", "warehouse", "--model", "skillstate/clever", "--out", str(tmp_path))
+    assert code == 2 and "unknown test policy 'skillstate/clever'" in err
