@@ -37,6 +37,20 @@ def table(results: Sequence[SimResult]) -> str:
     return "\n".join(lines)
 
 
+def recovery_table(results: Sequence[SimResult]) -> str:
+    """The state-recovery outcome of each run that had a scenario ("" when none had)."""
+    runs = [r for r in results if r.recovery]
+    if not runs:
+        return ""
+    lines = ["| runtime | scenario | recovered | recovery steps |", "|---|---|---|---|"]
+    for r in runs:
+        assert r.recovery is not None
+        steps = r.recovery["recovery_steps"]
+        lines.append(f"| {r.config.runtime} | {r.recovery['scenario']} | {'yes' if r.recovery['recovered'] else 'no'} "
+                     f"| {'' if steps is None else steps} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def notes(results: Sequence[SimResult]) -> str:
     models = sorted({r.config.model for r in results})
     return "\n".join(TEST_POLICY_NOTE.format(model=m) if is_test_policy(m) else f"Model: {m}." for m in models)
@@ -61,7 +75,7 @@ def plot(results: Sequence[SimResult], path: Path) -> None:
     axis.set_ylabel("cumulative tokens (prompt + completion)")
     model = results[0].config.model
     label = "scripted test policy" if is_test_policy(model) else model
-    axis.set_title(f"warehouse, {results[0].config.agents} agents, T={horizon}, {label}")
+    axis.set_title(f"{results[0].config.env}, {results[0].config.agents} agents, T={horizon}, {label}")
     axis.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=120)
@@ -74,6 +88,8 @@ def write(results: Sequence[SimResult], directory: Path) -> dict[str, Path]:
     paths = {"json": directory / "results.json", "table": directory / "results.md", "plot": directory / "tokens.png"}
     runs = [r.summary() | {"cumulative_tokens": r.cumulative_tokens()} for r in results]
     paths["json"].write_text(json.dumps({"runs": runs, "notes": notes(results)}, indent=2) + "\n", encoding="utf-8")
-    paths["table"].write_text(f"{table(results)}\n\n{notes(results)}\n", encoding="utf-8")
+    recovery = recovery_table(results)
+    text = table(results) + (f"\n\n{recovery}" if recovery else "") + f"\n\n{notes(results)}\n"
+    paths["table"].write_text(text, encoding="utf-8")
     plot(results, paths["plot"])
     return paths

@@ -158,13 +158,67 @@ def _free_shelf(known: dict[str, str]) -> str:
 def inject_fault(rng: random.Random, reasoning: str, patch: dict[str, Any], action: str) -> str:
     """A reply with one of the paper's small-model errors, drawn by FAULT_MIX."""
     kind = rng.choices([k for k, _ in FAULT_MIX], weights=[w for _, w in FAULT_MIX])[0]
+    key = next(iter(patch), "inventory")  # the state's top-level key the step writes
     if kind == "overwrite":
-        damaged: dict[str, Any] = rng.choice([{"inventory": None}, {"inventory": f"updated after {action}"}])
+        damaged: dict[str, Any] = rng.choice([{key: None}, {key: f"updated after {action}"}])
         return format_reply(reasoning, damaged, action)
     if kind == "type":
-        shelf = next(iter(patch.get("inventory") or {}), "shelf_0")
-        return format_reply(reasoning, {"inventory": {shelf: rng.randint(1, 99)}}, action)
+        inner = next(iter(patch.get(key) or {}), "shelf_0")
+        return format_reply(reasoning, {key: {inner: rng.randint(1, 99)}}, action)
     return f'{reasoning}\n\n```json\n{{"state_patch": {json.dumps(patch)}, "action": "{action}"\n```'
+
+
+_FEATURE = re.compile(r"Feature request #(\d+): add (\S+) on branch (\S+)\.")
+_FEATURE_PAIR = re.compile(r"\b(feature-\d+)=(\S+\.py)\b")
+_REPO_EVENT = re.compile(r"Feature request #|Pushed to |CI Pipeline|Alert: (?:someone force-pushed|CI re-ran|PR #)")
+
+
+def repo_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
+    """(reasoning, state patch, action) for a software-repository prompt."""
+    head, found, observation = prompt.rpartition(OBSERVATION_HEADER)
+    if not found:
+        head, observation = prompt, ""
+    block = _STATE_BLOCK.search(head) or _CURRENT_STATE.search(head)
+    files: dict[str, str] = {}  # branch -> the file its feature adds
+    if block is not None:
+        for entry in (json.loads(block.group(1)).get("features") or {}).values():
+            if isinstance(entry, dict) and isinstance(entry.get("branch"), str) and isinstance(entry.get("file"), str):
+                files[entry["branch"]] = entry["file"]
+    else:
+        files.update((branch, file) for _, file, branch in _FEATURE.findall(head))
+        files.update(_FEATURE_PAIR.findall(head))
+    if "No more events" in observation:
+        return "There are no more events, so the work is done.", {}, "Finish"
+    if request := _FEATURE.search(observation):
+        number, file, branch = request.groups()
+        return (f"Feature request #{number} asks for {file}; I commit it on {branch} and record the feature so a "
+                "later step can recover it.", {"features": {number: {"file": file, "branch": branch}}},
+                f"Commit {branch} {file}")  # fmt: skip
+    if pushed := re.search(r"Pushed to (\S+) \(commit \w+\); no pull request", observation):
+        branch = pushed.group(1)
+        return f"{branch} has the commit and no pull request yet, so I open one.", {}, f"CreatePR {branch}"
+    if failed := re.search(r"(?:CI Pipeline Failed for|CI re-ran on) PR #(\d+) \((\S+)\)", observation):
+        pull, branch = failed.groups()
+        number = branch.rpartition("-")[2]
+        patch = {"features": {number: {"pr": int(pull), "ci": "failed"}}}
+        return f"CI failed on PR #{pull}; I fix it on {branch}.", patch, f"FixCI {branch}"
+    if passed := re.search(r"CI Pipeline Passed for PR #(\d+) \((\S+)\)", observation):
+        pull, branch = passed.groups()
+        number = branch.rpartition("-")[2]
+        return (f"CI passed on PR #{pull}, so I merge it.", {"features": {number: {"pr": int(pull), "ci": "passed"}}},
+                f"Merge {pull}")  # fmt: skip
+    if forced := re.search(r"force-pushed (\S+);", observation):
+        branch = forced.group(1)
+        if branch not in files:
+            return f"{branch} lost its commits, but I have no record of its file, so I wait.", {}, "Wait"
+        return (
+            f"{branch} lost its commits; my records say it adds {files[branch]}, so I commit it again.",
+            {},
+            (f"Commit {branch} {files[branch]}"),
+        )
+    if closed := re.search(r"PR #\d+ \((\S+)\) was closed", observation):
+        return f"The pull request of {closed.group(1)} was closed; I open a new one.", {}, f"CreatePR {closed.group(1)}"
+    return "Nothing in the observation asks for an action, so I wait.", {}, "Wait"
 
 
 def answer(model: str, prompt: str) -> str:
@@ -174,8 +228,11 @@ def answer(model: str, prompt: str) -> str:
     if prompt.startswith(SUMMARY_REQUEST):
         known = read_prompt(prompt).inventory
         pairs = ", ".join(f"{shelf}={item}" for shelf, item in sorted(known.items(), key=lambda kv: _number(kv[0])))
-        return f"Inventory so far: {pairs or 'empty'}."
-    reasoning, patch, action = warehouse_answer(prompt)
+        features = ", ".join(f"{branch}={file}" for _, file, branch in _FEATURE.findall(prompt))
+        features += (", " if features else "") + ", ".join(f"{b}={f}" for b, f in _FEATURE_PAIR.findall(prompt))
+        return f"Inventory so far: {pairs or 'empty'}." + (f" Features: {features}." if features else "")
+    _, _, observation = prompt.rpartition(OBSERVATION_HEADER)
+    reasoning, patch, action = (repo_answer if _REPO_EVENT.search(observation) else warehouse_answer)(prompt)
     if STATEFUL_FORMAT in prompt:
         return f"{reasoning}\nStateUpdate: {json.dumps(patch)}\nAction: {action}"
     if ACTION_FORMAT in prompt:

@@ -19,8 +19,10 @@ from typing import Any
 from skillstate.clients import NotFoundError, SkillRegistryClient, StateClient
 
 from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, Truncated, Turn
-from .envs.driver import WarehouseDriver
-from .envs.warehouse import SKILL_OF, generate_events
+from .envs import repo
+from .envs.base import Environment
+from .envs.driver import Driver
+from .envs.warehouse import SKILL_OF, WarehouseEnvironment, generate_events
 from .llm import count_tokens, is_test_policy
 from .runtime import Agent, Limits, Recorder, StepRecord
 from .scripted import SCRIPTED, fault_rate
@@ -42,6 +44,42 @@ WAREHOUSE_SCHEMA: dict[str, Any] = {
     "required": ["inventory"],
 }
 """Every path under the default merge policy, `reject`: two agents writing one shelf concurrently conflict."""
+REPO_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "features": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "file": {"type": "string"},
+                    "branch": {"type": "string"},
+                    "pr": {"type": "integer"},
+                    "ci": {"enum": ["running", "passed", "failed"]},
+                },
+            },
+        }
+    },
+    "required": ["features"],
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a simulation of one environment needs: its skills, its agents, its state's schema."""
+
+    skills: tuple[str, ...]
+    team: dict[str, str]
+    """agent id -> the skill it runs (with 3 agents)"""
+    schema: dict[str, Any]
+    initial: dict[str, Any]
+
+
+SETTINGS = {
+    "warehouse": Setting(WAREHOUSE_SKILLS, WAREHOUSE_AGENTS, WAREHOUSE_SCHEMA, {"inventory": {}}),
+    "repo": Setting(repo.SKILLS, {"developer": repo.DEVELOPER, "ci": repo.CI, "maintainer": repo.MAINTAINER},
+                    REPO_SCHEMA, {"features": {}}),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -60,14 +98,19 @@ class SimConfig:
     context_budget: int = 3000
     """Tokens of hydrated skill context per agent (P)."""
     limits: Limits = field(default_factory=Limits)
+    scenario: str | None = None
+    """A state-recovery scenario (repo: force-push, flaky-ci, pr-closed)."""
 
     def __post_init__(self) -> None:
-        if self.env != "warehouse":
-            raise ValueError(f"env: unknown environment {self.env!r} (available: warehouse)")
+        if self.env not in SETTINGS:
+            raise ValueError(f"env: unknown environment {self.env!r} (one of {', '.join(SETTINGS)})")
+        if self.scenario is not None and (self.env != "repo" or self.scenario not in repo.SCENARIOS):
+            raise ValueError(f"scenario: {self.scenario!r} is not a scenario of {self.env} "
+                             f"(repo has {', '.join(repo.SCENARIOS)})")  # fmt: skip
         if self.runtime not in RUNTIMES:
             raise ValueError(f"runtime: unknown runtime {self.runtime!r} (one of {', '.join(RUNTIMES)})")
         if self.agents not in (1, 3):
-            raise ValueError(f"agents: the warehouse runs 1 or 3 agents, not {self.agents}")
+            raise ValueError(f"agents: the {self.env} runs 1 or 3 agents, not {self.agents}")
         if self.horizon < 1 or self.noise < 0:
             raise ValueError("horizon must be at least 1 and noise at least 0")
         if is_test_policy(self.model):
@@ -82,8 +125,10 @@ class SimResult:
     events: int
     records: list[StepRecord] = field(default_factory=list)
     execution_id: str = ""
-    world: dict[str, str] = field(default_factory=dict)
-    """The environment's stock at the end (shelf -> item): what the shared state should say."""
+    world: dict[str, Any] = field(default_factory=dict)
+    """The environment's world at the end, as JSON: what the shared state should describe."""
+    recovery: dict[str, Any] | None = None
+    """The state-recovery scenario's outcome, if one ran."""
 
     @property
     def calls(self) -> int:
@@ -117,23 +162,27 @@ class SimResult:
         return counts
 
     def summary(self) -> dict[str, Any]:
-        return {
-            "runtime": self.config.runtime,
-            "agents": self.config.agents,
-            "horizon": self.config.horizon,
-            "noise": self.config.noise,
-            "seed": self.config.seed,
-            "model": self.config.model,
-            "score": round(self.score, 4),
-            "handled": self.handled,
-            "events": self.events,
-            "calls": self.calls,
-            "average_prompt_tokens": round(self.average_prompt_tokens, 1),
-            "max_prompt_tokens": max(self.prompt_sizes, default=0),
-            "median_prompt_tokens": statistics.median(self.prompt_sizes) if self.prompt_sizes else 0,
-            "total_tokens": self.total_tokens,
-            "retries": self.retries(),
-        }
+        return (
+            {
+                "runtime": self.config.runtime,
+                "agents": self.config.agents,
+                "horizon": self.config.horizon,
+                "noise": self.config.noise,
+                "seed": self.config.seed,
+                "model": self.config.model,
+                "score": round(self.score, 4),
+                "handled": self.handled,
+                "events": self.events,
+                "calls": self.calls,
+                "average_prompt_tokens": round(self.average_prompt_tokens, 1),
+                "max_prompt_tokens": max(self.prompt_sizes, default=0),
+                "median_prompt_tokens": statistics.median(self.prompt_sizes) if self.prompt_sizes else 0,
+                "total_tokens": self.total_tokens,
+                "retries": self.retries(),
+            }
+            | ({"recovery": self.recovery} if self.recovery else {})
+            | ({"env": self.config.env})
+        )
 
 
 async def run_simulation(
@@ -145,10 +194,13 @@ async def run_simulation(
 ) -> SimResult:
     """Run one simulation against the server at `address` (host:port)."""
     recorder = Recorder(jsonl)
+    setting = SETTINGS[config.env]
     async with StateClient(address) as client, SkillRegistryClient(address) as registry:
-        await ensure_skills(registry, WAREHOUSE_SKILLS)
-        execution = await client.create_execution(schema=WAREHOUSE_SCHEMA, initial_state={"inventory": {}})
-        team = WAREHOUSE_AGENTS if config.agents == 3 else {"warehouse": WAREHOUSE_SKILLS}
+        await ensure_skills(registry, setting.skills)
+        execution = await client.create_execution(schema=setting.schema, initial_state=setting.initial)
+        team: dict[str, str | tuple[str, ...]] = (
+            dict(setting.team) if config.agents == 3 else {config.env: setting.skills}
+        )
         conversation: list[Turn] = []
         agents = []
         for agent_id, skills in team.items():
@@ -167,14 +219,15 @@ async def run_simulation(
                 )
             )
         running = [asyncio.create_task(agent.run(), name=f"agent-{agent.agent_id}") for agent in agents]
-        driver = WarehouseDriver(
+        environment = make_environment(config)
+        driver = Driver(
             client,
             execution.execution_id,
-            generate_events(config.horizon, config.seed),
+            environment,
             [agent.agent_id for agent in agents],
             noise=config.noise,
             seed=config.seed,
-            on_event=on_event,
+            on_step=on_event,
         )
         driving = asyncio.create_task(driver.run(), name="environment")
         try:
@@ -188,11 +241,18 @@ async def run_simulation(
         config,
         outcome.score,
         outcome.handled,
-        outcome.events,
+        outcome.tasks,
         recorder.records,
         execution.execution_id,
-        dict(driver.world.stock),
+        environment.snapshot(),
+        environment.recovery() if isinstance(environment, repo.RepoEnvironment) else None,
     )
+
+
+def make_environment(config: SimConfig) -> Environment:
+    if config.env == "repo":
+        return repo.RepoEnvironment(config.horizon, config.seed, config.scenario)
+    return WarehouseEnvironment(generate_events(config.horizon, config.seed))
 
 
 async def _until_done_or_failed(tasks: list[asyncio.Task[Any]]) -> None:

@@ -23,7 +23,7 @@ BASELINES = ("react", "memory", "stateful", "truncated", "groupchat")
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sim = commands.add_parser("sim", help="run a simulation: agents, an environment and a runtime")
-    sim.add_argument("env", choices=["warehouse"], help="the environment")
+    sim.add_argument("env", choices=["warehouse", "repo"], help="the environment")
     sim.add_argument("--agents", type=int, default=3, help="3: one per skill; 1: one for all (default: %(default)s)")
     sim.add_argument("--horizon", type=int, default=100, help="events to handle (default: %(default)s)")
     sim.add_argument(
@@ -31,6 +31,12 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         action="append",
         choices=["skillstate", *BASELINES, "all"],
         help="context management (repeatable; `all`: skillstate and every baseline; default: skillstate)",
+    )
+    sim.add_argument(
+        "--scenario",
+        choices=["force-push", "flaky-ci", "pr-closed"],
+        default=None,
+        help="repo: a state-recovery scenario (the world changes outside the agents' actions)",
     )
     _common(sim, out="sim-results")
 
@@ -51,13 +57,14 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from skillstate.agents.results import notes, table, write
+    from skillstate.agents.results import notes, recovery_table, table, write
     from skillstate.agents.scripted import SCRIPTED
     from skillstate.agents.sim import SimConfig
 
     model = args.model or SCRIPTED
     if model.startswith("skillstate/"):
         os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
+    scenario = getattr(args, "scenario", None)
     if args.command == "demo":
         env, agents, horizon, runtimes = "warehouse", 3, 100, ["skillstate", *BASELINES]
     else:
@@ -67,7 +74,7 @@ async def run(args: argparse.Namespace) -> int:
     configs = []
     for runtime in runtimes:
         try:
-            configs.append(SimConfig(env, agents, horizon, runtime, args.noise, args.seed, model))
+            configs.append(SimConfig(env, agents, horizon, runtime, args.noise, args.seed, model, scenario=scenario))
         except ValueError as error:
             print(f"skillstate {args.command}: {error}", file=sys.stderr)
             return 2
@@ -77,6 +84,8 @@ async def run(args: argparse.Namespace) -> int:
             results.append(await _run_one(address, config, args, results))
     paths = write(results, args.out)
     print(table(results))
+    if recovery := recovery_table(results):
+        print(f"\n{recovery}")
     print()
     print(notes(results))
     print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {args.out / 'steps.jsonl'}")

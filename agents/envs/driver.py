@@ -1,10 +1,10 @@
-"""The warehouse as a client of the state server: it publishes each event to the agents whose skill handles
-it (`skill:warehouse-receiving`, ...), takes the action of the revision that answers it from the watch
-stream, executes it on the world, and reports the outcome with that agent's next observation.
+"""An environment as a client of the state server: it publishes each observation to the agents whose skill
+handles it (`skill:warehouse-receiving`, ...), takes the action of the revision that answers it from the
+watch stream, executes it on the world, and reports the outcome with that agent's next observation.
 
-Events are handled one at a time, in order, so a seeded run repeats exactly. The observation is informative:
-the action just executed, its status and its full result (or, with `result_limit`, a cut the agent is told
-about), then the new event, then any background telemetry.
+Observations are handled one at a time, in order, so a seeded run repeats exactly. The observation is
+informative: the action just executed, its status and its full result (or, with `result_limit`, a cut the
+agent is told about), then the new event, then any background telemetry.
 """
 
 from __future__ import annotations
@@ -17,76 +17,77 @@ from typing import Any
 
 from skillstate.clients import RevisionEvent, Snapshot, StateClient
 
-from .warehouse import Event, Outcome, Warehouse, telemetry
+from .base import Environment, Notice, Outcome
 
-SOURCE = "warehouse"
+SOURCE = "environment"
 
 
 @dataclass
 class DriverResult:
-    events: int
     handled: int
-    outcomes: list[tuple[Event, str, Outcome]] = field(default_factory=list)
-    """(event, agent, outcome) for every event, in order."""
+    tasks: int
+    outcomes: list[tuple[Notice, str, Outcome]] = field(default_factory=list)
+    """(observation, agent, outcome) for every step, in order."""
+
+    @property
+    def steps(self) -> int:
+        return len(self.outcomes)
 
     @property
     def score(self) -> float:
-        return self.handled / self.events if self.events else 1.0
+        return self.handled / self.tasks if self.tasks else 1.0
 
 
-class WarehouseDriver:
+class Driver:
     def __init__(
         self,
         client: StateClient,
         execution_id: str,
-        events: Sequence[Event],
+        environment: Environment,
         agents: Sequence[str],
         *,
-        route: Callable[[Event], str] = lambda event: f"skill:{event.skill}",
         noise: int = 0,
         seed: int = 0,
         result_limit: int | None = None,
-        on_event: Callable[[int], None] | None = None,
+        on_step: Callable[[int], None] | None = None,
     ) -> None:
         self.client = client
         self.execution_id = execution_id
-        self.events = list(events)
+        self.environment = environment
         self.agents = list(agents)
-        self.route = route
         self.noise = noise
         self.noise_rng = random.Random(f"telemetry:{seed}")
         self.result_limit = result_limit
-        self.on_event = on_event
-        """Called with the number of events handled so far (a progress bar)."""
-        self.world = Warehouse()
+        self.on_step = on_step
+        """Called with the number of observations handled so far (a progress bar)."""
         self._last: dict[str, Outcome] = {}
         """agent -> the outcome of its latest action, not yet reported to it"""
         self._agent_of: dict[str, str] = {}
         """address -> the agent that answered it last"""
 
     async def run(self) -> DriverResult:
-        result = DriverResult(len(self.events), 0)
+        outcomes: list[tuple[Notice, str, Outcome]] = []
         head = (await self.client.get_state(self.execution_id)).revision
         async with aclosing(self._actions(head)) as actions:
-            for event in self.events:
-                address = self.route(event)
-                payload = {"event": self.world.alert(event), **self._last_action(self._agent_of.get(address))}
+            while (notice := self.environment.next_notice()) is not None:
+                address = f"skill:{notice.skill}"
+                payload = {"event": notice.text, **self._last_action(self._agent_of.get(address))}
                 if self.noise:
-                    payload["telemetry"] = telemetry(self.noise_rng, self.noise)
+                    payload["telemetry"] = self.environment.telemetry(self.noise_rng, self.noise)
                 await self.client.publish_observation(self.execution_id, address, payload, source=SOURCE, kind="event")
                 agent, action = await anext(actions)
-                outcome = self.world.execute(action, event)
+                outcome = self.environment.act(notice, action)
                 self._agent_of[address], self._last[agent] = agent, outcome
-                result.handled += outcome.handled
-                result.outcomes.append((event, agent, outcome))
-                if self.on_event is not None:
-                    self.on_event(len(result.outcomes))
+                outcomes.append((notice, agent, outcome))
+                if self.on_step is not None:
+                    self.on_step(len(outcomes))
             for agent in self.agents:
                 payload = {"done": True, **self._last_action(agent)}
                 await self.client.publish_observation(self.execution_id, agent, payload, source=SOURCE, kind="done")
             for _ in self.agents:  # every agent answers the end (with Finish, or Wait when it gave up)
                 await anext(actions)
-        return result
+        handled, tasks = self.environment.score()
+        return DriverResult(handled, tasks, outcomes)
 
     def _last_action(self, agent: str | None) -> dict[str, Any]:
         outcome = self._last.pop(agent, None) if agent is not None else None

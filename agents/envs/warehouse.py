@@ -12,8 +12,12 @@ valid action / actionable events (all of them here).
 from __future__ import annotations
 
 import random
+from collections import deque
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
+
+from .base import Notice, Outcome
 
 SHELVES = 500
 
@@ -43,21 +47,6 @@ class Event:
     @property
     def skill(self) -> str:
         return SKILL_OF[self.kind]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What executing one action did: the observation's `last_action`."""
-
-    action: str
-    status: str
-    """`ok` or `error`."""
-    result: str
-    handled: bool
-    """Whether it handled the event it answered."""
-
-    def payload(self) -> dict[str, str]:
-        return {"action": self.action, "status": self.status, "result": self.result}
 
 
 def shelf_name(number: int) -> str:
@@ -198,3 +187,35 @@ def telemetry(rng: random.Random, count: int) -> list[str]:
             )
         )
     return lines
+
+
+class WarehouseEnvironment:
+    """The warehouse's events, one observation each, against the world (the driver's Environment)."""
+
+    skills: tuple[str, ...] = tuple(SKILL_OF.values())
+
+    def __init__(self, events: list[Event], shelves: int = SHELVES) -> None:
+        self.world = Warehouse(shelves)
+        self.events = len(events)
+        self._pending = deque(events)
+        self.handled = 0
+
+    def next_notice(self) -> Notice | None:
+        if not self._pending:
+            return None
+        event = self._pending.popleft()
+        return Notice(event.skill, self.world.alert(event), event)
+
+    def act(self, notice: Notice, action: str) -> Outcome:
+        outcome = self.world.execute(action, notice.subject)
+        self.handled += outcome.handled
+        return outcome
+
+    def telemetry(self, rng: random.Random, count: int) -> list[str]:
+        return telemetry(rng, count)
+
+    def score(self) -> tuple[int, int]:
+        return self.handled, self.events
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"inventory": dict(self.world.stock)}

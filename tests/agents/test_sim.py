@@ -24,7 +24,7 @@ async def test_three_agents_share_one_state_that_matches_the_world(server_addres
     async with StateClient(server_address) as client:
         state = await client.get_state(result.execution_id)
         history = [event async for event in client.history(result.execution_id)]
-    assert state.state["inventory"] == result.world
+    assert state.state["inventory"] == result.world["inventory"]
     assert {event.agent_id for event in history} == {"receiving", "shipping", "maintenance"}
     assert [event.action for event in history][-3:] == ["Finish"] * 3
     lines = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
@@ -66,7 +66,7 @@ async def test_faulty_replies_are_retried_and_never_reach_the_state(server_addre
     assert retries["invalid"] + retries["malformed"] > 0
     async with StateClient(server_address) as client:
         state = await client.get_state(result.execution_id)
-    assert state.state["inventory"] == result.world  # every refused patch left the state untouched
+    assert state.state["inventory"] == result.world["inventory"]  # every refused patch left the state untouched
     refused = [r for r in result.records if r.outcome in ("invalid", "malformed")]
     assert all(r.error for r in refused)
     assert all(r.revision is None for r in refused)

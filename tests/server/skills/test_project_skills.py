@@ -17,7 +17,7 @@ SKILLS = Path(__file__).resolve().parents[3] / "skills"
 def test_the_example_skills_pass_strict_loading_and_the_readme_query_gets_a_checked_procedure() -> None:
     library = SkillLibrary()
     folders = sorted(p for p in SKILLS.iterdir() if (p / "SKILL.md").is_file())
-    assert {"refund-order", "restock-shelf", "ship-order", "warehouse-receiving", "warehouse-shipping",
+    assert {"refund-order", "restock-shelf", "ship-order", "warehouse-receiving", "warehouse-shipping", "repo-ci",
             "warehouse-maintenance"} <= {f.name for f in folders}  # fmt: skip
     for folder in folders:
         sent = read_package_dir(folder)
