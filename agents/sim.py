@@ -100,6 +100,9 @@ class SimConfig:
     limits: Limits = field(default_factory=Limits)
     scenario: str | None = None
     """A state-recovery scenario (repo: force-push, flaky-ci, pr-closed)."""
+    result_limit: int | None = None
+    """Characters of an action's result an observation carries; a longer result is cut, and the agent is
+    told (None: never cut)."""
 
     def __post_init__(self) -> None:
         if self.env not in SETTINGS:
@@ -111,6 +114,8 @@ class SimConfig:
             raise ValueError(f"runtime: unknown runtime {self.runtime!r} (one of {', '.join(RUNTIMES)})")
         if self.agents not in (1, 3):
             raise ValueError(f"agents: the {self.env} runs 1 or 3 agents, not {self.agents}")
+        if self.result_limit is not None and self.result_limit < 1:
+            raise ValueError("result_limit must be at least 1 character")
         if self.horizon < 1 or self.noise < 0:
             raise ValueError("horizon must be at least 1 and noise at least 0")
         if is_test_policy(self.model):
@@ -227,6 +232,7 @@ async def run_simulation(
             [agent.agent_id for agent in agents],
             noise=config.noise,
             seed=config.seed,
+            result_limit=config.result_limit,
             on_step=on_event,
         )
         driving = asyncio.create_task(driver.run(), name="environment")

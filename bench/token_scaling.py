@@ -1,12 +1,14 @@
 """Token scaling of the warehouse runtimes: three agents through a real server, every runtime, the scripted
 test policy, at T = 10, 25, 50, 100 and 200 events.
 
-    python bench/token_scaling.py                 # every horizon (about a minute)
-    python bench/token_scaling.py --horizons 10 50
+    python bench/token_scaling.py                 # every horizon, then the noise levels (about two minutes)
+    python bench/token_scaling.py --horizons 10 50 --noise-levels
 
 Prints a Markdown table (score, average and largest prompt, total tokens, and each total against the
 shared-state agents' in the same run), how flat each shared-state agent's prompt stays (its largest prompt
-against its median), and writes a PNG of cumulative tokens per step at the longest horizon. The scores are
+against its median), and writes a PNG of cumulative tokens per step at the longest horizon. Then the
+paper's noise experiment (Appendix C): the same run at T=50 with 0, 5, 20 and 50 irrelevant telemetry lines
+in every observation. The scores are
 those of a scripted TEST POLICY, not of a model: they show the runtimes work; the token counts are real.
 """
 
@@ -38,20 +40,20 @@ def flatness(result: SimResult) -> dict[str, float]:
     return {agent: max(s) / statistics.median(s) for agent, s in sorted(sizes.items())}
 
 
-async def measure(horizons: list[int], seed: int) -> list[SimResult]:
+async def measure(horizons: list[int], seed: int, noise: int = 0) -> list[SimResult]:
     results: list[SimResult] = []
     async with local_server() as address:
         for horizon in horizons:
             ours: SimResult | None = None
             for runtime in RUNTIMES:
-                config = SimConfig(horizon=horizon, runtime=runtime, seed=seed)
+                config = SimConfig(horizon=horizon, runtime=runtime, seed=seed, noise=noise)
                 if runtime == "truncated" and ours is not None:  # the window is the shared-state prompt budget
                     config = replace(config, window_tokens=max(ours.prompt_sizes))
                 result = await run_simulation(address, config)
                 ours = result if runtime == "skillstate" else ours
                 results.append(result)
-                print(f"T={horizon:>3} {runtime:>10}: score {result.score:.2f}, {result.total_tokens:,} tokens",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                print(f"T={horizon:>3} noise {noise:>2} {runtime:>10}: score {result.score:.2f}, "
+                      f"{result.total_tokens:,} tokens", file=sys.stderr, flush=True)  # fmt: skip
     return results
 
 
@@ -59,6 +61,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--horizons", type=int, nargs="*", default=[10, 25, 50, 100, 200])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--noise-levels", type=int, nargs="*", default=[0, 5, 20, 50])
+    parser.add_argument("--noise-horizon", type=int, default=50)
     parser.add_argument("--plot", type=Path, default=Path("docs/token_scaling.png"))
     args = parser.parse_args()
     results = asyncio.run(measure(args.horizons, args.seed))
@@ -80,6 +84,14 @@ def main() -> None:
     longest = max(args.horizons)
     plot([r for r in results if r.config.horizon == longest], args.plot)
     print(f"\nplot: {args.plot}")
+    if args.noise_levels:
+        noisy = [r for level in args.noise_levels for r in asyncio.run(measure([args.noise_horizon], args.seed, level))]
+        print(f"\nNoise (T={args.noise_horizon}): telemetry lines per observation\n")
+        print("| noise | runtime | score | avg prompt tokens | total tokens |")
+        print("|---|---|---|---|---|")
+        for r in noisy:
+            print(f"| {r.config.noise} | {r.config.runtime} | {r.score:.2f} | {r.average_prompt_tokens:,.0f} "
+                  f"| {r.total_tokens:,} |")  # fmt: skip
 
 
 if __name__ == "__main__":

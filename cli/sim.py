@@ -52,6 +52,8 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
     )
     parser.add_argument("--window-tokens", type=int, default=None, help="the truncated runtime's prompt budget "
                         "(default: the largest skillstate prompt of the same run, else 2000)")  # fmt: skip
+    parser.add_argument("--result-limit", type=int, default=None, metavar="CHARS",
+                        help="cut action results to CHARS, telling the agent (default: never cut)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path(out), help="where results go (default: %(default)s)")
     parser.add_argument("--server", default=None, help="host:port of a running server (default: one in-process)")
 
@@ -74,7 +76,8 @@ async def run(args: argparse.Namespace) -> int:
     configs = []
     for runtime in runtimes:
         try:
-            configs.append(SimConfig(env, agents, horizon, runtime, args.noise, args.seed, model, scenario=scenario))
+            configs.append(SimConfig(env, agents, horizon, runtime, args.noise, args.seed, model, scenario=scenario,
+                                     result_limit=args.result_limit))  # fmt: skip
         except ValueError as error:
             print(f"skillstate {args.command}: {error}", file=sys.stderr)
             return 2

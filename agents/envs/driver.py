@@ -81,11 +81,10 @@ class Driver:
                 outcomes.append((notice, agent, outcome))
                 if self.on_step is not None:
                     self.on_step(len(outcomes))
-            for agent in self.agents:
+            for agent in self.agents:  # one at a time, as every step: a run repeats exactly
                 payload = {"done": True, **self._last_action(agent)}
                 await self.client.publish_observation(self.execution_id, agent, payload, source=SOURCE, kind="done")
-            for _ in self.agents:  # every agent answers the end (with Finish, or Wait when it gave up)
-                await anext(actions)
+                await anext(actions)  # its answer to the end: Finish (or Wait, when it gave up)
         handled, tasks = self.environment.score()
         return DriverResult(handled, tasks, outcomes)
 

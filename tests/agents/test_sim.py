@@ -13,6 +13,7 @@ os.environ["SKILLSTATE_OFFLINE"] = "1"
 import pytest
 
 from skillstate.agents.contexts import SkillState
+from skillstate.agents.prompts import render_observation
 from skillstate.agents.runtime import Agent, Limits, Recorder
 from skillstate.agents.sim import WAREHOUSE_SCHEMA, SimConfig, run_simulation
 from skillstate.clients import State, StateClient
@@ -111,3 +112,25 @@ async def test_two_agents_writing_one_shelf_conflict_and_the_loser_rereads(serve
     assert set(state.state["inventory"].values()) == {"item_1", "item_2"}
     outcomes = sorted(r.outcome for r in recorder.records)
     assert outcomes == ["applied", "applied", "conflict"], recorder.records
+
+
+async def test_a_result_cut_to_a_limit_is_said_out_loud(server_address: str) -> None:
+    """No silent truncation: an observation whose result was cut says so, and to how many characters."""
+    result = await run_simulation(server_address, SimConfig(horizon=6, seed=3, result_limit=10))
+    reported = []
+    async with StateClient(server_address) as client:
+        stream = client.observations(result.execution_id, "receiving", skills=["warehouse-receiving"])
+        async for observation in stream:  # the receiving agent's observations, up to its last one
+            if "last_action" in observation.payload:
+                reported.append(observation.payload)
+            if observation.kind == "done":
+                break
+    assert reported and all(p["last_action"]["truncated"] == 10 for p in reported)
+    assert all(len(p["last_action"]["result"]) == 10 for p in reported)
+    assert "(The result was cut to 10 characters.)" in render_observation(reported[0])
+
+
+async def test_a_seeded_group_chat_repeats_exactly_to_its_last_token(server_address: str) -> None:
+    """Every step is taken one at a time, the agents' last ones included: the shared transcript is the same."""
+    runs = [await run_simulation(server_address, SimConfig(horizon=10, seed=5, runtime="groupchat")) for _ in range(3)]
+    assert runs[0].records == runs[1].records == runs[2].records
