@@ -37,3 +37,10 @@ def test_the_server_does_not_import_litellm() -> None:
 def test_the_engines_do_not_import_grpc() -> None:
     modules = loaded_modules("import skillstate.server.engine, skillstate.server.skills.registry")
     assert not any(m == "grpc" or m.startswith("grpc.") for m in modules)
+
+
+def test_agents_are_clients_of_the_server_and_load_litellm_only_to_call_a_model() -> None:
+    modules = loaded_modules("import skillstate.agents.sim, skillstate.agents.results, skillstate.agents.runtime")
+    ours = {m for m in modules if m.startswith("skillstate.")}
+    assert ours == {m for m in ours if m.startswith(("skillstate.agents", "skillstate.clients", *STUB_PACKAGES))}
+    assert "litellm" not in modules
