@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .prompts import skill_state_prompt
-from .reply import Reply, ReplyError, parse_reply
+from .reply import REPLY_SCHEMA, Reply, ReplyError, parse_reply
 
 RUNTIMES = ("skillstate", "react", "memory", "stateful", "truncated", "groupchat")
 
@@ -48,6 +48,8 @@ class Context(Protocol):
 
     name: str
     writes_state: bool
+    response_schema: dict[str, Any] | None
+    """The JSON schema of the answer, requested as constrained output where the model supports it."""
 
     def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str: ...
 
@@ -67,6 +69,7 @@ class SkillState:
 
     name = "skillstate"
     writes_state = True
+    response_schema: dict[str, Any] | None = REPLY_SCHEMA
 
     def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
         return skill_state_prompt(instructions, state, observation)
@@ -90,6 +93,7 @@ class React:
 
     name: str = "react"
     writes_state: bool = False
+    response_schema: dict[str, Any] | None = None
     turns: list[Turn] = field(default_factory=list)
 
     def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
@@ -136,6 +140,7 @@ class Memory:
 
     name: str = "memory"
     writes_state: bool = False
+    response_schema: dict[str, Any] | None = None
     summary: str = ""
     recent: list[Turn] = field(default_factory=list)
     _leaving: Turn | None = None
@@ -174,6 +179,7 @@ class Stateful:
 
     name: str = "stateful"
     writes_state: bool = True
+    response_schema: dict[str, Any] | None = None
     turns: list[Turn] = field(default_factory=list)
 
     def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
@@ -216,6 +222,7 @@ class GroupChat:
     """Shared by every agent of the chat."""
     name: str = "groupchat"
     writes_state: bool = False
+    response_schema: dict[str, Any] | None = None
 
     def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
         history = "".join(

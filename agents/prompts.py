@@ -37,8 +37,6 @@ def render_observation(payload: Mapping[str, Any]) -> str:
         lines += [f"Last action: {last['action']}", f"Status: {last['status']}", f"Result: {last['result']}"]
         if last.get("truncated"):
             lines.append(f"(The result was cut to {last['truncated']} characters.)")
-    if payload.get("retry"):
-        lines.append(f"Your previous reply was rejected, nothing was applied: {payload['retry']}")
     if payload.get("event"):
         lines.append(f"Event: {payload['event']}")
     if payload.get("done"):

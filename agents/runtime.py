@@ -24,7 +24,7 @@ from skillstate.clients import ConflictError, State, StateClient, ValidationErro
 from .contexts import Context
 from .llm import Completion, complete
 from .prompts import render_observation
-from .reply import REPLY_SCHEMA, Reply, ReplyError
+from .reply import Reply, ReplyError
 
 FINISH = "Finish"
 WAIT = "Wait"
@@ -128,7 +128,7 @@ class Agent:
             state = await self.read_state()
             shown = observation if rejection is None else f"{observation}\n{REJECTED} {rejection}"
             prompt = self.context.prompt(self.instructions, self._visible(state.state), shown)
-            completion = await complete(self.model, prompt, response_schema=REPLY_SCHEMA)
+            completion = await complete(self.model, prompt, response_schema=self.context.response_schema)
             try:
                 reply = self.context.parse(completion.text)
             except ReplyError as error:
