@@ -9,7 +9,9 @@ model cost map: that sets `LITELLM_OFFLINE_MODE` and `LITELLM_LOCAL_MODEL_COST_M
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +19,11 @@ from .scripted import PROVIDER, answer
 
 TOKENIZER_MODEL = "gpt-4o"
 """The tokenizer the test policy's usage is counted with (o200k_base, shipped with litellm)."""
+RETRY_DELAYS = (1.0, 4.0, 15.0)
+"""Seconds to wait before each new try of a call that failed on a transient error (rate limit, timeout,
+connection, 5xx); after the last, the error is raised."""
+MODEL_TIMEOUT = 120.0
+"""Seconds one model call may take."""
 
 
 @dataclass(frozen=True)
@@ -74,15 +81,35 @@ def count_tokens(model: str, text: str) -> int:
     return int(_litellm().token_counter(model=TOKENIZER_MODEL if is_test_policy(model) else model, text=text))
 
 
-async def complete(model: str, prompt: str, *, response_schema: dict[str, Any] | None = None) -> Completion:
-    """One model call with a single user message; usage as litellm reports it."""
+async def complete(
+    model: str,
+    prompt: str,
+    *,
+    response_schema: dict[str, Any] | None = None,
+    retry_delays: Sequence[float] = RETRY_DELAYS,
+) -> Completion:
+    """One model call with a single user message; usage as litellm reports it (or counted, when the provider
+    reports none). Transient failures are tried again after each of `retry_delays`."""
     litellm = _litellm()
-    options: dict[str, Any] = {"temperature": 0}
+    options: dict[str, Any] = {"temperature": 0, "timeout": MODEL_TIMEOUT}
     if response_schema is not None and not is_test_policy(model) and litellm.supports_response_schema(model=model):
         options["response_format"] = {
             "type": "json_schema",
             "json_schema": {"name": "step", "schema": response_schema},
         }
-    response = await litellm.acompletion(model=model, messages=[{"role": "user", "content": prompt}], **options)
-    usage = response.usage
-    return Completion(response.choices[0].message.content or "", usage.prompt_tokens, usage.completion_tokens)
+    messages = [{"role": "user", "content": prompt}]
+    transient = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
+                 litellm.ServiceUnavailableError, litellm.InternalServerError)  # fmt: skip
+    for delay in (*retry_delays, None):
+        try:
+            response = await litellm.acompletion(model=model, messages=messages, **options)
+            break
+        except transient:
+            if delay is None:
+                raise
+            await asyncio.sleep(delay)
+    text = response.choices[0].message.content or ""
+    usage = getattr(response, "usage", None)
+    if usage is None or usage.prompt_tokens is None:  # a provider that reports no usage: count it ourselves
+        return Completion(text, count_tokens(model, prompt), count_tokens(model, text))
+    return Completion(text, usage.prompt_tokens, usage.completion_tokens or 0)

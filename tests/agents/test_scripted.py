@@ -64,3 +64,29 @@ def test_unknown_test_policies_are_refused() -> None:
         fault_rate("skillstate/clever")
     with pytest.raises(ValueError, match="unknown test policy"):
         fault_rate("skillstate/faulty-2")
+
+
+async def test_a_transient_model_failure_is_tried_again() -> None:
+    """A provider that fails once with a rate limit: the step still gets its answer."""
+    import litellm
+
+    class FlakyOnce(litellm.CustomLLM):  # a test provider: fails its first call, then answers
+        calls = 0
+
+        def completion(self, *args: object, **kwargs: object) -> litellm.ModelResponse:
+            FlakyOnce.calls += 1
+            if FlakyOnce.calls == 1:
+                raise litellm.RateLimitError("slow down", llm_provider="flaky-test", model="once")
+            return litellm.ModelResponse(choices=[{"message": {"role": "assistant", "content": "Action: Wait"}}])
+
+        async def acompletion(self, *args: object, **kwargs: object) -> litellm.ModelResponse:
+            return self.completion(*args, **kwargs)
+
+    previous = litellm.custom_provider_map
+    litellm.custom_provider_map = [*previous, {"provider": "flaky-test", "custom_handler": FlakyOnce()}]
+    try:
+        completion = await complete("flaky-test/once", "Instructions: wait.", retry_delays=(0.0,))
+    finally:
+        litellm.custom_provider_map = previous
+    assert completion.text == "Action: Wait" and FlakyOnce.calls == 2
+    assert completion.prompt_tokens > 0  # counted by the tokenizer when the provider reports no usage
