@@ -84,7 +84,14 @@ async def run(args: argparse.Namespace) -> int:
     results: list[SimResult] = []
     async with local_server(args.server) as address:
         for config in configs:
-            results.append(await _run_one(address, config, args, results))
+            try:
+                results.append(await _run_one(address, config, args, results))
+            except Exception as error:  # a model, a key, a missing skill: say which run failed and why
+                if getattr(error, "status", None) is not None:
+                    raise  # a server error: main maps its status to an exit code
+                print(f"skillstate {args.command}: the {config.runtime} run failed: {type(error).__name__}: {error}",
+                      file=sys.stderr)  # fmt: skip
+                return 1
     paths = write(results, args.out)
     print(table(results))
     if recovery := recovery_table(results):

@@ -44,3 +44,11 @@ async def test_sim_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     assert code == 2 and "agents: the warehouse runs 1 or 3 agents, not 2" in err
     code, _, err = await skillstate(None, "sim", "warehouse", "--model", "skillstate/clever", "--out", str(tmp_path))
     assert code == 2 and "unknown test policy 'skillstate/clever'" in err
+
+
+async def test_a_model_that_cannot_be_called_fails_the_run_with_its_reason(tmp_path: Path) -> None:
+    code, _, err = await skillstate(
+        None, "sim", "warehouse", "--horizon", "2", "--model", "no-such-provider/model", "--out", str(tmp_path)
+    )
+    assert code == 1 and "the skillstate run failed" in err and "no-such-provider" in err
+    assert "Traceback" not in err
