@@ -89,9 +89,10 @@ class ReadsTogether(Agent):
         return state
 
 
-async def test_two_agents_writing_one_shelf_conflict_and_the_loser_rereads(server_address: str) -> None:
+async def two_agents_storing_at_once(server_address: str, schema: dict[str, Any]) -> tuple[dict[str, Any], Recorder]:
+    """Two receiving agents read revision 0 together and each store an item: both pick shelf_0."""
     async with StateClient(server_address) as client:
-        created = await client.create_execution(schema=WAREHOUSE_SCHEMA, initial_state={"inventory": {}})
+        created = await client.create_execution(schema=schema, initial_state={"inventory": {}})
         recorder = Recorder()
         barrier = asyncio.Barrier(2)
         agents = [
@@ -100,18 +101,27 @@ async def test_two_agents_writing_one_shelf_conflict_and_the_loser_rereads(serve
                           recorder=recorder, limits=Limits(), barrier=barrier)
             for name in ("left", "right")
         ]  # fmt: skip
-        # Both read revision 0 and pick shelf_0; `inventory` is under `reject`: one wins, the other re-reads.
         await asyncio.gather(
             agents[0].step("Event: Shipment arrived containing item_1."),
             agents[1].step("Event: Shipment arrived containing item_2."),
         )
-        state = await client.get_state(created.execution_id)
-    assert sorted(state.state["inventory"].items()) == sorted(
-        {"shelf_0": state.state["inventory"]["shelf_0"], "shelf_1": state.state["inventory"]["shelf_1"]}.items()
-    )
-    assert set(state.state["inventory"].values()) == {"item_1", "item_2"}
+        return (await client.get_state(created.execution_id)).state, recorder
+
+
+async def test_two_agents_writing_one_shelf_conflict_and_the_loser_rereads(server_address: str) -> None:
+    state, recorder = await two_agents_storing_at_once(server_address, WAREHOUSE_SCHEMA)  # `reject` by default
+    assert sorted(state["inventory"]) == ["shelf_0", "shelf_1"]
+    assert set(state["inventory"].values()) == {"item_1", "item_2"}
     outcomes = sorted(r.outcome for r in recorder.records)
     assert outcomes == ["applied", "applied", "conflict"], recorder.records
+
+
+async def test_under_lww_the_greater_stamp_keeps_the_shelf_and_nobody_retries(server_address: str) -> None:
+    schema = json.loads(json.dumps(WAREHOUSE_SCHEMA))
+    schema["properties"]["inventory"]["x-merge"] = "lww"
+    state, recorder = await two_agents_storing_at_once(server_address, schema)
+    assert state["inventory"] == {"shelf_0": "item_2"}  # stamp (0, "right") > (0, "left"): the declared policy
+    assert sorted(r.outcome for r in recorder.records) == ["applied", "applied"]
 
 
 async def test_a_result_cut_to_a_limit_is_said_out_loud(server_address: str) -> None:
