@@ -27,6 +27,8 @@ from .llm import count_tokens, is_test_policy
 from .runtime import Agent, Limits, Recorder, StepRecord
 from .scripted import SCRIPTED, fault_rate
 
+READS_KEY = "state-reads"
+"""The skill metadata key naming the top-level state keys its agent reads (comma-separated)."""
 SKILLS_DIR = Path(__file__).resolve().parents[1] / "skills"
 """The project's own skill packages (a source checkout; `pip install -e .` keeps them there)."""
 WAREHOUSE_SKILLS = tuple(SKILL_OF.values())
@@ -221,6 +223,7 @@ async def run_simulation(
                     context=make_context(config, agent_id, conversation),
                     recorder=recorder,
                     limits=config.limits,
+                    reads=await state_reads(registry, names),
                 )
             )
         running = [asyncio.create_task(agent.run(), name=f"agent-{agent.agent_id}") for agent in agents]
@@ -309,3 +312,15 @@ async def instructions_for(registry: SkillRegistryClient, skills: tuple[str, ...
         hydrated = await registry.hydrate(skill.summary.description, budget_tokens=budget, skill_names=[name])
         parts.append(hydrated.context)
     return "\n\n".join(parts)
+
+
+async def state_reads(registry: SkillRegistryClient, skills: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The top-level state keys the skills declare they read (`metadata: state-reads: a, b`), or None (the
+    whole state) when any of them declares nothing."""
+    keys: dict[str, None] = {}
+    for name in skills:
+        declared = (await registry.get_skill(name)).metadata.get(READS_KEY)
+        if declared is None:
+            return None
+        keys.update(dict.fromkeys(key.strip() for key in declared.split(",") if key.strip()))
+    return tuple(keys)

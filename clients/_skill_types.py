@@ -88,6 +88,8 @@ class Skill:
     warnings: tuple[Diagnostic, ...]
     folder: str
     files: dict[str, bytes]
+    metadata: dict[str, str]
+    """The front matter's `metadata` map."""
 
     @classmethod
     def from_pb(cls, message: pb.GetSkillResponse) -> Skill:
@@ -113,7 +115,15 @@ class Skill:
         )
         edges = tuple((e.source, e.target, e.kind, e.label) for e in message.edges)
         warnings = tuple(Diagnostic.from_pb(d) for d in message.warnings)
-        return cls(SkillSummary.from_pb(message.skill), sections, edges, warnings, message.folder, dict(message.files))
+        return cls(
+            SkillSummary.from_pb(message.skill),
+            sections,
+            edges,
+            warnings,
+            message.folder,
+            dict(message.files),
+            dict(message.metadata),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -144,3 +144,35 @@ async def test_a_seeded_group_chat_repeats_exactly_to_its_last_token(server_addr
     """Every step is taken one at a time, the agents' last ones included: the shared transcript is the same."""
     runs = [await run_simulation(server_address, SimConfig(horizon=10, seed=5, runtime="groupchat")) for _ in range(3)]
     assert runs[0].records == runs[1].records == runs[2].records
+
+
+class Capturing(SkillState):
+    """SKILL.state's context, keeping what each prompt was given."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def prompt(self, instructions: str, state: Any, observation: str) -> str:
+        self.seen.append(dict(state))
+        return super().prompt(instructions, state, observation)
+
+
+async def test_an_agent_sees_only_the_state_its_skill_declares_it_reads(server_address: str) -> None:
+    async with StateClient(server_address) as client:
+        created = await client.create_execution(initial_state={"inventory": {}, "payroll": {"alice": 100}})
+        context = Capturing()
+        agent = Agent(client, created.execution_id, "receiving", skills=["warehouse-receiving"],
+                      instructions="Store.", model="skillstate/scripted", context=context, recorder=Recorder(),
+                      reads=("inventory",))  # fmt: skip
+        await agent.step("Event: Shipment arrived containing item_1.")
+    assert context.seen == [{"inventory": {}}]
+
+
+async def test_the_project_skills_declare_what_their_agents_read(server_address: str) -> None:
+    from skillstate.agents.sim import ensure_skills, state_reads
+    from skillstate.clients import SkillRegistryClient
+
+    async with SkillRegistryClient(server_address) as registry:
+        await ensure_skills(registry, ("warehouse-shipping", "repo-ci"))
+        assert await state_reads(registry, ("warehouse-shipping",)) == ("inventory",)
+        assert await state_reads(registry, ("warehouse-shipping", "repo-ci")) == ("inventory", "features")
