@@ -2,16 +2,17 @@
 
 import gc
 
-from skillstate.server.skills.bulk import BULK_GC_THRESHOLD, fewer_collections
+from skillstate.server.skills.bulk import BULK_GC_THRESHOLDS, fewer_collections
 
 
 def test_threshold_is_raised_for_the_duration_and_restored_after_nested_uses() -> None:
     before = gc.get_threshold()
+    raised = tuple(max(bulk, now) for bulk, now in zip(BULK_GC_THRESHOLDS, before, strict=True))
     with fewer_collections():
-        assert gc.get_threshold()[0] == max(BULK_GC_THRESHOLD, before[0])
+        assert gc.get_threshold() == raised
         with fewer_collections():
-            assert gc.get_threshold()[0] == max(BULK_GC_THRESHOLD, before[0])
-        assert gc.get_threshold()[0] == max(BULK_GC_THRESHOLD, before[0])
+            assert gc.get_threshold() == raised
+        assert gc.get_threshold() == raised
     assert gc.get_threshold() == before
 
 
