@@ -64,7 +64,26 @@ class Context(Protocol):
     def summarized(self, text: str) -> None: ...
 
 
-class SkillState:
+class _ActionAnswer:
+    """What most contexts share: an answer ending in `Action: <cmd>`, nothing written to Σ, no summaries."""
+
+    writes_state = False
+    response_schema: dict[str, Any] | None = None
+
+    def parse(self, text: str) -> Reply:
+        return Reply({}, _action(text))
+
+    def remember(self, observation: str, response: str) -> None:
+        pass
+
+    def summarize_request(self) -> str | None:
+        return None
+
+    def summarized(self, text: str) -> None:
+        pass
+
+
+class SkillState(_ActionAnswer):
     """SKILL.state: nothing of earlier steps survives but the state."""
 
     name = "skillstate"
@@ -77,23 +96,12 @@ class SkillState:
     def parse(self, text: str) -> Reply:
         return parse_reply(text)
 
-    def remember(self, observation: str, response: str) -> None:
-        pass
-
-    def summarize_request(self) -> str | None:
-        return None
-
-    def summarized(self, text: str) -> None:
-        pass
-
 
 @dataclass
-class React:
+class React(_ActionAnswer):
     """Appendix A.1: the whole transcript, every step."""
 
     name: str = "react"
-    writes_state: bool = False
-    response_schema: dict[str, Any] | None = None
     turns: list[Turn] = field(default_factory=list)
 
     def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
@@ -103,17 +111,8 @@ class React:
             f"Latest Observation:\n{observation.strip()}\n\n{ACTION_FORMAT}"
         )
 
-    def parse(self, text: str) -> Reply:
-        return Reply({}, _action(text))
-
     def remember(self, observation: str, response: str) -> None:
         self.turns.append(Turn(observation, response))
-
-    def summarize_request(self) -> str | None:
-        return None
-
-    def summarized(self, text: str) -> None:
-        pass
 
 
 @dataclass
@@ -134,13 +133,11 @@ class Truncated(React):
 
 
 @dataclass
-class Memory:
+class Memory(_ActionAnswer):
     """Appendix A.2: a rolling window of the 3 latest turns and a summary of the older ones, which the model
     itself writes (one extra call each time a turn leaves the window; its tokens are counted)."""
 
     name: str = "memory"
-    writes_state: bool = False
-    response_schema: dict[str, Any] | None = None
     summary: str = ""
     recent: list[Turn] = field(default_factory=list)
     _leaving: Turn | None = None
@@ -151,9 +148,6 @@ class Memory:
             f"Instructions:\n{instructions.strip()}\n\nSummarized History:\n{self.summary or '(none yet)'}\n\n"
             f"Recent History:\n{recent}\nLatest Observation:\n{observation.strip()}\n\n{ACTION_FORMAT}"
         )
-
-    def parse(self, text: str) -> Reply:
-        return Reply({}, _action(text))
 
     def remember(self, observation: str, response: str) -> None:
         self.recent.append(Turn(observation, response))
@@ -174,13 +168,11 @@ class Memory:
 
 
 @dataclass
-class Stateful:
+class Stateful(React):
     """Appendix A.3 (LangGraph-style): a state block and the whole transcript."""
 
     name: str = "stateful"
-    writes_state: bool = True
-    response_schema: dict[str, Any] | None = None
-    turns: list[Turn] = field(default_factory=list)
+    writes_state = True
 
     def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
         history = "".join(f"Observation: {t.observation}\nResponse: {t.response}\n" for t in self.turns)
@@ -202,18 +194,9 @@ class Stateful:
                 raise ReplyError("the StateUpdate must be a JSON object")
         return Reply(patch, _action(text))
 
-    def remember(self, observation: str, response: str) -> None:
-        self.turns.append(Turn(observation, response))
-
-    def summarize_request(self) -> str | None:
-        return None
-
-    def summarized(self, text: str) -> None:
-        pass
-
 
 @dataclass
-class GroupChat:
+class GroupChat(_ActionAnswer):
     """A transcript-sharing group chat, as multi-agent frameworks run one: every agent sees the whole shared
     conversation (every agent's observations and answers, reasoning included)."""
 
@@ -221,8 +204,6 @@ class GroupChat:
     conversation: list[Turn]
     """Shared by every agent of the chat."""
     name: str = "groupchat"
-    writes_state: bool = False
-    response_schema: dict[str, Any] | None = None
 
     def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
         history = "".join(
@@ -234,17 +215,8 @@ class GroupChat:
             f"Conversation:\n{history}\nLatest Observation:\n{observation.strip()}\n\n{ACTION_FORMAT}"
         )
 
-    def parse(self, text: str) -> Reply:
-        return Reply({}, _action(text))
-
     def remember(self, observation: str, response: str) -> None:
         self.conversation.append(Turn(observation, response, self.agent))
-
-    def summarize_request(self) -> str | None:
-        return None
-
-    def summarized(self, text: str) -> None:
-        pass
 
 
 def _action(text: str) -> str:

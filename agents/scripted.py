@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .contexts import ACTION_FORMAT, STATEFUL_FORMAT, SUMMARY_REQUEST
+from .envs.warehouse import shelf_number
 from .prompts import OBSERVATION_HEADER, STATE_HEADER
 from .reply import format_reply
 
@@ -49,13 +50,18 @@ class View:
     notes: list[str] = field(default_factory=list)
 
 
-def read_prompt(prompt: str) -> View:
+def split_prompt(prompt: str) -> tuple[str, str, dict[str, Any] | None]:
+    """(what precedes the latest observation, the latest observation, the state block it shows if any)."""
     head, found, observation = prompt.rpartition(OBSERVATION_HEADER)
     if not found:
         head, observation = prompt, ""
     block = _STATE_BLOCK.search(head) or _CURRENT_STATE.search(head)
-    if block is not None:
-        state = json.loads(block.group(1))
+    return head, observation, None if block is None else json.loads(block.group(1))
+
+
+def read_prompt(prompt: str) -> View:
+    head, observation, state = split_prompt(prompt)
+    if state is not None:
         stocked = {k: v for k, v in (state.get("inventory") or {}).items() if isinstance(v, str)}
         return View(stocked, observation, True)
     inventory: dict[str, str] = {}
@@ -175,13 +181,10 @@ _REPO_EVENT = re.compile(r"Feature request #|Pushed to |CI Pipeline|Alert: (?:so
 
 def repo_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
     """(reasoning, state patch, action) for a software-repository prompt."""
-    head, found, observation = prompt.rpartition(OBSERVATION_HEADER)
-    if not found:
-        head, observation = prompt, ""
-    block = _STATE_BLOCK.search(head) or _CURRENT_STATE.search(head)
+    head, observation, state = split_prompt(prompt)
     files: dict[str, str] = {}  # branch -> the file its feature adds
-    if block is not None:
-        for entry in (json.loads(block.group(1)).get("features") or {}).values():
+    if state is not None:
+        for entry in (state.get("features") or {}).values():
             if isinstance(entry, dict) and isinstance(entry.get("branch"), str) and isinstance(entry.get("file"), str):
                 files[entry["branch"]] = entry["file"]
     else:
@@ -227,11 +230,11 @@ def answer(model: str, prompt: str) -> str:
     rate = fault_rate(model)
     if prompt.startswith(SUMMARY_REQUEST):
         known = read_prompt(prompt).inventory
-        pairs = ", ".join(f"{shelf}={item}" for shelf, item in sorted(known.items(), key=lambda kv: _number(kv[0])))
+        pairs = ", ".join(f"{shelf}={known[shelf]}" for shelf in sorted(known, key=shelf_number))
         features = ", ".join(f"{branch}={file}" for _, file, branch in _FEATURE.findall(prompt))
         features += (", " if features else "") + ", ".join(f"{b}={f}" for b, f in _FEATURE_PAIR.findall(prompt))
         return f"Inventory so far: {pairs or 'empty'}." + (f" Features: {features}." if features else "")
-    _, _, observation = prompt.rpartition(OBSERVATION_HEADER)
+    observation = prompt.rpartition(OBSERVATION_HEADER)[2]
     reasoning, patch, action = (repo_answer if _REPO_EVENT.search(observation) else warehouse_answer)(prompt)
     if STATEFUL_FORMAT in prompt:
         return f"{reasoning}\nStateUpdate: {json.dumps(patch)}\nAction: {action}"
@@ -241,10 +244,6 @@ def answer(model: str, prompt: str) -> str:
     if rate and rng.random() < rate:
         return inject_fault(rng, reasoning, patch, action)
     return format_reply(reasoning, patch, action)
-
-
-def _number(shelf: str) -> int:
-    return int(shelf.rpartition("_")[2])
 
 
 def fault_rate(model: str) -> float:

@@ -212,18 +212,19 @@ async def run_simulation(
         agents = []
         for agent_id, skills in team.items():
             names = (skills,) if isinstance(skills, str) else tuple(skills)
+            instructions, reads = await skill_context(registry, names, config.context_budget)
             agents.append(
                 Agent(
                     client,
                     execution.execution_id,
                     agent_id,
                     skills=names,
-                    instructions=await instructions_for(registry, names, config.context_budget),
+                    instructions=instructions,
                     model=config.model,
                     context=make_context(config, agent_id, conversation),
                     recorder=recorder,
                     limits=config.limits,
-                    reads=await state_reads(registry, names),
+                    reads=reads,
                 )
             )
         running = [asyncio.create_task(agent.run(), name=f"agent-{agent.agent_id}") for agent in agents]
@@ -304,23 +305,19 @@ async def ensure_skills(registry: SkillRegistryClient, names: tuple[str, ...]) -
             await registry.register_skill(files, folder=name, strict=True)
 
 
-async def instructions_for(registry: SkillRegistryClient, skills: tuple[str, ...], budget: int) -> str:
-    """P: each skill's context hydrated by the registry (for its own description), joined."""
-    parts = []
+async def skill_context(
+    registry: SkillRegistryClient, skills: tuple[str, ...], budget: int
+) -> tuple[str, tuple[str, ...] | None]:
+    """An agent's P, each skill's context hydrated by the registry for its own description, joined; and the
+    top-level state keys its skills declare they read (`metadata: state-reads: a, b`), or None (the whole
+    state) when any of them declares nothing."""
+    parts, reads = [], {}
+    declared_by_all = True
     for name in skills:
         skill = await registry.get_skill(name)
         hydrated = await registry.hydrate(skill.summary.description, budget_tokens=budget, skill_names=[name])
         parts.append(hydrated.context)
-    return "\n\n".join(parts)
-
-
-async def state_reads(registry: SkillRegistryClient, skills: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The top-level state keys the skills declare they read (`metadata: state-reads: a, b`), or None (the
-    whole state) when any of them declares nothing."""
-    keys: dict[str, None] = {}
-    for name in skills:
-        declared = (await registry.get_skill(name)).metadata.get(READS_KEY)
-        if declared is None:
-            return None
-        keys.update(dict.fromkeys(key.strip() for key in declared.split(",") if key.strip()))
-    return tuple(keys)
+        declared = skill.metadata.get(READS_KEY)
+        declared_by_all = declared_by_all and declared is not None
+        reads.update(dict.fromkeys(key.strip() for key in (declared or "").split(",") if key.strip()))
+    return "\n\n".join(parts), tuple(reads) if declared_by_all else None

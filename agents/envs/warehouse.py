@@ -68,7 +68,7 @@ def generate_events(horizon: int, seed: int, shelves: int = SHELVES) -> list[Eve
             item, received = f"item_{received}", received + 1
             truth[shelf] = item
         else:
-            shelf = rng.choice(sorted(truth, key=_number))
+            shelf = rng.choice(sorted(truth, key=shelf_number))
             item = truth[shelf]
             if kind is EventKind.ORDER or not empty:
                 del truth[shelf]
@@ -156,7 +156,7 @@ class Warehouse:
         return prefix == "shelf" and number.isdigit() and int(number) < self.shelves and str(int(number)) == number
 
 
-def _number(shelf: str) -> int:
+def shelf_number(shelf: str) -> int:
     return int(shelf.rpartition("_")[2])
 
 

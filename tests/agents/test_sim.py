@@ -169,10 +169,10 @@ async def test_an_agent_sees_only_the_state_its_skill_declares_it_reads(server_a
 
 
 async def test_the_project_skills_declare_what_their_agents_read(server_address: str) -> None:
-    from skillstate.agents.sim import ensure_skills, state_reads
+    from skillstate.agents.sim import ensure_skills, skill_context
     from skillstate.clients import SkillRegistryClient
 
     async with SkillRegistryClient(server_address) as registry:
         await ensure_skills(registry, ("warehouse-shipping", "repo-ci"))
-        assert await state_reads(registry, ("warehouse-shipping",)) == ("inventory",)
-        assert await state_reads(registry, ("warehouse-shipping", "repo-ci")) == ("inventory", "features")
+        assert (await skill_context(registry, ("warehouse-shipping",), 3000))[1] == ("inventory",)
+        assert (await skill_context(registry, ("warehouse-shipping", "repo-ci"), 3000))[1] == ("inventory", "features")
