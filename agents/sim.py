@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from skillstate.clients import NotFoundError, SkillRegistryClient, StateClient
+from skillstate.project_skills import FOLDER as PROJECT_SKILLS
 
 from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, Truncated, Turn
 from .envs import repo
@@ -29,8 +30,6 @@ from .scripted import SCRIPTED, fault_rate
 
 READS_KEY = "state-reads"
 """The skill metadata key naming the top-level state keys its agent reads (comma-separated)."""
-SKILLS_DIR = Path(__file__).resolve().parents[1] / "skills"
-"""The project's own skill packages (a source checkout; `pip install -e .` keeps them there)."""
 WAREHOUSE_SKILLS = tuple(SKILL_OF.values())
 WAREHOUSE_AGENTS = {"receiving": "warehouse-receiving", "shipping": "warehouse-shipping",
                     "maintenance": "warehouse-maintenance"}  # fmt: skip
@@ -296,7 +295,7 @@ async def ensure_skills(registry: SkillRegistryClient, names: tuple[str, ...]) -
         try:
             await registry.get_skill(name)
         except NotFoundError:
-            folder = SKILLS_DIR / name
+            folder = PROJECT_SKILLS / name
             if not (folder / "SKILL.md").is_file():
                 raise FileNotFoundError(f"{folder}: the project's skill package is missing") from None
             files = {

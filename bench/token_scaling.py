@@ -3,6 +3,7 @@ test policy, at T = 10, 25, 50, 100 and 200 events.
 
     python bench/token_scaling.py                 # every horizon, then the noise levels (about two minutes)
     python bench/token_scaling.py --horizons 10 50 --noise-levels
+    python bench/token_scaling.py --model gpt-4o-mini --horizons 100 --seeds 0 --noise-levels   # a real model
 
 Prints a Markdown table (score, average and largest prompt, total tokens, and each total against the
 shared-state agents' in the same run), how flat each shared-state agent's prompt stays (its largest prompt
@@ -27,6 +28,7 @@ os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
 
 from skillstate.agents.contexts import RUNTIMES
 from skillstate.agents.results import notes, plot, table
+from skillstate.agents.scripted import SCRIPTED
 from skillstate.agents.sim import SimConfig, SimResult, run_simulation
 from skillstate.cli.sim import local_server
 
@@ -40,13 +42,13 @@ def flatness(result: SimResult) -> dict[str, float]:
     return {agent: max(s) / statistics.median(s) for agent, s in sorted(sizes.items())}
 
 
-async def measure(horizons: list[int], seed: int, noise: int = 0) -> list[SimResult]:
+async def measure(horizons: list[int], seed: int, model: str, noise: int = 0) -> list[SimResult]:
     results: list[SimResult] = []
     async with local_server() as address:
         for horizon in horizons:
             ours: SimResult | None = None
             for runtime in RUNTIMES:
-                config = SimConfig(horizon=horizon, runtime=runtime, seed=seed, noise=noise)
+                config = SimConfig(horizon=horizon, runtime=runtime, seed=seed, noise=noise, model=model)
                 if runtime == "truncated" and ours is not None:  # the window is the shared-state prompt budget
                     config = replace(config, window_tokens=max(ours.prompt_sizes))
                 result = await run_simulation(address, config)
@@ -57,12 +59,12 @@ async def measure(horizons: list[int], seed: int, noise: int = 0) -> list[SimRes
     return results
 
 
-async def over_seeds(seeds: int) -> list[tuple[int, float, float]]:
+async def over_seeds(seeds: int, model: str) -> list[tuple[int, float, float]]:
     rows = []
     async with local_server() as address:
         for seed in range(seeds):
-            ours = await run_simulation(address, SimConfig(horizon=100, seed=seed))
-            chat = await run_simulation(address, SimConfig(horizon=100, seed=seed, runtime="groupchat"))
+            ours = await run_simulation(address, SimConfig(horizon=100, seed=seed, model=model))
+            chat = await run_simulation(address, SimConfig(horizon=100, seed=seed, model=model, runtime="groupchat"))
             rows.append((seed, max(flatness(ours).values()), chat.total_tokens / ours.total_tokens))
     return rows
 
@@ -71,12 +73,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--horizons", type=int, nargs="*", default=[10, 25, 50, 100, 200])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default=SCRIPTED, help="any litellm model string (default: the test policy)")
     parser.add_argument("--noise-levels", type=int, nargs="*", default=[0, 5, 20, 50])
     parser.add_argument("--noise-horizon", type=int, default=50)
     parser.add_argument("--seeds", type=int, default=8, help="seeds of the T=100 shared-state vs group chat check")
     parser.add_argument("--plot", type=Path, default=Path("docs/token_scaling.png"))
     args = parser.parse_args()
-    results = asyncio.run(measure(args.horizons, args.seed))
+    results = asyncio.run(measure(args.horizons, args.seed, args.model))
     print(table(results))
     print()
     print("| horizon | shared-state agent | largest prompt / median |")
@@ -100,10 +103,14 @@ def main() -> None:
               "the shared-state agents'\n")  # fmt: skip
         print("| seed | largest prompt / median (worst agent) | group chat / shared-state tokens |")
         print("|---|---|---|")
-        for seed, worst, ratio in asyncio.run(over_seeds(args.seeds)):
+        for seed, worst, ratio in asyncio.run(over_seeds(args.seeds, args.model)):
             print(f"| {seed} | {worst:.2f} | {ratio:.1f}x |")
     if args.noise_levels:
-        noisy = [r for level in args.noise_levels for r in asyncio.run(measure([args.noise_horizon], args.seed, level))]
+        noisy = [
+            r
+            for level in args.noise_levels
+            for r in asyncio.run(measure([args.noise_horizon], args.seed, args.model, level))
+        ]
         print(f"\nNoise (T={args.noise_horizon}): telemetry lines per observation\n")
         print("| noise | runtime | score | avg prompt tokens | total tokens |")
         print("|---|---|---|---|---|")

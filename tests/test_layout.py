@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def loaded_modules(statement: str) -> set[str]:
@@ -42,5 +47,21 @@ def test_the_engines_do_not_import_grpc() -> None:
 def test_agents_are_clients_of_the_server_and_load_litellm_only_to_call_a_model() -> None:
     modules = loaded_modules("import skillstate.agents.sim, skillstate.agents.results, skillstate.agents.runtime")
     ours = {m for m in modules if m.startswith("skillstate.")}
-    assert ours == {m for m in ours if m.startswith(("skillstate.agents", "skillstate.clients", *STUB_PACKAGES))}
+    allowed = ("skillstate.agents", "skillstate.clients", "skillstate.project_skills", *STUB_PACKAGES)
+    assert ours == {m for m in ours if m.startswith(allowed)}
     assert "litellm" not in modules
+
+
+def test_the_wheel_ships_every_file_of_the_project_skills(tmp_path: Path) -> None:
+    """`skillstate demo` registers these packages: an install from the wheel must carry them whole."""
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".*", "build", "dist", "*.egg-info", "__pycache__"))
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*pip_wheel, "-w", str(tmp_path), str(source)], check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("skillstate-*.whl")
+    shipped = {name.removeprefix("skillstate/project_skills/") for name in zipfile.ZipFile(wheel).namelist()}
+    skills = ROOT / "skills"
+    expected = {
+        p.relative_to(skills).as_posix() for p in skills.glob("*/**/*") if p.is_file() and "__pycache__" not in p.parts
+    }
+    assert expected and expected <= shipped
