@@ -2,7 +2,8 @@
 
 Exit codes (stable, for scripts): 0 success; 1 unexpected failure; 2 usage error; 3 not found;
 4 conflict (re-read and retry); 5 invalid argument; 6 failed precondition or out of range;
-7 already exists; 8 server unavailable; 9 stream fell behind.
+7 already exists; 8 server unavailable; 9 stream fell behind or a limit on concurrent use;
+10 data loss; 11 unauthenticated; 12 permission denied.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ EXIT_BY_STATUS = {
     "UNAVAILABLE": 8,
     "RESOURCE_EXHAUSTED": 9,
     "DATA_LOSS": 10,
+    "UNAUTHENTICATED": 11,
+    "PERMISSION_DENIED": 12,
 }
 DEFAULT_SERVER = os.environ.get("SKILLSTATE_SERVER", "127.0.0.1:50051")
 
@@ -50,6 +53,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="where extractions are cached (default: DB.extractions.jsonl beside --db)",
     )
+    serve.add_argument("--tls-cert", default=None, metavar="PEM", help="the server's certificate chain (turns TLS on)")
+    serve.add_argument("--tls-key", default=None, metavar="PEM", help="the server's private key")
+    serve.add_argument(
+        "--tls-client-ca", default=None, metavar="PEM", help="require client certificates signed by this CA (mTLS)"
+    )
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="accept calls without credentials on any address (on loopback the server is open until the first "
+        "`skillstate auth issue` anyway)",
+    )
+    serve.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=64,
+        metavar="N",
+        help="unary calls one identity may have running at once (default: %(default)s)",
+    )
     serve.add_argument(
         "--retain-revisions",
         type=int,
@@ -66,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--server", default=DEFAULT_SERVER, help="host:port (default: $SKILLSTATE_SERVER or %(default)s)"
     )
+    common.add_argument(
+        "--token", default=os.environ.get("SKILLSTATE_TOKEN"), help="bearer token (default: $SKILLSTATE_TOKEN)"
+    )
+    common.add_argument("--tls-ca", default=None, metavar="PEM", help="connect with TLS, trusting this CA")
+    common.add_argument("--tls-cert", default=None, metavar="PEM", help="client certificate (mutual TLS)")
+    common.add_argument("--tls-key", default=None, metavar="PEM", help="client private key (mutual TLS)")
 
     create = state.add_parser("create", parents=[common], help="create an execution")
     create.add_argument("execution_id", nargs="?", default="", help="id (default: server-assigned)")
@@ -79,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     patch = state.add_parser("patch", parents=[common], help="submit a JSON merge patch")
     patch.add_argument("execution_id")
     patch.add_argument("patch", help="the patch: JSON text, @FILE or -")
-    patch.add_argument("--agent", required=True, help="agent id")
+    patch.add_argument("--agent", default="", help="agent id (with a token: the token's agent)")
     patch.add_argument("--base", default="head", help="base revision, or 'head' to read it first (default)")
     patch.add_argument("--action", default=None, help="action to record: JSON text, @FILE or -")
     patch.add_argument("--id", dest="client_patch_id", default=None, help="idempotency key (default: random)")
@@ -100,11 +127,26 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("execution_id")
     compact.add_argument("--up-to", dest="up_to_revision", type=int, required=True, help="a revision (0..head)")
 
-    from . import sim, skills
+    from . import auth, sim, skills
 
     skills.add_parser(commands, common)
     sim.add_parsers(commands)
+    auth.add_parser(commands)
     return parser
+
+
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The token and TLS settings of the common options, as client keyword arguments."""
+    from skillstate.clients import ClientTLS
+
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise UsageError("--tls-cert and --tls-key go together")
+    uses_tls = args.tls_ca or args.tls_cert
+    try:
+        tls = ClientTLS.from_files(args.tls_ca, args.tls_cert, args.tls_key) if uses_tls else None
+    except OSError as e:
+        raise UsageError(f"{e.filename}: {e.strerror}") from None
+    return {"token": args.token or None, "tls": tls}
 
 
 def read_json(text: str | None, what: str) -> Any:
@@ -142,7 +184,8 @@ async def run_state(args: argparse.Namespace) -> None:
 
     from skillstate.clients import RetryPolicy, StateClient
 
-    async with StateClient(args.server, retry=RetryPolicy(attempts=4)) as client:  # ~0.7 s before giving up
+    options = client_options(args)
+    async with StateClient(args.server, retry=RetryPolicy(attempts=4), **options) as client:  # ~0.7 s of retries
         if args.subcommand == "create":
             created = await client.create_execution(
                 args.execution_id,
@@ -203,10 +246,31 @@ def run_serve(args: argparse.Namespace) -> None:
         cache_path = args.extractor_cache or (None if args.db == ":memory:" else f"{args.db}.extractions.jsonl")
         extractor = LlmExtractor(args.extractor, FileCache(Path(cache_path)) if cache_path else None)
     config = EngineConfig(retain_revisions=args.retain_revisions)
+    if args.max_in_flight < 1:
+        raise UsageError("--max-in-flight: must be >= 1")
     try:
-        asyncio.run(serve(db=args.db, listen=args.listen, config=config, extractor=extractor))
+        tls = _server_tls(args)
+        asyncio.run(
+            serve(
+                db=args.db, listen=args.listen, config=config, extractor=extractor,
+                insecure_no_auth=args.insecure_no_auth, tls=tls, in_flight_limit=args.max_in_flight,
+            )
+        )  # fmt: skip
     except (OSError, StorageError) as e:
         raise ServeError(str(e)) from e
+
+
+def _server_tls(args: argparse.Namespace) -> Any:
+    from skillstate.server.app import ServerTLS
+
+    if not (args.tls_cert or args.tls_key or args.tls_client_ca):
+        return None
+    if not (args.tls_cert and args.tls_key):
+        raise UsageError("--tls-cert and --tls-key are both needed for TLS")
+    try:
+        return ServerTLS.from_files(args.tls_cert, args.tls_key, args.tls_client_ca)
+    except OSError as e:
+        raise UsageError(f"{e.filename}: {e.strerror}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -220,6 +284,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from . import skills
 
             return asyncio.run(skills.run(args))
+        elif args.command == "auth":
+            from . import auth
+
+            return asyncio.run(auth.run(args))
         elif args.command in ("sim", "demo"):
             from . import sim
 

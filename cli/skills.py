@@ -46,7 +46,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
 async def run(args: argparse.Namespace) -> int:
     from skillstate.clients import RetryPolicy, SkillRegistryClient
 
-    async with SkillRegistryClient(args.server, retry=RetryPolicy(attempts=4)) as client:
+    from .main import client_options
+
+    async with SkillRegistryClient(args.server, retry=RetryPolicy(attempts=4), **client_options(args)) as client:
         if args.subcommand == "add":
             return await _add(client, args.paths, args.strict)
         if args.subcommand == "list":

@@ -1,6 +1,6 @@
 """The Python client of a skillstate server (async first; `SyncStateClient` blocks).
 
-async with StateClient("127.0.0.1:50051") as client:
+async with StateClient("127.0.0.1:50051", token=os.environ.get("SKILLSTATE_TOKEN")) as client:
     created = await client.create_execution(schema={...}, initial_state={...})
     result = await client.submit_patch(created.execution_id, {"done": True}, agent_id="a", base_revision=0)
 
@@ -8,16 +8,18 @@ async with SkillRegistryClient("127.0.0.1:50051") as skills:
     context = await skills.hydrate("ship the customer's order", budget_tokens=3000)
 """
 
-from ._client import RetryPolicy, StateClient
+from ._client import ClientTLS, RetryPolicy, StateClient, open_channel
 from ._errors import (
     AlreadyExistsError,
     ConflictError,
     DataLossError,
     NotFoundError,
     OutOfRangeError,
+    PermissionDeniedError,
     PreconditionError,
     ResourceExhaustedError,
     SkillstateError,
+    UnauthenticatedError,
     UnavailableError,
     ValidationError,
 )
@@ -47,6 +49,7 @@ from ._types import (
 
 __all__ = [
     "AlreadyExistsError",
+    "ClientTLS",
     "ConflictError",
     "DataLossError",
     "CreatedExecution",
@@ -60,6 +63,7 @@ __all__ = [
     "Observation",
     "OutOfRangeError",
     "PatchResult",
+    "PermissionDeniedError",
     "PreconditionError",
     "Registered",
     "Resolution",
@@ -75,6 +79,8 @@ __all__ = [
     "State",
     "StateClient",
     "SyncStateClient",
+    "UnauthenticatedError",
     "UnavailableError",
     "ValidationError",
+    "open_channel",
 ]

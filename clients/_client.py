@@ -7,6 +7,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Self, TypeVar
 
 import grpc
@@ -27,6 +28,56 @@ _CHANNEL_OPTIONS = [
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 2000),
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientTLS:
+    """TLS for the channel: the CA that signed the server's certificate (None: the system's roots), and for
+    mutual TLS this client's own certificate chain and key. All PEM."""
+
+    root_certificates: bytes | None = None
+    certificate_chain: bytes | None = None
+    private_key: bytes | None = None
+
+    @classmethod
+    def from_files(
+        cls, ca: str | Path | None = None, cert: str | Path | None = None, key: str | Path | None = None
+    ) -> ClientTLS:
+        def read(path: str | Path | None) -> bytes | None:
+            return Path(path).read_bytes() if path else None
+
+        return cls(read(ca), read(cert), read(key))
+
+
+def _with_metadata(details: Any, header: tuple[str, str]) -> Any:
+    return details._replace(metadata=(*(details.metadata or ()), header))
+
+
+class _TokenOnUnaryCalls(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    def __init__(self, header: tuple[str, str]) -> None:
+        self._header = header
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(_with_metadata(details, self._header), request)
+
+
+class _TokenOnStreams(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    def __init__(self, header: tuple[str, str]) -> None:
+        self._header = header
+
+    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(_with_metadata(details, self._header), request)
+
+
+def open_channel(target: str, *, token: str | None = None, tls: ClientTLS | None = None) -> grpc.aio.Channel:
+    """A channel to a skillstate server, with a bearer token on every call and TLS if given; clients of
+    several services may share it (`StateClient(channel=...)`)."""
+    header = ("authorization", f"Bearer {token}")
+    interceptors = [_TokenOnUnaryCalls(header), _TokenOnStreams(header)] if token else None  # gRPC takes one kind each
+    if tls is None:
+        return grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS, interceptors=interceptors)
+    credentials = grpc.ssl_channel_credentials(tls.root_certificates, tls.private_key, tls.certificate_chain)
+    return grpc.aio.secure_channel(target, credentials, options=_CHANNEL_OPTIONS, interceptors=interceptors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +102,9 @@ def _dumps(value: JSON) -> str:
 class RpcClient:
     """A channel to a skillstate server, the service's stub, and the retry loop its calls share.
 
-    A subclass names its generated stub class in `_stub_class`. Pass `channel` to share one channel between
-    clients of several services (the caller then closes it).
+    A subclass names its generated stub class in `_stub_class`. `token` is sent on every call, `tls`
+    encrypts the channel. Pass `channel` (see `open_channel`) to share one channel between clients of several
+    services (the caller then closes it).
     """
 
     _stub_class: Any
@@ -61,11 +113,13 @@ class RpcClient:
         self,
         target: str = "127.0.0.1:50051",
         *,
+        token: str | None = None,
+        tls: ClientTLS | None = None,
         channel: grpc.aio.Channel | None = None,
         retry: RetryPolicy = RetryPolicy(),
         timeout: float | None = 30.0,
     ) -> None:
-        self._channel = channel if channel is not None else grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
+        self._channel = channel if channel is not None else open_channel(target, token=token, tls=tls)
         self._owns_channel = channel is None
         self._stub: Any = self._stub_class(self._channel)
         self._retry = retry

@@ -7,7 +7,9 @@ SkillstateError                 any failed call (status, message)
 ├── ConflictError               ABORTED: conflict under `reject`; re-read and retry
 ├── PreconditionError           FAILED_PRECONDITION: base revision ahead of head
 ├── OutOfRangeError             OUT_OF_RANGE: a revision that does not exist or was compacted
-├── ResourceExhaustedError      RESOURCE_EXHAUSTED: a stream fell too far behind
+├── ResourceExhaustedError      RESOURCE_EXHAUSTED: a stream fell too far behind, or a limit on concurrent use
+├── UnauthenticatedError        UNAUTHENTICATED: no credential, or one unknown, revoked or expired
+├── PermissionDeniedError       PERMISSION_DENIED: the credential lacks the right, the agent id or the path
 ├── UnavailableError            UNAVAILABLE: server unreachable or its log failed; safe to retry
 └── DataLossError               DATA_LOSS: the server's log of this execution fails its integrity check
 """
@@ -60,6 +62,14 @@ class ResourceExhaustedError(SkillstateError):
     status = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+class UnauthenticatedError(SkillstateError):
+    status = grpc.StatusCode.UNAUTHENTICATED
+
+
+class PermissionDeniedError(SkillstateError):
+    status = grpc.StatusCode.PERMISSION_DENIED
+
+
 class UnavailableError(SkillstateError):
     status = grpc.StatusCode.UNAVAILABLE
 
@@ -78,6 +88,8 @@ _BY_STATUS = {
         PreconditionError,
         OutOfRangeError,
         ResourceExhaustedError,
+        UnauthenticatedError,
+        PermissionDeniedError,
         UnavailableError,
         DataLossError,
     )

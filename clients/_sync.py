@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ._client import RetryPolicy, StateClient
+from ._client import ClientTLS, RetryPolicy, StateClient
 from ._types import JSON, CreatedExecution, HistoryPage, Observation, PatchResult, RevisionEvent, Snapshot, State
 
 T = TypeVar("T")
@@ -19,14 +19,22 @@ class SyncStateClient:
     """
 
     def __init__(
-        self, target: str = "127.0.0.1:50051", *, retry: RetryPolicy = RetryPolicy(), timeout: float | None = 30.0
+        self,
+        target: str = "127.0.0.1:50051",
+        *,
+        token: str | None = None,
+        tls: ClientTLS | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        timeout: float | None = 30.0,
     ) -> None:
         self._runner = asyncio.Runner()
-        self._client = self._run(self._connect(target, retry, timeout))
+        self._client = self._run(self._connect(target, token, tls, retry, timeout))
 
     @staticmethod
-    async def _connect(target: str, retry: RetryPolicy, timeout: float | None) -> StateClient:
-        return StateClient(target, retry=retry, timeout=timeout)  # the channel binds to the running loop
+    async def _connect(
+        target: str, token: str | None, tls: ClientTLS | None, retry: RetryPolicy, timeout: float | None
+    ) -> StateClient:
+        return StateClient(target, token=token, tls=tls, retry=retry, timeout=timeout)  # binds to the running loop
 
     def __enter__(self) -> SyncStateClient:
         return self

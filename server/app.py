@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ipaddress
 import logging
 import signal
 from dataclasses import dataclass
@@ -15,6 +17,8 @@ from grpc_reflection.v1alpha import reflection
 from skillstate.skills.v1 import skills_pb2
 from skillstate.state.v1 import state_pb2
 
+from .access import DEFAULT_IN_FLIGHT, Guard, Mode
+from .credentials import CredentialStore, MemoryCredentialStore, SqliteCredentialStore
 from .engine import EngineConfig, StateEngine
 from .service import StateServicer, add_state_service
 from .skills.graph import Extractor
@@ -43,6 +47,50 @@ def open_skill_store(db: str) -> SkillStore:
     return MemorySkillStore() if db == ":memory:" else SqliteSkillStore(Path(db))
 
 
+def open_credential_store(db: str) -> CredentialStore:
+    """So do the credentials, where the admin CLI issues and revokes them."""
+    return MemoryCredentialStore() if db == ":memory:" else SqliteCredentialStore(Path(db))
+
+
+@dataclass(frozen=True)
+class ServerTLS:
+    """The server's certificate chain and key (PEM); with `client_ca`, clients must present a certificate
+    it signed (mutual TLS)."""
+
+    cert_chain: bytes
+    private_key: bytes
+    client_ca: bytes | None = None
+
+    @classmethod
+    def from_files(cls, cert: str | Path, key: str | Path, client_ca: str | Path | None = None) -> ServerTLS:
+        return cls(Path(cert).read_bytes(), Path(key).read_bytes(), Path(client_ca).read_bytes() if client_ca else None)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.ssl_server_credentials(
+            [(self.private_key, self.cert_chain)],
+            root_certificates=self.client_ca,
+            require_client_auth=self.client_ca is not None,
+        )
+
+
+def is_loopback(listen: str) -> bool:
+    """Whether a host:port listens on the loopback interface only."""
+    host = listen.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def auth_mode(listen: str, insecure_no_auth: bool = False) -> Mode:
+    """Open on loopback until a credential is issued; elsewhere only with the explicit opt-out."""
+    if insecure_no_auth:
+        return Mode.OPEN
+    return Mode.AUTO if is_loopback(listen) else Mode.REQUIRED
+
+
 @dataclass
 class RunningServer:
     """A started server; `port` is the bound port (useful with port 0)."""
@@ -51,12 +99,15 @@ class RunningServer:
     engine: StateEngine
     registry: SkillRegistry
     port: int
+    guard: Guard
+    credentials: CredentialStore
 
     async def stop(self, grace: float | None = 1.0) -> None:
         """Stop taking calls, let running ones finish for `grace` seconds, then commit and close the log."""
         await self.server.stop(grace)
         await self.engine.close()
         await self.registry.close()
+        await self.credentials.close()
 
 
 async def start_server(
@@ -65,20 +116,42 @@ async def start_server(
     config: EngineConfig = EngineConfig(),
     skills: SkillStore | None = None,
     extractor: Extractor | None = None,
+    *,
+    credentials: CredentialStore | None = None,
+    auth: Mode | None = None,
+    tls: ServerTLS | None = None,
+    in_flight_limit: int = DEFAULT_IN_FLIGHT,
 ) -> RunningServer:
     """Recover the engine and the skill library and start serving on `listen` (host:port; 0 picks a port).
 
-    Without a skill store the library lives in memory only; `extractor` replaces Sec2Graph's rule-based
-    roles and contracts (server/skills/llm_extract.py).
+    Without a skill store the library lives in memory only, and so do credentials without a credential
+    store; `auth` defaults to `auth_mode(listen)`. `extractor` replaces Sec2Graph's rule-based roles and
+    contracts (server/skills/llm_extract.py).
     """
+    credentials = credentials or MemoryCredentialStore()
+    guard = Guard(credentials, auth or auth_mode(listen), in_flight_limit=in_flight_limit)
     engine = StateEngine(log_, config)
-    await engine.start()
     registry = SkillRegistry(skills or MemorySkillStore(), extractor=extractor)
-    try:
+    async with contextlib.AsyncExitStack() as undo:  # what started is closed again if a later step fails
+        await credentials.open()
+        undo.push_async_callback(credentials.close)
+        await engine.start()
+        undo.push_async_callback(engine.close)
         await registry.start()
-    except BaseException:
-        await engine.close()
-        raise
+        undo.push_async_callback(registry.close)
+        running = await _serve_grpc(engine, registry, guard, listen, config, tls)
+        undo.pop_all()
+    return RunningServer(running[0], engine, registry, running[1], guard, credentials)
+
+
+async def _serve_grpc(
+    engine: StateEngine,
+    registry: SkillRegistry,
+    guard: Guard,
+    listen: str,
+    config: EngineConfig,
+    tls: ServerTLS | None,
+) -> tuple[grpc.aio.Server, int]:
     size = config.limits.max_message_bytes
     server = grpc.aio.server(
         options=[
@@ -87,24 +160,22 @@ async def start_server(
             ("grpc.so_reuseport", 0),  # a second server on a taken port must fail, not share its traffic
         ]
     )
-    add_state_service(StateServicer(engine), server)
-    add_skill_registry_service(SkillRegistryServicer(registry), server)
+    add_state_service(StateServicer(engine), server, guard)
+    add_skill_registry_service(SkillRegistryServicer(registry), server, guard)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = (SERVICE_NAME, SKILLS_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME)
     reflection.enable_server_reflection(names, server)
     try:
-        port = server.add_insecure_port(listen)
+        port = server.add_secure_port(listen, tls.credentials()) if tls else server.add_insecure_port(listen)
     except RuntimeError:
         port = 0
     if port == 0:
-        await engine.close()
-        await registry.close()
         raise OSError(f"cannot listen on {listen} (address in use or not available)")
     await server.start()
     for name in ("", SERVICE_NAME, SKILLS_SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, engine, registry, port)
+    return server, port
 
 
 async def serve(
@@ -112,12 +183,22 @@ async def serve(
     listen: str = DEFAULT_LISTEN,
     config: EngineConfig = EngineConfig(),
     extractor: Extractor | None = None,
+    *,
+    insecure_no_auth: bool = False,
+    tls: ServerTLS | None = None,
+    in_flight_limit: int = DEFAULT_IN_FLIGHT,
 ) -> None:
     """Run until SIGINT or SIGTERM, then shut down gracefully."""
-    running = await start_server(open_log(db), listen, config, open_skill_store(db), extractor)
+    running = await start_server(
+        open_log(db), listen, config, open_skill_store(db), extractor,
+        credentials=open_credential_store(db), auth=auth_mode(listen, insecure_no_auth), tls=tls,
+        in_flight_limit=in_flight_limit,
+    )  # fmt: skip
     host = listen.rsplit(":", 1)[0]
-    log.info("skillstate state server listening on %s:%d (log: %s)", host, running.port, db)
-    print(f"skillstate serving on {host}:{running.port} (log: {db})", flush=True)
+    scheme = "TLS" + (" with client certificates" if tls and tls.client_ca else "") if tls else "plaintext"
+    log.info("skillstate state server listening on %s:%d (log: %s, %s)", host, running.port, db, scheme)
+    await _say_how_calls_are_admitted(running.guard)
+    print(f"skillstate serving on {host}:{running.port} (log: {db}, {scheme})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -125,3 +206,15 @@ async def serve(
     await stop.wait()
     log.info("shutting down")
     await running.stop()
+
+
+async def _say_how_calls_are_admitted(guard: Guard) -> None:
+    if guard.mode is Mode.OPEN:
+        log.warning("authentication is OFF (--insecure-no-auth): any client may read and write every execution")
+    elif await guard.is_open():
+        log.warning(
+            "serving without authentication: loopback only and no credential issued yet "
+            "(`skillstate auth issue` turns it on)"
+        )
+    else:
+        log.info("every call needs a credential (authorization: Bearer <token>)")

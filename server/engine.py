@@ -183,10 +183,13 @@ class StateEngine:
         patch_json: str,
         client_patch_id: str = "",
         action_json: str = "",
+        writer_skills: frozenset[str] = frozenset(),
     ) -> SubmitResult:
-        """Merge, validate and durably commit one patch; see docs/merge.md for the semantics."""
+        """Merge, validate and durably commit one patch; see docs/merge.md for the semantics. The paths it
+        writes must be owned by agent_id or one of writer_skills where the schema declares owners."""
         execution = await self._get(execution_id)
         submission = Submission.check(agent_id, base_revision, patch_json, client_patch_id, action_json, self._limits)
+        execution.owners.check(submission.patch, submission.agent_id, writer_skills)
         if base_revision > execution.committed:
             raise BaseAheadError(f"base_revision: {base_revision} is ahead of the head revision {execution.committed}")
         lag, limit = execution.committed - base_revision, self._limits.max_base_lag

@@ -9,6 +9,9 @@ StateError
 ├── BaseAheadError           a base revision newer than head
 ├── OutOfRangeError          a revision outside what exists or is retained
 ├── WatcherTooSlowError      a subscriber fell behind its bounded queue
+├── TooManyRequestsError     over a limit on concurrent use (calls in flight, watchers)
+├── UnauthenticatedError     no credential, or one that is unknown, revoked or expired
+├── PermissionDeniedError    a valid credential without the right to this call, agent id or path
 └── StorageError             the revision log failed; nothing was acknowledged
     ├── DuplicateRowError    a row with the same key exists; the batch was not committed
     └── CorruptLogError      an execution's log fails its hash chain
@@ -66,6 +69,18 @@ class OutOfRangeError(StateError):
 
 class WatcherTooSlowError(StateError):
     """A watch or observation subscriber fell behind its bounded queue and was dropped."""
+
+
+class TooManyRequestsError(StateError):
+    """A limit on concurrent use was reached; the message names it and its value."""
+
+
+class UnauthenticatedError(StateError):
+    """The call carries no valid credential."""
+
+
+class PermissionDeniedError(StateError):
+    """The caller's credential does not allow this call, this agent id or a path it writes."""
 
 
 class StorageError(StateError):

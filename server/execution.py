@@ -20,6 +20,7 @@ from . import canonical
 from .errors import CorruptLogError
 from .merge import Change
 from .mergepatch import MISSING, apply, written_paths
+from .ownership import OwnerMap
 from .policy import PolicyMap
 from .storage.records import RevisionRecord, SnapshotRecord
 from .undo import Restore, Undo, apply_in_place, compose, revert_in_place, reverted
@@ -126,6 +127,7 @@ class Execution:
         self.created_at = created_at
         self.validator = SchemaValidator(schema)
         self.policies = PolicyMap(schema)
+        self.owners = OwnerMap(schema)
         self.state: dict[str, Any] = {}
         """The head state, changed in place; window entries hold the undos that lead back from it."""
         self.window: collections.deque[Entry] = collections.deque()

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.message import DecodeError
 
+from .access import CALLER, Guard, Identity
 from .errors import (
     AlreadyExistsError,
     BaseAheadError,
@@ -21,8 +22,11 @@ from .errors import (
     InvalidArgumentError,
     NotFoundError,
     OutOfRangeError,
+    PermissionDeniedError,
     StateError,
     StorageError,
+    TooManyRequestsError,
+    UnauthenticatedError,
     WatcherTooSlowError,
 )
 
@@ -34,6 +38,9 @@ STATUS_BY_ERROR: dict[type[StateError], grpc.StatusCode] = {
     BaseAheadError: grpc.StatusCode.FAILED_PRECONDITION,
     OutOfRangeError: grpc.StatusCode.OUT_OF_RANGE,
     WatcherTooSlowError: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    TooManyRequestsError: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
+    PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
     StorageError: grpc.StatusCode.UNAVAILABLE,
     CorruptLogError: grpc.StatusCode.DATA_LOSS,
 }
@@ -97,6 +104,43 @@ def stream(method: Callable[..., AsyncIterator[R]]) -> Callable[..., AsyncIterat
     return handler
 
 
+def _guarded_unary(
+    handler: Callable[[Any, grpc.aio.ServicerContext], Awaitable[R]], name: str, guard: Guard
+) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[R]]:
+    async def admitted(request: Any, context: grpc.aio.ServicerContext) -> R:
+        try:
+            identity = await _admit(guard, name, request, context)
+            with guard.in_flight(identity, context.peer()):
+                CALLER.set(identity)
+                return await handler(request, context)
+        except StateError as e:
+            await context.abort(status_of(e), str(e))
+            raise  # unreachable: abort raises
+
+    return admitted
+
+
+def _guarded_stream(
+    handler: Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[R]], name: str, guard: Guard
+) -> Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[R]]:
+    async def admitted(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[R]:
+        try:
+            identity = await _admit(guard, name, request, context)
+        except StateError as e:
+            await context.abort(status_of(e), str(e))
+            raise  # unreachable: abort raises
+        CALLER.set(identity)
+        async for message in handler(request, context):
+            yield message
+
+    return admitted
+
+
+async def _admit(guard: Guard, name: str, request: Any, context: grpc.aio.ServicerContext) -> Identity:
+    message = None if isinstance(request, Undecodable) else request
+    return await guard.admit(name, message, context.invocation_metadata(), context.peer())
+
+
 def _lenient_parser(message_class: Any) -> Callable[[bytes], Any]:
     def parse(data: bytes) -> Any:
         try:
@@ -107,15 +151,21 @@ def _lenient_parser(message_class: Any) -> Callable[[bytes], Any]:
     return parse
 
 
-def add_service(servicer: Any, server: grpc.aio.Server, module: ModuleType, service_name: str) -> None:
-    """Register a servicer like the generated add_XServicer_to_server, except that a request that fails to
-    decode reaches the servicer as Undecodable and is answered INVALID_ARGUMENT, not UNKNOWN."""
+def add_service(servicer: Any, server: grpc.aio.Server, module: ModuleType, service_name: str, guard: Guard) -> None:
+    """Register a servicer like the generated add_XServicer_to_server, except that every call is admitted by
+    the guard first, and a request that fails to decode reaches the servicer as Undecodable and is answered
+    INVALID_ARGUMENT, not UNKNOWN."""
     service = module.DESCRIPTOR.services_by_name[service_name]
     handlers = {}
     for method in service.methods:
-        make = grpc.unary_stream_rpc_method_handler if method.server_streaming else grpc.unary_unary_rpc_method_handler
+        implementation = getattr(servicer, method.name)
+        handler: Any
+        if method.server_streaming:
+            make, handler = grpc.unary_stream_rpc_method_handler, _guarded_stream(implementation, method.name, guard)
+        else:
+            make, handler = grpc.unary_unary_rpc_method_handler, _guarded_unary(implementation, method.name, guard)
         handlers[method.name] = make(
-            getattr(servicer, method.name),
+            handler,
             request_deserializer=_lenient_parser(getattr(module, method.input_type.name)),
             response_serializer=getattr(module, method.output_type.name).SerializeToString,
         )

@@ -12,6 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
+from .access import CALLER, Guard
 from .engine import StateEngine
 from .merge import Resolution, decode_resolutions
 from .policy import MergePolicy
@@ -20,8 +21,8 @@ from .rpc import add_service, stream, unary
 from .storage.records import ObservationRecord, RevisionRecord
 
 
-def add_state_service(servicer: StateServicer, server: grpc.aio.Server) -> None:
-    add_service(servicer, server, pb, "StateService")
+def add_state_service(servicer: StateServicer, server: grpc.aio.Server, guard: Guard) -> None:
+    add_service(servicer, server, pb, "StateService", guard)
 
 
 class StateServicer(pb_grpc.StateServiceServicer):
@@ -54,6 +55,7 @@ class StateServicer(pb_grpc.StateServiceServicer):
             request.patch_json,
             request.client_patch_id,
             request.action_json,
+            CALLER.get().skills,
         )
         return pb.SubmitPatchResponse(
             revision=result.revision,

@@ -9,6 +9,7 @@ import grpc
 from skillstate.skills.v1 import skills_pb2 as pb
 from skillstate.skills.v1 import skills_pb2_grpc as pb_grpc
 
+from ..access import Guard
 from ..rpc import add_service, unary
 from .contracts import Contract
 from .motifs import Level
@@ -17,8 +18,8 @@ from .registry import SkillRegistry, SkillView
 from .tokens import count_tokens
 
 
-def add_skill_registry_service(servicer: SkillRegistryServicer, server: grpc.aio.Server) -> None:
-    add_service(servicer, server, pb, "SkillRegistryService")
+def add_skill_registry_service(servicer: SkillRegistryServicer, server: grpc.aio.Server, guard: Guard) -> None:
+    add_service(servicer, server, pb, "SkillRegistryService", guard)
 
 
 class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):

@@ -11,6 +11,7 @@ EXPECTED = {
     "UnavailableError", "ValidationError",
     "Diagnostic", "Hydrated", "HydratedMacro", "LibraryStats", "MacroRevision", "Registered", "Section", "Skill",
     "SkillRegistryClient", "SkillSummary",
+    "ClientTLS", "PermissionDeniedError", "UnauthenticatedError", "open_channel",
 }  # fmt: skip
 
 

@@ -1,0 +1,94 @@
+"""`skillstate auth`: issue, list and revoke the bearer tokens a server accepts.
+
+It writes the server's database directly (run it where the server runs); a running server sees a new or
+revoked credential within seconds (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import asdict
+from typing import Any
+
+DURATION = re.compile(r"^(\d+)([smhd])$")
+SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    auth = commands.add_parser("auth", help="issue, list and revoke credentials").add_subparsers(
+        dest="subcommand", required=True
+    )
+    db = argparse.ArgumentParser(add_help=False)
+    db.add_argument("--db", default="skillstate.db", help="the server's SQLite file (default: %(default)s)")
+
+    issue = auth.add_parser("issue", parents=[db], help="issue a token and print it (shown once)")
+    issue.add_argument("--agent", required=True, help="the identity every call with the token carries")
+    issue.add_argument(
+        "--executions", nargs="+", default=[], metavar="ID", help="execution ids or patterns (`order-*`, `*`)"
+    )
+    issue.add_argument("--skills", nargs="*", default=[], metavar="NAME", help="skills the agent runs")
+    issue.add_argument(
+        "--rights",
+        default="read,write",
+        help="comma-separated: read, write, publish, admin, registry (default: %(default)s)",
+    )
+    issue.add_argument("--expires-in", default=None, metavar="DURATION", help="e.g. 3600s, 90m, 12h, 30d")
+
+    auth.add_parser("list", parents=[db], help="print every credential as JSON lines (never a secret)")
+    revoke = auth.add_parser("revoke", parents=[db], help="revoke a credential by its token id")
+    revoke.add_argument("token_id")
+
+
+async def run(args: argparse.Namespace) -> int:
+    from skillstate.server.errors import InvalidArgumentError, NotFoundError, StateError
+
+    try:
+        return await _run(args)
+    except StateError as e:
+        print(f"skillstate auth: {e}", file=sys.stderr)
+        return 3 if isinstance(e, NotFoundError) else 5 if isinstance(e, InvalidArgumentError) else 1
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from skillstate.server.credentials import Right, SqliteCredentialStore
+
+    from .main import UsageError, print_json
+
+    store = SqliteCredentialStore(args.db)
+    await store.open()
+    try:
+        if args.subcommand == "issue":
+            try:
+                rights = [Right(r.strip()) for r in args.rights.split(",") if r.strip()]
+            except ValueError as e:
+                raise UsageError(f"--rights: {e}; choose from {', '.join(r.value for r in Right)}") from None
+            issued = await store.issue(
+                args.agent, args.executions, args.skills, rights, _duration(args.expires_in, UsageError)
+            )
+            print_json({"token": issued.token, **_public(issued.credential)})
+        elif args.subcommand == "list":
+            for credential in await store.all():
+                print(json.dumps(_public(credential), ensure_ascii=False), flush=True)
+        elif args.subcommand == "revoke":
+            print_json(_public(await store.revoke(args.token_id)))
+    finally:
+        await store.close()
+    return 0
+
+
+def _public(credential: Any) -> dict[str, Any]:
+    fields = asdict(credential)
+    fields["rights"] = sorted(r.value for r in credential.rights)
+    return fields
+
+
+def _duration(text: str | None, error: type[Exception]) -> float | None:
+    if text is None:
+        return None
+    found = DURATION.match(text)
+    if not found:
+        raise error(f"--expires-in: expected a number and a unit (s, m, h, d), got {text!r}")
+    return int(found.group(1)) * SECONDS[found.group(2)]
