@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--max-in-flight",
         type=int,
-        default=64,
+        default=1024,
         metavar="N",
         help="unary calls one identity may have running at once (default: %(default)s)",
     )

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .credentials import Credential, CredentialStore, Right, matches, split_token
-from .errors import PermissionDeniedError, TooManyRequestsError, UnauthenticatedError
+from .errors import LimitExceededError, PermissionDeniedError, UnauthenticatedError
 
 log = logging.getLogger("skillstate.access")
 
 CACHE_SECONDS = 2.0
 """How long a looked-up credential is trusted before it is read again: a revocation or an expiry takes
 effect within this time."""
-DEFAULT_IN_FLIGHT = 64
+DEFAULT_IN_FLIGHT = 1024
 """Unary calls one identity may have running at once; more are refused RESOURCE_EXHAUSTED."""
 
 
@@ -152,7 +152,7 @@ class Guard:
         key = identity.credential.token_id if identity.credential is not None else peer
         running = self._in_flight.get(key, 0)
         if running >= self._in_flight_limit:
-            raise TooManyRequestsError(
+            raise LimitExceededError(
                 f"{identity.name}: {running} calls in flight, the limit per identity is {self._in_flight_limit}"
             )
         self._in_flight[key] = running + 1

@@ -25,6 +25,7 @@ from .errors import (
     BaseAheadError,
     ConflictError,
     InvalidArgumentError,
+    LimitExceededError,
     NotFoundError,
     OutOfRangeError,
     StorageError,
@@ -37,6 +38,7 @@ from .mergepatch import NoChange, effective, strip_nulls, written_paths
 from .observations import Observations
 from .requests import Submission, check_execution_id, decode_page_token, encode_page_token
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
+from .statesize import size_change
 from .storage.base import RevisionLog
 from .storage.records import ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
 from .timeline import Timeline
@@ -56,6 +58,8 @@ class EngineConfig:
     """A snapshot is stored every this many revisions, bounding recovery and old-state reads."""
     subscriber_queue: int = 1024
     """Items a watcher or observation stream may fall behind before it is ended."""
+    max_watchers: int = 1024
+    """Watch streams per execution, and observation streams per execution: one more is RESOURCE_EXHAUSTED."""
     max_batch: int = 1024
     """Most items in one group commit."""
     retain_revisions: int | None = None
@@ -76,10 +80,12 @@ class StateEngine:
         """Executions in the log that are not loaded yet."""
         self._loading: dict[str, asyncio.Task[Execution]] = {}
         self._creating: set[str] = set()
-        self._revisions: Hub[RevisionRecord] = Hub(config.subscriber_queue)
+        self._revisions: Hub[RevisionRecord] = Hub(config.subscriber_queue, config.max_watchers, "watchers")
         self._committer = GroupCommitter(log, self._committed, config.max_batch)
         self._timeline = Timeline(log)
-        self._observations = Observations(log, self._committer, config.limits, config.subscriber_queue)
+        self._observations = Observations(
+            log, self._committer, config.limits, config.subscriber_queue, config.max_watchers
+        )
         self._compactions: set[asyncio.Task[int]] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -246,6 +252,12 @@ class StateEngine:
         touched = written_paths(state, applied, submission.patch)
         undo = apply_in_place(state, applied)
         try:
+            size = execution.head.size + size_change(state, undo)
+            if size > self._limits.max_state_bytes:
+                raise LimitExceededError(
+                    f"state size: this patch would make the state {size:,} bytes, over the limit of "
+                    f"{self._limits.max_state_bytes:,}"
+                )
             execution.validator.validate_change(state, applied, undo)
             state_hash = revision_hash(
                 previous_hash, revision, agent_id, base_revision, applied_json, submission.action_json
@@ -272,7 +284,7 @@ class StateEngine:
             revert_in_place(state, undo)  # refused (or failed) before it joined the log: as if never applied
             raise
         change = Change(revision, base_revision, agent_id, touched, submission.patch, submission.client_patch_id)
-        execution.push(Entry(revision, state_hash, record, change, undo))
+        execution.push(Entry(revision, state_hash, record, change, undo, size))
         return record, pending
 
     async def _earlier_result(self, execution: Execution, submission: Submission) -> SubmitResult | None:

@@ -9,7 +9,7 @@ StateError
 ├── BaseAheadError           a base revision newer than head
 ├── OutOfRangeError          a revision outside what exists or is retained
 ├── WatcherTooSlowError      a subscriber fell behind its bounded queue
-├── TooManyRequestsError     over a limit on concurrent use (calls in flight, watchers)
+├── LimitExceededError       over a quota: calls in flight, watchers, the size of a state
 ├── UnauthenticatedError     no credential, or one that is unknown, revoked or expired
 ├── PermissionDeniedError    a valid credential without the right to this call, agent id or path
 └── StorageError             the revision log failed; nothing was acknowledged
@@ -71,8 +71,8 @@ class WatcherTooSlowError(StateError):
     """A watch or observation subscriber fell behind its bounded queue and was dropped."""
 
 
-class TooManyRequestsError(StateError):
-    """A limit on concurrent use was reached; the message names it and its value."""
+class LimitExceededError(StateError):
+    """A quota was reached (calls in flight, watchers, state size); the message names it and its value."""
 
 
 class UnauthenticatedError(StateError):

@@ -22,6 +22,7 @@ from .merge import Change
 from .mergepatch import MISSING, apply, written_paths
 from .ownership import OwnerMap
 from .policy import PolicyMap
+from .statesize import size_change, state_bytes
 from .storage.records import RevisionRecord, SnapshotRecord
 from .undo import Restore, Undo, apply_in_place, compose, revert_in_place, reverted
 from .validation import SchemaValidator
@@ -66,6 +67,8 @@ class Entry:
     change: Change | None
     undo: Undo | None
     """Restores the state before this revision; None where the window starts from a snapshot."""
+    size: int = 0
+    """Bytes of the state's canonical JSON after this revision (kept for the entries of the window)."""
 
 
 def replay(snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> Iterator[tuple[Entry, dict[str, Any]]]:
@@ -161,14 +164,16 @@ class Execution:
     def begin(self, revision: int, state: dict[str, Any], state_hash: str) -> None:
         """Start the (empty) window at a revision whose state is known: the initial state or a snapshot."""
         self.state = state
-        self.push(Entry(revision, state_hash, None, None, None))
+        self.push(Entry(revision, state_hash, None, None, None, state_bytes(state)))
 
     def recover(self, snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> None:
         """Rebuild head and window from a snapshot and every revision after it, checking the hash chain."""
         self.begin(snapshot.revision, orjson.loads(snapshot.state_json), snapshot.state_hash)
         for record in records:
             applied, change, state_hash = _verified_step(self.state, self.head.state_hash, record)
-            self.push(Entry(record.revision, state_hash, record, change, apply_in_place(self.state, applied)))
+            undo = apply_in_place(self.state, applied)
+            size = self.head.size + size_change(self.state, undo)
+            self.push(Entry(record.revision, state_hash, record, change, undo, size))
         self.mark_committed(self.head.revision)
 
     def state_at(self, revision: int) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Generic, TypeVar
 
-from .errors import WatcherTooSlowError
+from .errors import LimitExceededError, WatcherTooSlowError
 
 T = TypeVar("T")
 
@@ -45,15 +45,21 @@ class Subscription(Generic[T]):
 
 
 class Hub(Generic[T]):
-    """Subscribers grouped by key (an execution id)."""
+    """Subscribers grouped by key (an execution id), at most `max_per_key` in a group."""
 
-    def __init__(self, capacity: int) -> None:
-        self._capacity = capacity
+    def __init__(self, capacity: int, max_per_key: int, what: str) -> None:
+        self._capacity, self._max_per_key, self._what = capacity, max_per_key, what
         self._subscribers: dict[str, set[Subscription[T]]] = {}
 
     def subscribe(self, key: str, accepts: Callable[[T], bool] | None = None) -> Subscription[T]:
+        """A new subscriber of key; LimitExceededError when key has as many as it may."""
+        group = self._subscribers.setdefault(key, set())
+        if len(group) >= self._max_per_key:
+            raise LimitExceededError(
+                f"{self._what}: execution {key!r} has {len(group)}, the limit is {self._max_per_key}"
+            )
         subscription: Subscription[T] = Subscription(key, self._capacity, accepts)
-        self._subscribers.setdefault(key, set()).add(subscription)
+        group.add(subscription)
         return subscription
 
     def unsubscribe(self, subscription: Subscription[T]) -> None:

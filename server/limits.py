@@ -23,6 +23,8 @@ class Limits:
     """Most revisions a patch's base may be behind head: merging costs what changed since the base."""
     max_message_bytes: int = 4 << 20
     """Largest gRPC message either way."""
+    max_state_bytes: int = (4 << 20) - (4 << 10)
+    """Largest state, as canonical JSON: it must fit in one GetState reply."""
 
 
 DEFAULT_LIMITS = Limits()

@@ -22,11 +22,13 @@ from .storage.records import ObservationRecord
 class Observations:
     """Publishes observations through the group committer and streams them to their addressees."""
 
-    def __init__(self, log: RevisionLog, committer: GroupCommitter, limits: Limits, queue_size: int) -> None:
+    def __init__(
+        self, log: RevisionLog, committer: GroupCommitter, limits: Limits, queue_size: int, max_streams: int
+    ) -> None:
         self._log = log
         self._committer = committer
         self._limits = limits
-        self._hub: Hub[ObservationRecord] = Hub(queue_size)
+        self._hub: Hub[ObservationRecord] = Hub(queue_size, max_streams, "observation streams")
 
     async def publish(self, execution: Execution, to: str, source: str, kind: str, payload_json: str) -> int:
         """Store one observation durably; returns its sequence number."""

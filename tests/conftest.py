@@ -54,8 +54,8 @@ async def client(server: RunningServer) -> AsyncIterator[StateClient]:
 class RestartableServer:
     """A real server on one SQLite file that a test can stop and start again on the same port."""
 
-    def __init__(self, db: Path) -> None:
-        self._db = db
+    def __init__(self, db: Path, config: EngineConfig = EngineConfig()) -> None:
+        self._db, self._config = db, config
         self._running: RunningServer | None = None
         self.port = 0
 
@@ -64,7 +64,9 @@ class RestartableServer:
         return f"127.0.0.1:{self.port}"
 
     async def start(self) -> None:
-        self._running = await start_server(SqliteRevisionLog(self._db), self.address, skills=SqliteSkillStore(self._db))
+        self._running = await start_server(
+            SqliteRevisionLog(self._db), self.address, self._config, skills=SqliteSkillStore(self._db)
+        )
         self.port = self._running.port
 
     async def stop(self) -> None:
