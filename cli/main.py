@@ -72,6 +72,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="unary calls one identity may have running at once (default: %(default)s)",
     )
     serve.add_argument(
+        "--max-db-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="cap the revision log's database file: commits beyond it are refused RESOURCE_EXHAUSTED, as a full "
+        "disk would be (default: no cap)",
+    )
+    serve.add_argument(
+        "--subscriber-queue",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="revisions or observations a stream may fall behind before it is cut (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--max-watchers",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="watch streams, and observation streams, per execution (default: %(default)s)",
+    )
+    serve.add_argument(
         "--retain-revisions",
         type=int,
         default=None,
@@ -245,15 +267,21 @@ def run_serve(args: argparse.Namespace) -> None:
 
         cache_path = args.extractor_cache or (None if args.db == ":memory:" else f"{args.db}.extractions.jsonl")
         extractor = LlmExtractor(args.extractor, FileCache(Path(cache_path)) if cache_path else None)
-    config = EngineConfig(retain_revisions=args.retain_revisions)
-    if args.max_in_flight < 1:
-        raise UsageError("--max-in-flight: must be >= 1")
+    for option in ("max_in_flight", "subscriber_queue", "max_watchers"):
+        if getattr(args, option) < 1:
+            raise UsageError(f"--{option.replace('_', '-')}: must be >= 1")
+    if args.max_db_bytes is not None and args.max_db_bytes < 1 << 16:
+        raise UsageError("--max-db-bytes: must be at least 65536")
+    config = EngineConfig(
+        retain_revisions=args.retain_revisions, subscriber_queue=args.subscriber_queue, max_watchers=args.max_watchers
+    )
     try:
         tls = _server_tls(args)
         asyncio.run(
             serve(
                 db=args.db, listen=args.listen, config=config, extractor=extractor,
                 insecure_no_auth=args.insecure_no_auth, tls=tls, in_flight_limit=args.max_in_flight,
+                max_db_bytes=args.max_db_bytes,
             )
         )  # fmt: skip
     except (OSError, StorageError) as e:

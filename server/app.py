@@ -37,9 +37,9 @@ DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DB = "skillstate.db"
 
 
-def open_log(db: str) -> RevisionLog:
-    """`:memory:` keeps everything in process; anything else is a SQLite file path."""
-    return MemoryRevisionLog() if db == ":memory:" else SqliteRevisionLog(Path(db))
+def open_log(db: str, max_bytes: int | None = None) -> RevisionLog:
+    """`:memory:` keeps everything in process; anything else is a SQLite file path, capped at max_bytes."""
+    return MemoryRevisionLog() if db == ":memory:" else SqliteRevisionLog(Path(db), max_bytes)
 
 
 def open_skill_store(db: str) -> SkillStore:
@@ -187,10 +187,11 @@ async def serve(
     insecure_no_auth: bool = False,
     tls: ServerTLS | None = None,
     in_flight_limit: int = DEFAULT_IN_FLIGHT,
+    max_db_bytes: int | None = None,
 ) -> None:
     """Run until SIGINT or SIGTERM, then shut down gracefully."""
     running = await start_server(
-        open_log(db), listen, config, open_skill_store(db), extractor,
+        open_log(db, max_db_bytes), listen, config, open_skill_store(db), extractor,
         credentials=open_credential_store(db), auth=auth_mode(listen, insecure_no_auth), tls=tls,
         in_flight_limit=in_flight_limit,
     )  # fmt: skip

@@ -48,9 +48,15 @@ def parse(text: str | bytes, field: str, limits: Limits, *, max_bytes: int | Non
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as e:
+        if str(e).startswith("depth limit exceeded"):  # orjson stops at 1024 levels, before our own check
+            raise InvalidArgumentError(
+                f"{field}: nesting depth over 1024 exceeds the limit of {limits.max_depth}"
+            ) from e
         raise InvalidArgumentError(f"{field}: not valid JSON: {e}") from e
     if _LONG_DIGIT_RUN.search(data):
         _check_integer_range(data, field)
+    if b":" in data:
+        _check_unique_keys(data, value, field)
     if data.count(b"{") + data.count(b"[") > limits.max_depth:  # else the depth cannot exceed it: skip the walk
         depth = nesting_depth(value)
         if depth > limits.max_depth:
@@ -59,6 +65,42 @@ def parse(text: str | bytes, field: str, limits: Limits, *, max_bytes: int | Non
 
 
 _LONG_DIGIT_RUN = re.compile(rb"\d{19}")
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _check_unique_keys(data: bytes, value: JSON, field: str) -> None:
+    """Refuse an object with a key twice: parsers disagree on which one counts (orjson keeps the last).
+
+    Every member has one colon outside strings, so a document has a duplicate exactly when it has more such
+    colons than its parsed objects have members; only then is it read again, slowly, to name the key.
+    """
+    members = _member_count(value)
+    if data.count(b":") == members or _STRING.sub(b"", data).count(b":") == members:
+        return
+
+    def refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, item in pairs:
+            if key in seen:
+                raise InvalidArgumentError(f"{field}: duplicate key {key!r} in an object")
+            seen[key] = item
+        return seen
+
+    json.loads(data, object_pairs_hook=refuse_duplicates)
+
+
+def _member_count(value: JSON) -> int:
+    count, stack = 0, [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            count += len(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
+
+
 MIN_INTEGER, MAX_INTEGER = -(2**63), 2**64 - 1
 
 

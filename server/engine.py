@@ -391,6 +391,10 @@ class StateEngine:
         head = execution.committed
         if page_size < 0:
             raise InvalidArgumentError(f"page_size: must be >= 0, got {page_size}")
+        if from_revision < 0 or to_revision < 0:
+            raise InvalidArgumentError(f"from_revision, to_revision: must be >= 0, got {from_revision}, {to_revision}")
+        if to_revision and from_revision > to_revision:
+            raise InvalidArgumentError(f"to_revision: {to_revision} is before from_revision {from_revision}")
         size = min(page_size or 100, self._limits.max_history_page)
         last = min(to_revision or head, head)
         after = (

@@ -13,6 +13,7 @@ StateError
 ├── UnauthenticatedError     no credential, or one that is unknown, revoked or expired
 ├── PermissionDeniedError    a valid credential without the right to this call, agent id or path
 └── StorageError             the revision log failed; nothing was acknowledged
+    ├── StorageFullError     the database reached its size cap, or the disk is full
     ├── DuplicateRowError    a row with the same key exists; the batch was not committed
     └── CorruptLogError      an execution's log fails its hash chain
 """
@@ -85,6 +86,11 @@ class PermissionDeniedError(StateError):
 
 class StorageError(StateError):
     """The durable log failed; the operation was not acknowledged."""
+
+
+class StorageFullError(StorageError):
+    """The database reached its size cap (`serve --max-db-bytes`) or the disk is full; nothing of the commit
+    was written or acknowledged."""
 
 
 class DuplicateRowError(StorageError):

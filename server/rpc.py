@@ -26,6 +26,7 @@ from .errors import (
     PermissionDeniedError,
     StateError,
     StorageError,
+    StorageFullError,
     UnauthenticatedError,
     WatcherTooSlowError,
 )
@@ -42,6 +43,7 @@ STATUS_BY_ERROR: dict[type[StateError], grpc.StatusCode] = {
     UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
     PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
     StorageError: grpc.StatusCode.UNAVAILABLE,
+    StorageFullError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     CorruptLogError: grpc.StatusCode.DATA_LOSS,
 }
 

@@ -25,12 +25,19 @@ class PackageFiles:
     folder: str
 
 
+OUTSIDE_LEVELS = 2
+"""How far above its folder a package may link to files that are sent with it: `plugin/skills/NAME/` may
+link `../../CONNECTORS.md`, never `../../../../etc/passwd`."""
+
+
 def read_package_dir(folder: Path, limits: PackageLimits = PackageLimits()) -> PackageFiles:
     """The package's files keyed `.../NAME/...`, plus the files outside it that SKILL.md links to.
 
     Keys are relative to the deepest folder holding the package and every linked outside file, so a link
     `../../CONNECTORS.md` from `plugin/skills/NAME/` becomes the key `CONNECTORS.md` beside
-    `skills/NAME/SKILL.md`. Symbolic links and hidden tool folders are not followed.
+    `skills/NAME/SKILL.md`. Outside files are read only within OUTSIDE_LEVELS folders above the package and
+    never from hidden folders: a hostile SKILL.md cannot make this read, and send, other files of the disk.
+    Symbolic links and hidden tool folders are not followed.
     """
     folder = folder.resolve()
     skill_file = folder / SKILL_FILE
@@ -69,14 +76,18 @@ def _under_symlink(path: Path, folder: Path) -> bool:
 
 
 def _linked_outside(folder: Path, skill_bytes: bytes) -> list[Path]:
-    """Existing regular files outside `folder` that SKILL.md links to relatively."""
+    """Existing regular files outside `folder`, within OUTSIDE_LEVELS above it, that SKILL.md links to."""
     try:
         _, body, _ = split_front_matter(skill_bytes.decode("utf-8"))
     except (UnicodeDecodeError, FrontMatterError):
         return []  # loading will report it; there are no links to follow
+    library = folder.parents[OUTSIDE_LEVELS - 1] if len(folder.parents) >= OUTSIDE_LEVELS else folder.parent
     targets = []
     for link in relative_links(body):
         target = Path(posixpath.normpath(posixpath.join(folder.as_posix(), link.target)))
-        if not target.is_relative_to(folder) and target.is_file() and not target.is_symlink():
+        if target.is_relative_to(folder) or not target.is_relative_to(library):
+            continue
+        hidden = any(part.startswith(".") for part in target.relative_to(library).parts)
+        if not hidden and target.is_file() and not target.is_symlink():
             targets.append(target)
     return targets

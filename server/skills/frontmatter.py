@@ -56,6 +56,34 @@ def split_front_matter(text: str) -> tuple[str, str, int]:
     raise FrontMatterError("front-matter.unclosed", "not closed by a line `---`")
 
 
+MAX_YAML_DEPTH = 32
+"""Front matter nests a few levels (metadata: key: value); deeper is refused before the parser recurses."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without aliases (a "billion laughs" expands a few lines into billions of nodes)
+    and without nesting deeper than MAX_YAML_DEPTH (the composer recurses once per level)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._refuse("aliases (*name) are not allowed")
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                self._refuse(f"nested deeper than {MAX_YAML_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def _refuse(self, problem: str) -> None:
+        mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+        raise yaml.composer.ComposerError(None, None, problem, mark)
+
+
 def parse_yaml(yaml_text: str, *, strict: bool) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The front matter as a mapping, and notes on what lenient reading accepted."""
     try:
@@ -65,12 +93,12 @@ def parse_yaml(yaml_text: str, *, strict: bool) -> tuple[dict[str, Any], tuple[s
     if strict:
         raise FrontMatterError("front-matter.yaml", f"not strict YAML: {strict_error}")
     try:
-        loaded = yaml.safe_load(yaml_text)
+        loaded = yaml.load(yaml_text, Loader=_BoundedLoader)
         note = f"front matter is not strict YAML ({strict_error}); read with a general YAML parser"
     except yaml.YAMLError:
         repaired = _quote_plain_values(yaml_text)
         try:
-            loaded = yaml.safe_load(repaired)
+            loaded = yaml.load(repaired, Loader=_BoundedLoader)
         except yaml.YAMLError as e:
             raise FrontMatterError("front-matter.yaml", f"not YAML: {_describe(e)}") from e
         note = "front matter values containing `: ` were read as quoted strings"

@@ -333,7 +333,7 @@ def _resources(
         path = resolve(folder, link.target)
         linked.setdefault(path, []).append(line)
         if path.startswith("../") or path == "..":
-            report.warning("link.outside", f"{link.target} points outside the files sent", line)
+            report.deviation("link.outside", f"line {line}: {link.target} points outside the files sent")
         elif path not in files and not any(key.startswith(path + "/") for key in files):
             report.warning("link.missing", f"{link.target} is not among the package's files", line)
     prefix = folder + "/"

@@ -10,6 +10,7 @@ from skillstate.skills.v1 import skills_pb2 as pb
 from skillstate.skills.v1 import skills_pb2_grpc as pb_grpc
 
 from ..access import Guard
+from ..errors import InvalidArgumentError
 from ..rpc import add_service, unary
 from .contracts import Contract
 from .motifs import Level
@@ -125,7 +126,9 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     @unary
     async def Expand(self, request: pb.ExpandRequest, context: Any) -> pb.ExpandResponse:
-        level = Level(int(request.level)) if request.level else Level.FULL
+        if request.level and request.level not in _LEVEL_OF:
+            raise InvalidArgumentError(f"level: {request.level} is not a render level")
+        level = _LEVEL_OF[request.level] if request.level else Level.FULL
         text = await self._registry.expand(request.hydration_id, request.macro_id, level)
         return pb.ExpandResponse(text=text, token_count=count_tokens(text))
 
@@ -159,6 +162,7 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
 
 _LEVEL = {level: pb.RenderLevel.Value(f"RENDER_LEVEL_{level.name}") for level in Level}
+_LEVEL_OF = {value: level for level, value in _LEVEL.items()}
 
 
 def _diagnostic(diagnostic: Diagnostic) -> pb.Diagnostic:

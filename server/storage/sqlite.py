@@ -19,7 +19,14 @@ from typing import IO, Any
 
 import aiosqlite
 
-from ..errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError, StorageError
+from ..errors import (
+    AlreadyExistsError,
+    DuplicateRowError,
+    NotFoundError,
+    OutOfRangeError,
+    StorageError,
+    StorageFullError,
+)
 from .base import RevisionLog
 from .records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
 
@@ -94,8 +101,10 @@ def _insert(table: str, columns: str, rows: list[tuple[Any, ...]]) -> Statement 
 class SqliteRevisionLog(RevisionLog):
     """A RevisionLog in one SQLite database file (created if missing)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self._path = str(path)
+    def __init__(self, path: str | Path, max_bytes: int | None = None) -> None:
+        """`max_bytes` caps the database file: a commit that would grow it further fails with
+        StorageFullError, as a full disk would."""
+        self._path, self._max_bytes = str(path), max_bytes
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
@@ -112,6 +121,9 @@ class SqliteRevisionLog(RevisionLog):
             if version not in (0, SCHEMA_VERSION):
                 raise StorageError(f"{self._path}: schema version {version} is not {SCHEMA_VERSION}")
             await self._writer.executescript(_DDL + f"PRAGMA user_version = {SCHEMA_VERSION};")
+            if self._max_bytes is not None:
+                page_size = await self._scalar(self._writer, "PRAGMA page_size")
+                await self._writer.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // page_size)}")
             self._reader = await self._connect()
         except (sqlite3.Error, StorageError) as e:
             await self.close()  # an open connection keeps a worker thread alive
@@ -195,6 +207,9 @@ class SqliteRevisionLog(RevisionLog):
                     raise NotFoundError("a row refers to an unknown execution") from e
                 raise DuplicateRowError(f"a row with the same key is already stored: {e}") from e
             except sqlite3.Error as e:
+                if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                    cap = f" (its cap is {self._max_bytes:,} bytes)" if self._max_bytes else ""
+                    raise StorageFullError(f"{self._path} is full{cap}: nothing of this commit was written") from e
                 raise StorageError(f"commit to {self._path} failed: {e}") from e
 
     async def head_revision(self, execution_id: str) -> int:

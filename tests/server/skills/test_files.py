@@ -42,3 +42,19 @@ def test_a_folder_without_skill_md_or_over_a_limit_is_refused(tmp_path: Path) ->
     write(tmp_path / "demo" / "big.txt", "x" * 101)
     with pytest.raises(PackageReadError, match="101 bytes"):
         read_package_dir(tmp_path / "demo", PackageLimits(max_file_bytes=100))
+
+
+def test_a_hostile_link_cannot_make_the_reader_send_other_files(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    folder = home / "libraries" / "plugin" / "skills" / "evil"
+    links = "[a](../../../../secret.txt) [b](../../.env) [c](../../../other/notes.md) [d](../../README.md)"
+    write(folder / "SKILL.md", f"---\nname: evil\ndescription: d\n---\n{links}\n")
+    write(home / "secret.txt", "the user's secret")
+    write(home / "libraries" / "other" / "notes.md", "another library")
+    write(home / "libraries" / "plugin" / ".env", "TOKEN=1")
+    write(home / "libraries" / "plugin" / "README.md", "within two levels: sent")
+
+    sent = read_package_dir(folder)
+
+    assert sorted(sent.files) == ["README.md", "skills/evil/SKILL.md"]
+    assert not any(b"the user's secret" in content or b"TOKEN=1" in content for content in sent.files.values())

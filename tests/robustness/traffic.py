@@ -1,0 +1,353 @@
+"""A seeded robustness run: a real server process, agents writing under every merge policy, readers,
+watchers (one of them slow), observation streams and a publisher, while faults are injected: SIGKILL and
+restart of the server, calls dropped mid-flight, clients reconnecting. Everything is recorded in a History.
+
+The fault schedule and every agent's choices come from the seed; what the server answers depends on timing,
+which is the point: the checks hold for every interleaving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import re
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from skillstate.clients import PatchResult, SkillstateError, StateClient
+
+from .history import OK, REJECTED, UNKNOWN, History
+
+EXECUTION = "robust"
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "count": {"type": "integer", "x-merge": "counter"},
+        "tags": {"type": "array", "items": {"type": "string"}, "x-merge": "set"},
+        "events": {"type": "array", "items": {"type": "string"}, "x-merge": "append"},
+        "inventory": {"type": "object", "additionalProperties": {"type": "string"}, "x-merge": "lww"},
+        "doc": {"type": "object", "additionalProperties": {"type": "integer"}},
+    },
+    "required": ["count", "tags", "events", "inventory", "doc"],
+}
+INITIAL = {"count": 0, "tags": [], "events": [], "inventory": {}, "doc": {}}
+DEFINITE = {
+    grpc.StatusCode.ABORTED, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.RESOURCE_EXHAUSTED,
+}  # fmt: skip
+"""Statuses after which the request certainly changed nothing; any other failure leaves it unknown."""
+STREAM_SUBSCRIBERS = ("obs-a", "obs-b")
+QUEUE = 64
+"""The server's per-stream queue: small, so that the slow watcher falls behind and is cut again and again."""
+SMALL_WINDOW = [("grpc.http2.lookahead_bytes", 65536), ("grpc.http2.bdp_probe", 0)]
+"""A fixed HTTP/2 window for the slow watcher, so the server's sends wait on it whatever gRPC would tune."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    seed: int
+    duration: float = 10.0
+    agents: int = 6
+    faults: bool = True
+    kill_every: tuple[float, float] = (1.0, 3.0)
+    """Seconds between SIGKILLs, drawn uniformly."""
+
+
+class ServerProcess:
+    """`skillstate serve` in a subprocess, killed and restarted on the same port and database."""
+
+    def __init__(self, db: Path) -> None:
+        self.db, self.port = db, 0
+        self._process: asyncio.subprocess.Process | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        for _ in range(50):  # the port of a killed server can take a moment to be free again
+            self._process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "skillstate.cli", "serve", "--db", str(self.db),
+                "--listen", f"127.0.0.1:{self.port}", "--log-level", "ERROR", "--subscriber-queue", str(QUEUE),
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+            )  # fmt: skip
+            assert self._process.stdout is not None
+            line = await asyncio.wait_for(self._process.stdout.readline(), 30)
+            found = re.search(rb"serving on [\d.]+:(\d+)", line)
+            if found:
+                self.port = int(found.group(1))
+                return
+            await self._process.wait()
+            await asyncio.sleep(0.1)
+        raise RuntimeError(f"the server did not start on port {self.port}")
+
+    async def kill(self) -> None:
+        if self._process is not None and self._process.returncode is None:
+            os.kill(self._process.pid, signal.SIGKILL)
+            await self._process.wait()
+
+    async def stop(self) -> None:
+        if self._process is not None and self._process.returncode is None:
+            self._process.terminate()
+            await self._process.wait()
+
+
+async def _dropped_after(seconds: float | None, call: Callable[[], Awaitable[Any]]) -> Any:
+    """The call, abandoned after `seconds` if given: the client goes away while the server works on it."""
+    return await (asyncio.wait_for(call(), seconds) if seconds is not None else call())
+
+
+def outcome_of(error: BaseException) -> tuple[str, str]:
+    if isinstance(error, SkillstateError):
+        return (REJECTED if error.status in DEFINITE else UNKNOWN), error.status.name
+    return UNKNOWN, type(error).__name__
+
+
+class Run:
+    def __init__(self, config: RunConfig, server: ServerProcess) -> None:
+        self.config, self.server = config, server
+        self.history = History()
+        self.stopping = asyncio.Event()
+        self.final_revision: int | None = None
+        self.final_sequences: dict[str, int] | None = None
+        self.watched: dict[str, list[tuple[int, str]]] = {}
+        self.received: dict[str, list[tuple[int, str]]] = {}
+        self.counts: dict[str, int] = {
+            "sigkill": 0, "dropped_call": 0, "reconnect": 0, "stream_cut": 0, "slow_watcher_cut": 0
+        }  # fmt: skip
+
+    def client(self) -> StateClient:
+        return StateClient(self.server.address, timeout=10.0)
+
+    async def timed(self, kind: str, call: Callable[[], Awaitable[Any]], **fields: Any) -> tuple[dict[str, Any], Any]:
+        entry = self.history.add(kind, start=self.history.now(), **fields)
+        try:
+            result = await call()
+        except (SkillstateError, TimeoutError, grpc.aio.AioRpcError) as e:
+            entry["outcome"], entry["status"] = outcome_of(e)
+            result = None
+        else:
+            entry["outcome"], entry["status"] = OK, "OK"
+        entry["end"] = self.history.now()
+        return entry, result
+
+    # -- agents ----------------------------------------------------------------------------------------
+
+    async def agent(self, number: int) -> None:
+        name, rng = f"agent-{number}", random.Random(f"{self.config.seed}-agent-{number}")
+        client, state, revision, serial = self.client(), dict(INITIAL), 0, 0
+        try:
+            while not self.stopping.is_set():
+                serial += 1
+                choice = rng.random()
+                if choice < 0.25 or serial == 1:
+                    entry, read = await self.timed("read", partial(client.get_state, EXECUTION), client=name)
+                    if read is not None:
+                        state, revision = read.state, read.revision
+                        entry.update(revision=read.revision, hash=read.state_hash, state=read.state)
+                    continue
+                if choice > 0.98:
+                    await client.close()
+                    client = self.client()
+                    self.counts["reconnect"] += 1
+                    continue
+                patch, meta = self.write(rng, name, serial, state)
+                key = f"{name}-{serial}"
+                drop_after = rng.uniform(0.0, 0.02) if rng.random() < 0.05 else None
+
+                call = partial(
+                    client.submit_patch, EXECUTION, patch, agent_id=name, base_revision=revision, client_patch_id=key
+                )
+                entry, result = await self.timed(
+                    "submit", partial(_dropped_after, drop_after, call), id=key, agent=name, base=revision,
+                    patch=patch, **meta,
+                )  # fmt: skip
+                if drop_after is not None and result is None and entry["status"] == "TimeoutError":
+                    self.counts["dropped_call"] += 1
+                if isinstance(result, PatchResult):
+                    entry.update(revision=result.revision, hash=result.state_hash)
+        finally:
+            await client.close()
+
+    @staticmethod
+    def write(
+        rng: random.Random, name: str, serial: int, state: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A patch against `state` (the agent's last read) and what the checks need to know of it."""
+        element = f"{name}-{serial}"
+        policy = rng.choices(["counter", "set", "append", "lww", "reject", "invalid"], [20, 15, 15, 15, 10, 5])[0]
+        if policy == "counter":
+            delta = rng.randint(1, 5)
+            return {"count": state["count"] + delta}, {"policy": policy, "delta": delta}
+        if policy == "set":
+            return {"tags": [*state["tags"], element]}, {"policy": policy, "element": element}
+        if policy == "append":
+            return {"events": [*state["events"], element]}, {"policy": policy, "element": element}
+        if policy == "lww":
+            key = f"shelf_{rng.randint(0, 9)}"
+            return {"inventory": {key: element}}, {"policy": policy, "key": key, "element": element}
+        if policy == "reject":
+            return {"doc": {f"k{rng.randint(0, 4)}": serial}}, {"policy": policy}
+        return {"count": "not a number"}, {"policy": policy}
+
+    # -- streams ---------------------------------------------------------------------------------------
+
+    async def watcher(self, name: str, slow: bool) -> None:
+        """Every revision from the first, resuming by itself after a cut (a crash, or falling behind)."""
+        rng = random.Random(f"{self.config.seed}-{name}")
+        events = self.watched[name] = []
+        self.history.add("watch", client=name, **{"from": 0}, events=events)
+        channel = grpc.aio.insecure_channel(self.server.address, options=SMALL_WINDOW if slow else None)
+        async with channel, StateClient(channel=channel) as client:
+            while True:
+                cursor = events[-1][0] if events else 0
+                try:
+                    async for event in client.watch(EXECUTION, cursor, resume=False):
+                        events.append((event.revision, event.state_hash))  # type: ignore[union-attr]
+                        if self.final_revision is not None and event.revision >= self.final_revision:
+                            return
+                        if slow and not self.stopping.is_set() and rng.random() < 0.02:
+                            await asyncio.sleep(0.5)  # a stall, as a busy consumer has: the server queues meanwhile
+                except SkillstateError as e:
+                    await self.resumed(name, e, cursor=events[-1][0] if events else 0)
+
+    async def subscriber(self, name: str) -> None:
+        received = self.received[name] = []
+        self.history.add("stream", client=name, received=received)
+        async with self.client() as client:
+            while True:
+                cursor = received[-1][0] if received else 0
+                try:
+                    async for observation in client.observations(EXECUTION, name, after_sequence=cursor, resume=False):
+                        received.append((observation.sequence, observation.payload["id"]))  # type: ignore[index]
+                        if self.final_sequences is not None and observation.sequence >= self.final_sequences[name]:
+                            return
+                except SkillstateError as e:
+                    await self.resumed(name, e, cursor=received[-1][0] if received else 0)
+
+    async def resumed(self, name: str, error: SkillstateError, cursor: int) -> None:
+        self.history.add("fault", what="stream cut", client=name, status=error.status.name, resume_from=cursor)
+        behind = error.status == grpc.StatusCode.RESOURCE_EXHAUSTED
+        self.counts["slow_watcher_cut" if behind else "stream_cut"] += 1
+        if not behind:
+            await asyncio.sleep(0.05)  # the server is down: try again shortly
+
+    def caught_up(self, kind: str, name: str) -> bool:
+        """Whether a stream has everything it is due (known once the run has been read back)."""
+        if kind == "watch":
+            seen, target = self.watched[name], self.final_revision
+        else:
+            seen, target = self.received[name], (self.final_sequences or {}).get(name)
+        return target is not None and (target == 0 or (bool(seen) and seen[-1][0] >= target))
+
+    async def publisher(self) -> None:
+        rng = random.Random(f"{self.config.seed}-publisher")
+        async with self.client() as client:
+            for serial in range(1, 1_000_000):
+                if self.stopping.is_set():
+                    return
+                to = rng.choice([*STREAM_SUBSCRIBERS, "*", "nobody"])
+                payload = {"id": f"p{serial}", "at": serial}
+                publish = partial(client.publish_observation, EXECUTION, to, payload)
+                entry, sequence = await self.timed("publish", publish, id=payload["id"], to=to)
+                entry["sequence"] = sequence
+                await asyncio.sleep(rng.uniform(0, 0.01) if entry["outcome"] == OK else 0.05)
+
+    # -- faults ----------------------------------------------------------------------------------------
+
+    async def inject_faults(self) -> None:
+        rng = random.Random(f"{self.config.seed}-faults")
+        while True:
+            try:
+                await asyncio.wait_for(self.stopping.wait(), rng.uniform(*self.config.kill_every))
+                return
+            except TimeoutError:
+                pass
+            await self.crash_and_restart(rng.uniform(0.05, 0.5))
+
+    async def crash_and_restart(self, down_for: float) -> None:
+        self.history.add("fault", what="sigkill", at=self.history.now())
+        self.counts["sigkill"] += 1
+        await self.server.kill()
+        await asyncio.sleep(down_for)
+        await self.server.start()
+        self.history.add("fault", what="restart", at=self.history.now())
+
+
+async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]]:
+    """One seeded run against a fresh database in workdir; the History ends with what was read back."""
+    server = ServerProcess(workdir / f"robust-{config.seed}.db")
+    await server.start()
+    this = Run(config, server)
+    streams: dict[tuple[str, str], asyncio.Task[None]] = {}
+    workers: list[asyncio.Task[None]] = []
+    try:
+        async with this.client() as client:
+            created = await client.create_execution(EXECUTION, schema=SCHEMA, initial_state=INITIAL)
+        this.history.add("created", initial=INITIAL, hash=created.state_hash, seed=config.seed)
+        for i in range(3):
+            streams["watch", f"watch-{i}"] = asyncio.create_task(this.watcher(f"watch-{i}", slow=i == 2))
+        for name in STREAM_SUBSCRIBERS:
+            streams["stream", name] = asyncio.create_task(this.subscriber(name))
+        await asyncio.sleep(0.2)  # streams are open before the first write
+        workers = [asyncio.create_task(this.agent(n)) for n in range(config.agents)]
+        workers.append(asyncio.create_task(this.publisher()))
+        if config.faults:
+            workers.append(asyncio.create_task(this.inject_faults()))
+        await asyncio.sleep(config.duration)
+        this.stopping.set()
+        await asyncio.wait_for(asyncio.gather(*workers), 60)
+        if config.faults:  # whatever was acknowledged must survive one more crash
+            await this.crash_and_restart(0.1)
+        await read_back(this)
+        for _ in range(1200):  # every stream catches up, or the check reports how far it got
+            pending = [task for key, task in streams.items() if not task.done() and not this.caught_up(*key)]
+            if not pending:
+                break
+            await asyncio.sleep(0.1)
+        for task in streams.values():
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*streams.values(), return_exceptions=True)
+    finally:
+        for task in [*workers, *streams.values()]:
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await server.stop()
+    counts = dict(this.counts)
+    counts.update(
+        requests=sum(1 for e in this.history.entries if e["kind"] in ("submit", "read", "publish")),
+        acknowledged_writes=sum(1 for e in this.history.of("submit") if e["outcome"] == OK),
+        revisions=this.final_revision or 0,
+    )
+    return this.history, counts
+
+
+async def read_back(this: Run) -> None:
+    """The log and the state as the server holds them now, and where each stream should end."""
+    async with this.client() as client:
+        log = [
+            {
+                "revision": e.revision, "agent_id": e.agent_id, "base_revision": e.base_revision,
+                "applied_patch": e.applied_patch, "state_hash": e.state_hash, "client_patch_id": e.client_patch_id,
+            }
+            async for e in client.history(EXECUTION)
+        ]  # fmt: skip
+        final = await client.get_state(EXECUTION)
+    this.history.add("final_log", revisions=log)
+    this.history.add("final_state", revision=final.revision, state=final.state, hash=final.state_hash)
+    acked = [p for p in this.history.of("publish") if p["outcome"] == OK]
+    this.final_sequences = {
+        name: max((p["sequence"] for p in acked if p["to"] in (name, "*")), default=0) for name in STREAM_SUBSCRIBERS
+    }
+    this.final_revision = final.revision
