@@ -1,4 +1,4 @@
-.PHONY: install test check protos bench serve
+.PHONY: install test check protos bench serve robustness
 
 install:            ## editable install with the development tools
 	python3 -m pip install -e '.[dev]'
@@ -18,6 +18,9 @@ bench:              ## every benchmark, each beside same-run baselines (about te
 	python3 bench/submit_breakdown.py
 	python3 bench/engine.py
 	python3 bench/skill_registry.py
+
+robustness:         ## seeded fault-injection runs checked against the reference model (about four minutes)
+	python3 -m tests.robustness run --seeds 10 --duration 15 --out robustness-results
 
 serve:              ## the server (state and skills) on 127.0.0.1:50051 with ./skillstate.db
 	skillstate serve

@@ -216,7 +216,7 @@ class Run:
                         events.append((event.revision, event.state_hash))  # type: ignore[union-attr]
                         if self.final_revision is not None and event.revision >= self.final_revision:
                             return
-                        if slow and not self.stopping.is_set() and rng.random() < 0.02:
+                        if slow and not self.stopping.is_set() and rng.random() < 0.003:
                             await asyncio.sleep(0.5)  # a stall, as a busy consumer has: the server queues meanwhile
                 except SkillstateError as e:
                     await self.resumed(name, e, cursor=events[-1][0] if events else 0)
