@@ -9,14 +9,15 @@ the environment driver. Results: score, tokens per call and per step, every mode
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillstate.clients import NotFoundError, SkillRegistryClient, StateClient
+from skillstate.clients import ClientTLS, NotFoundError, SkillRegistryClient, StateClient, open_channel
 from skillstate.project_skills import FOLDER as PROJECT_SKILLS
 
 from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, Truncated, Turn
@@ -28,6 +29,8 @@ from .llm import count_tokens, is_test_policy
 from .runtime import Agent, Limits, Recorder, StepRecord
 from .scripted import SCRIPTED, fault_rate
 
+ENVIRONMENT = "environment"
+"""The key of the environment driver's token in `run_simulation(tokens=...)`."""
 READS_KEY = "state-reads"
 """The skill metadata key naming the top-level state keys its agent reads (comma-separated)."""
 WAREHOUSE_SKILLS = tuple(SKILL_OF.values())
@@ -197,11 +200,22 @@ async def run_simulation(
     *,
     jsonl: Path | None = None,
     on_event: Callable[[int], None] | None = None,
+    tokens: Mapping[str, str] | None = None,
+    tls: ClientTLS | None = None,
 ) -> SimResult:
-    """Run one simulation against the server at `address` (host:port)."""
+    """Run one simulation against the server at `address` (host:port).
+
+    On a server that requires credentials, `tokens` maps each agent id to its own token and `ENVIRONMENT`
+    to the token of the environment driver, which also creates the execution and registers the skills
+    (rights: admin, publish, read, registry). Each agent then calls the server as itself.
+    """
     recorder = Recorder(jsonl)
     setting = SETTINGS[config.env]
-    async with StateClient(address) as client, SkillRegistryClient(address) as registry:
+    tokens = tokens or {}
+    async with contextlib.AsyncExitStack() as stack:
+        channel = open_channel(address, token=tokens.get(ENVIRONMENT), tls=tls)
+        stack.push_async_callback(channel.close)
+        client, registry = StateClient(channel=channel), SkillRegistryClient(channel=channel)
         await ensure_skills(registry, setting.skills)
         execution = await client.create_execution(schema=setting.schema, initial_state=setting.initial)
         team: dict[str, str | tuple[str, ...]] = (
@@ -212,9 +226,12 @@ async def run_simulation(
         for agent_id, skills in team.items():
             names = (skills,) if isinstance(skills, str) else tuple(skills)
             instructions, reads = await skill_context(registry, names, config.context_budget)
+            own = client
+            if agent_id in tokens:
+                own = await stack.enter_async_context(StateClient(address, token=tokens[agent_id], tls=tls))
             agents.append(
                 Agent(
-                    client,
+                    own,
                     execution.execution_id,
                     agent_id,
                     skills=names,

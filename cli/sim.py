@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from skillstate.agents.sim import SimConfig, SimResult
@@ -56,6 +57,10 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
                         help="cut action results to CHARS, telling the agent (default: never cut)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path(out), help="where results go (default: %(default)s)")
     parser.add_argument("--server", default=None, help="host:port of a running server (default: one in-process)")
+    parser.add_argument("--tokens", type=Path, default=None, metavar="FILE",
+                        help='JSON {agent id: token, "environment": token} for a --server that requires '
+                        "credentials (docs/security.md)")  # fmt: skip
+    parser.add_argument("--tls-ca", default=None, metavar="PEM", help="connect to --server with TLS, trusting this CA")
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -81,11 +86,16 @@ async def run(args: argparse.Namespace) -> int:
         except ValueError as error:
             print(f"skillstate {args.command}: {error}", file=sys.stderr)
             return 2
+    try:
+        connection = _connection(args)
+    except (OSError, ValueError) as error:
+        print(f"skillstate {args.command}: {error}", file=sys.stderr)
+        return 2
     results: list[SimResult] = []
     async with local_server(args.server) as address:
         for config in configs:
             try:
-                results.append(await _run_one(address, config, args, results))
+                results.append(await _run_one(address, config, args, results, connection))
             except Exception as error:  # a model, a key, a missing skill: say which run failed and why
                 if getattr(error, "status", None) is not None:
                     raise  # a server error: main maps its status to an exit code
@@ -102,7 +112,21 @@ async def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _run_one(address: str, config: SimConfig, args: argparse.Namespace, done: list[SimResult]) -> SimResult:
+def _connection(args: argparse.Namespace) -> dict[str, Any]:
+    """Tokens and TLS for `run_simulation`, from --tokens and --tls-ca."""
+    from skillstate.clients import ClientTLS
+
+    tokens = json.loads(args.tokens.read_text()) if args.tokens else None
+    if tokens is not None and not (
+        isinstance(tokens, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in tokens.items())
+    ):
+        raise ValueError(f"{args.tokens}: expected a JSON object of agent ids to tokens")
+    return {"tokens": tokens, "tls": ClientTLS.from_files(args.tls_ca) if args.tls_ca else None}
+
+
+async def _run_one(
+    address: str, config: SimConfig, args: argparse.Namespace, done: list[SimResult], connection: dict[str, Any]
+) -> SimResult:
     from dataclasses import replace
 
     from skillstate.agents.sim import run_simulation
@@ -113,7 +137,7 @@ async def _run_one(address: str, config: SimConfig, args: argparse.Namespace, do
         config = replace(config, window_tokens=window)
     bar = ProgressBar(f"{config.runtime:>10}", config.horizon)
     try:
-        return await run_simulation(address, config, jsonl=args.out / "steps.jsonl", on_event=bar.update)
+        return await run_simulation(address, config, jsonl=args.out / "steps.jsonl", on_event=bar.update, **connection)
     finally:
         bar.close()
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from .credentials import Credential, CredentialStore, Right, matches, split_token
 from .errors import LimitExceededError, PermissionDeniedError, UnauthenticatedError
+from .requests import new_execution_id
 
 log = logging.getLogger("skillstate.access")
 
@@ -78,10 +79,13 @@ class Rule:
     """A request field holding the caller's agent id: bound to the credential's agent."""
     skills_field: str | None = None
     """A request field listing skills the caller acts for: each must be one of the credential's."""
+    names_new: bool = False
+    """The request creates what execution_field names; left empty, the id is chosen here, so that the
+    credential is checked against the id the execution will have."""
 
 
 RULES: dict[str, Rule] = {
-    "CreateExecution": Rule(Right.ADMIN, "execution_id"),
+    "CreateExecution": Rule(Right.ADMIN, "execution_id", names_new=True),
     "Compact": Rule(Right.ADMIN, "execution_id"),
     "GetState": Rule(Right.READ, "execution_id"),
     "Watch": Rule(Right.READ, "execution_id"),
@@ -198,7 +202,10 @@ class Guard:
 
 def _authorize(rule: Rule, request: Any, identity: Identity) -> None:
     """Check the rule; a request that did not decode (None) is checked for the right alone."""
-    execution_id = getattr(request, rule.execution_field) if rule.execution_field and request is not None else None
+    field = rule.execution_field
+    if field and request is not None and rule.names_new and not getattr(request, field):
+        setattr(request, field, new_execution_id())
+    execution_id = getattr(request, field) if field and request is not None else None
     if rule.right is not None and not identity.may(rule.right, execution_id):
         where = f" on execution {execution_id!r}" if execution_id is not None else ""
         raise PermissionDeniedError(f"{identity.name} may not {rule.right.value}{where}")

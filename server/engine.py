@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +35,7 @@ from .limits import DEFAULT_LIMITS, Limits
 from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
 from .mergepatch import NoChange, effective, strip_nulls, written_paths
 from .observations import Observations
-from .requests import Submission, check_execution_id, decode_page_token, encode_page_token
+from .requests import Submission, check_execution_id, decode_page_token, encode_page_token, new_execution_id
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
 from .statesize import size_change
 from .storage.base import RevisionLog
@@ -126,7 +125,7 @@ class StateEngine:
 
     async def create_execution(self, execution_id: str, schema_json: str, initial_state_json: str) -> Created:
         limits = self._limits
-        execution_id = check_execution_id(execution_id, limits) if execution_id else f"ex-{uuid.uuid4().hex}"
+        execution_id = check_execution_id(execution_id, limits) if execution_id else new_execution_id()
         schema = canonical.parse_object(schema_json or "{}", "schema_json", limits, max_bytes=limits.max_schema_bytes)
         state = strip_nulls(canonical.parse_object(initial_state_json or "{}", "initial_state_json", limits))
         execution = Execution(execution_id, schema, time.time(), self._config.window)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import uuid
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -17,6 +18,11 @@ from .limits import Limits
 _EXECUTION_ID = re.compile(r"[A-Za-z0-9._:-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 Cursor = TypeVar("Cursor", int, str)
+
+
+def new_execution_id() -> str:
+    """The id the server gives an execution created without one."""
+    return f"ex-{uuid.uuid4().hex}"
 
 
 def check_execution_id(value: str, limits: Limits) -> str:

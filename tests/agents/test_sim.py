@@ -16,7 +16,7 @@ from skillstate.agents.contexts import SkillState
 from skillstate.agents.prompts import render_observation
 from skillstate.agents.runtime import Agent, Limits, Recorder
 from skillstate.agents.sim import WAREHOUSE_SCHEMA, SimConfig, run_simulation
-from skillstate.clients import State, StateClient
+from skillstate.clients import PermissionDeniedError, State, StateClient
 
 
 async def test_three_agents_share_one_state_that_matches_the_world(server_address: str, tmp_path: Path) -> None:
@@ -176,3 +176,31 @@ async def test_the_project_skills_declare_what_their_agents_read(server_address:
         await ensure_skills(registry, ("warehouse-shipping", "repo-ci"))
         assert (await skill_context(registry, ("warehouse-shipping",), 3000))[1] == ("inventory",)
         assert (await skill_context(registry, ("warehouse-shipping", "repo-ci"), 3000))[1] == ("inventory", "features")
+
+
+async def test_agents_on_a_server_that_requires_credentials_each_call_as_themselves(db_path: Path) -> None:
+    from skillstate.agents.sim import ENVIRONMENT, WAREHOUSE_AGENTS
+    from skillstate.server.access import Mode
+    from skillstate.server.app import start_server
+    from skillstate.server.credentials import Right, SqliteCredentialStore
+    from skillstate.server.storage.sqlite import SqliteRevisionLog
+
+    store = SqliteCredentialStore(db_path)
+    server = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", credentials=store, auth=Mode.REQUIRED)
+    address = f"127.0.0.1:{server.port}"
+    try:
+        rights = {Right.ADMIN, Right.PUBLISH, Right.READ, Right.REGISTRY}
+        tokens = {ENVIRONMENT: (await store.issue("warehouse", ["ex-*"], rights=rights)).token}
+        for agent, skill in WAREHOUSE_AGENTS.items():
+            tokens[agent] = (await store.issue(agent, ["ex-*"], [skill], {Right.READ, Right.WRITE})).token
+        result = await run_simulation(address, SimConfig(horizon=12, seed=2), tokens=tokens)
+        assert (result.score, result.handled) == (1.0, 12)
+        async with StateClient(address, token=tokens[ENVIRONMENT]) as client:
+            history = [event async for event in client.history(result.execution_id)]
+        assert {event.agent_id for event in history} == set(WAREHOUSE_AGENTS)
+
+        tokens["shipping"] = (await store.issue("shipping", ["ex-*"], [], {Right.READ, Right.WRITE})).token
+        with pytest.raises(PermissionDeniedError, match="skills: shipping does not run warehouse-shipping"):
+            await run_simulation(address, SimConfig(horizon=4, seed=2), tokens=tokens)
+    finally:
+        await server.stop(grace=0)

@@ -52,3 +52,27 @@ async def test_a_model_that_cannot_be_called_fails_the_run_with_its_reason(tmp_p
     )
     assert code == 1 and "the skillstate run failed" in err and "no-such-provider" in err
     assert "Traceback" not in err
+
+
+async def test_sim_against_a_server_that_requires_credentials(db_path: Path, tmp_path: Path) -> None:
+    from skillstate.server.access import Mode
+    from skillstate.server.app import start_server
+    from skillstate.server.credentials import Right, SqliteCredentialStore
+    from skillstate.server.storage.sqlite import SqliteRevisionLog
+
+    store = SqliteCredentialStore(db_path)
+    server = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", credentials=store, auth=Mode.REQUIRED)
+    try:
+        rights = {Right.ADMIN, Right.PUBLISH, Right.READ, Right.REGISTRY}
+        tokens = {"environment": (await store.issue("warehouse", ["*"], rights=rights)).token}
+        tokens["warehouse"] = (await store.issue("warehouse", ["*"], ["warehouse-receiving", "warehouse-shipping",
+                                                                      "warehouse-maintenance"])).token  # fmt: skip
+        (tmp_path / "tokens.json").write_text(json.dumps(tokens))
+        args = ("sim", "warehouse", "--agents", "1", "--horizon", "6", "--out", str(tmp_path))
+        code, _, err = await skillstate(server, *args)
+        assert code == 11 and "UNAUTHENTICATED" in err
+        code, out, err = await skillstate(server, *args, "--tokens", str(tmp_path / "tokens.json"))
+        assert code == 0, err
+        assert "| 6 | skillstate | 1.00 |" in out
+    finally:
+        await server.stop(grace=0)
