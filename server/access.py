@@ -122,6 +122,7 @@ class Guard:
         self._clock = clock
         self._credentials: dict[str, tuple[float, tuple[Credential, str] | None]] = {}
         self._closed, self._checked_at = False, -float("inf")
+        self._refusals = RefusalLog(clock)
 
     async def is_open(self) -> bool:
         """Whether calls are admitted without credentials right now."""
@@ -146,7 +147,7 @@ class Guard:
             identity = await self._authenticate(metadata)
             _authorize(rule, request, identity)
         except (UnauthenticatedError, PermissionDeniedError) as e:
-            log.warning("refused %s from %s: %s", method, peer, e)
+            self._refusals.log(f"refused {method} from {peer}: {e}")
             raise
         return identity
 
@@ -198,6 +199,30 @@ class Guard:
             self._credentials.clear()
         self._credentials[token_id] = (now, found)
         return found
+
+
+class RefusalLog:
+    """Logs refused calls at WARNING, at most LINES_PER_SECOND of them a second: a client hammering the
+    server with a bad token cannot flood the log. What was held back is counted in the next line."""
+
+    LINES_PER_SECOND = 20
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._second, self._lines, self._held_back = -1, 0, 0
+
+    def log(self, line: str) -> None:
+        second = int(self._clock())
+        if second != self._second:
+            self._second, self._lines = second, 0
+        if self._lines >= self.LINES_PER_SECOND:
+            self._held_back += 1
+            return
+        self._lines += 1
+        if self._held_back:
+            line += f" ({self._held_back} more refusals were not logged)"
+            self._held_back = 0
+        log.warning("%s", line)
 
 
 def _authorize(rule: Rule, request: Any, identity: Identity) -> None:
