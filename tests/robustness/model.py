@@ -41,6 +41,7 @@ def violations(history: History) -> list[str]:
     _every_revision_was_requested_once(submits, log, found)
     _reads_are_linearizable(history, submits, states, by_revision, found)
     _policies_keep_their_promises(submits, log, states[-1] if states else None, found)
+    _extremes_merge_only_concurrent_writes(submits, log, states, found)
     _watches_are_ordered_unique_reliable(history, by_revision, found)
     _observations_are_delivered(history, found)
     return found
@@ -137,8 +138,9 @@ def _reads_are_linearizable(
 def _policies_keep_their_promises(
     submits: list[dict[str, Any]], log: list[dict[str, Any]], final: dict[str, Any] | None, found: list[str]
 ) -> None:
-    """counter: every committed delta counted once; set and append: every committed element present once;
-    lww: every key holds the write with the greatest stamp (base revision, agent)."""
+    """counter: every committed delta counted once; set, append and text: every committed element present
+    once; max and min: the extreme of every committed value; lww: every key holds the write with the
+    greatest stamp (base revision, agent)."""
     if final is None:
         return
     requests = {s["id"]: s for s in submits}
@@ -155,6 +157,10 @@ def _policies_keep_their_promises(
     events = Counter(request["element"] for _, request in by_policy["append"])
     if Counter(final["events"]) != events:
         found.append(f"append: {len(final['events'])} elements in the state, {sum(events.values())} committed")
+    lines = Counter(final["note"].splitlines())
+    written = Counter(request["element"] for _, request in by_policy["text"])
+    if lines != written:
+        found.append(f"text: {sum(lines.values())} lines in the state, {sum(written.values())} committed")
     writes: dict[str, list[tuple[tuple[int, str], str]]] = defaultdict(list)
     for revision, request in by_policy["lww"]:
         writes[request["key"]].append(((revision["base_revision"], revision["agent_id"]), request["element"]))
@@ -166,6 +172,29 @@ def _policies_keep_their_promises(
             found.append(
                 f"lww: {key} holds {final['inventory'].get(key)!r}, the greatest stamp wrote {stamped[-1][1]!r}"
             )
+
+
+def _extremes_merge_only_concurrent_writes(
+    submits: list[dict[str, Any]], log: list[dict[str, Any]], states: list[dict[str, Any]], found: list[str]
+) -> None:
+    """max and min, revision by revision: a write that nothing else wrote since its base applies as it is
+    (the agent saw the value it replaces); one that raced another takes the extreme of both."""
+    requests = {s["id"]: s for s in submits}
+    last_write: dict[str, int] = {}
+    for revision in log:
+        request = requests.get(revision["client_patch_id"])
+        number = revision["revision"]
+        if request is None or number >= len(states):
+            return
+        key = {"max": "high", "min": "low"}.get(request["policy"])
+        if key is not None:
+            raced = last_write.get(key, 0) > request["base"]
+            extreme = max if request["policy"] == "max" else min
+            expected = extreme(states[number - 1][key], request["value"]) if raced else request["value"]
+            if states[number][key] != expected:
+                found.append(f"{request['policy']}: revision {number} made {key} {states[number][key]}, not {expected}")
+        for written in request["patch"]:
+            last_write[written] = number
 
 
 def _watches_are_ordered_unique_reliable(

@@ -77,6 +77,14 @@ def drop_an_element(h: History) -> None:
     acknowledged(h, "set")[0]["element"] = "never-written"
 
 
+def lose_a_line_of_text(h: History) -> None:
+    acknowledged(h, "text")[0]["element"] = "never-written"
+
+
+def raise_the_max(h: History) -> None:
+    acknowledged(h, "max")[0]["value"] = 2_000_000
+
+
 def repeat_a_watch_event(h: History) -> None:
     events = h.of("watch")[0]["events"]
     events.insert(5, events[4])
@@ -103,6 +111,8 @@ PLANTED: dict[str, tuple[Callable[[History], None], str]] = {
     "refused patch committed": (commit_a_refused_patch, "which was refused"),
     "counter": (count_a_delta_twice, "counter:"),
     "set": (drop_an_element, "set:"),
+    "text": (lose_a_line_of_text, "text:"),
+    "max": (raise_the_max, "max:"),
     "watch repeat": (repeat_a_watch_event, "where"),
     "watch gap": (skip_a_watch_event, "where"),
     "observation lost": (lose_an_observation, "never arrived"),

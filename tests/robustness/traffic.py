@@ -36,10 +36,13 @@ SCHEMA = {
         "events": {"type": "array", "items": {"type": "string"}, "x-merge": "append"},
         "inventory": {"type": "object", "additionalProperties": {"type": "string"}, "x-merge": "lww"},
         "doc": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "high": {"type": "integer", "x-merge": "max"},
+        "low": {"type": "integer", "x-merge": "min"},
+        "note": {"type": "string", "x-merge": "text"},
     },
-    "required": ["count", "tags", "events", "inventory", "doc"],
+    "required": ["count", "tags", "events", "inventory", "doc", "high", "low", "note"],
 }
-INITIAL = {"count": 0, "tags": [], "events": [], "inventory": {}, "doc": {}}
+INITIAL = {"count": 0, "tags": [], "events": [], "inventory": {}, "doc": {}, "high": 0, "low": 1_000_000, "note": ""}
 DEFINITE = {
     grpc.StatusCode.ABORTED, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION,
     grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.NOT_FOUND,
@@ -185,7 +188,10 @@ class Run:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """A patch against `state` (the agent's last read) and what the checks need to know of it."""
         element = f"{name}-{serial}"
-        policy = rng.choices(["counter", "set", "append", "lww", "reject", "invalid"], [20, 15, 15, 15, 10, 5])[0]
+        policy = rng.choices(
+            ["counter", "set", "append", "lww", "reject", "max", "min", "text", "invalid"],
+            [20, 12, 12, 12, 10, 8, 8, 12, 6],
+        )[0]
         if policy == "counter":
             delta = rng.randint(1, 5)
             return {"count": state["count"] + delta}, {"policy": policy, "delta": delta}
@@ -198,6 +204,13 @@ class Run:
             return {"inventory": {key: element}}, {"policy": policy, "key": key, "element": element}
         if policy == "reject":
             return {"doc": {f"k{rng.randint(0, 4)}": serial}}, {"policy": policy}
+        if policy in ("max", "min"):
+            value = rng.randint(0, 1_000_000)
+            return {"high" if policy == "max" else "low": value}, {"policy": policy, "value": value}
+        if policy == "text":  # a line of its own, inserted between two lines of the text as this agent read it
+            lines = state["note"].splitlines(keepends=True)
+            at = rng.randint(0, len(lines))
+            return {"note": "".join([*lines[:at], f"{element}\n", *lines[at:]])}, {"policy": policy, "element": element}
         return {"count": "not a number"}, {"policy": policy}
 
     # -- streams ---------------------------------------------------------------------------------------
