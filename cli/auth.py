@@ -22,7 +22,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         dest="subcommand", required=True
     )
     db = argparse.ArgumentParser(add_help=False)
-    db.add_argument("--db", default="skillstate.db", help="the server's SQLite file (default: %(default)s)")
+    db.add_argument(
+        "--db", default="skillstate.db", help="the server's SQLite file or PostgreSQL URL (default: %(default)s)"
+    )
 
     issue = auth.add_parser("issue", parents=[db], help="issue a token and print it (shown once)")
     issue.add_argument("--agent", required=True, help="the identity every call with the token carries")
@@ -53,11 +55,12 @@ async def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from skillstate.server.credentials import Right, SqliteCredentialStore
+    from skillstate.server.credentials import Right
+    from skillstate.server.stores import open_credential_store
 
     from .main import UsageError, print_json
 
-    store = SqliteCredentialStore(args.db)
+    store = open_credential_store(args.db)
     await store.open()
     try:
         if args.subcommand == "issue":

@@ -18,16 +18,15 @@ from skillstate.skills.v1 import skills_pb2
 from skillstate.state.v1 import state_pb2
 
 from .access import DEFAULT_IN_FLIGHT, Guard, Mode
-from .credentials import CredentialStore, MemoryCredentialStore, SqliteCredentialStore
+from .credentials import CredentialStore, MemoryCredentialStore
 from .engine import EngineConfig, StateEngine
 from .service import StateServicer, add_state_service
 from .skills.graph import Extractor
 from .skills.registry import SkillRegistry
 from .skills.service import SkillRegistryServicer, add_skill_registry_service
-from .skills.store import MemorySkillStore, SkillStore, SqliteSkillStore
+from .skills.store import MemorySkillStore, SkillStore
 from .storage.base import RevisionLog
-from .storage.memory import MemoryRevisionLog
-from .storage.sqlite import SqliteRevisionLog
+from .stores import open_credential_store, open_log, open_skill_store
 
 log = logging.getLogger("skillstate.server")
 
@@ -35,21 +34,6 @@ SERVICE_NAME = state_pb2.DESCRIPTOR.services_by_name["StateService"].full_name
 SKILLS_SERVICE_NAME = skills_pb2.DESCRIPTOR.services_by_name["SkillRegistryService"].full_name
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DB = "skillstate.db"
-
-
-def open_log(db: str, max_bytes: int | None = None) -> RevisionLog:
-    """`:memory:` keeps everything in process; anything else is a SQLite file path, capped at max_bytes."""
-    return MemoryRevisionLog() if db == ":memory:" else SqliteRevisionLog(Path(db), max_bytes)
-
-
-def open_skill_store(db: str) -> SkillStore:
-    """The skill library lives in the same database as the revision log."""
-    return MemorySkillStore() if db == ":memory:" else SqliteSkillStore(Path(db))
-
-
-def open_credential_store(db: str) -> CredentialStore:
-    """So do the credentials, where the admin CLI issues and revokes them."""
-    return MemoryCredentialStore() if db == ":memory:" else SqliteCredentialStore(Path(db))
 
 
 @dataclass(frozen=True)

@@ -82,3 +82,11 @@ async def restartable(db_path: Path) -> AsyncIterator[RestartableServer]:
     await server.start()
     yield server
     await server.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say loudly when the PostgreSQL backend went untested (CI sets SKILLSTATE_REQUIRE_POSTGRES instead)."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "PostgreSQL tests SKIPPED" in str(r.longrepr)]
+    if skipped:
+        fix = "export SKILLSTATE_TEST_POSTGRES=$(scripts/postgres_for_tests.sh)"
+        terminalreporter.write_sep("!", f"{len(skipped)} PostgreSQL tests SKIPPED: {fix}")

@@ -10,10 +10,19 @@ import pytest
 from skillstate.server.errors import DuplicateRowError
 from skillstate.server.skills.store import MemorySkillStore, SkillStore, SkillVersion, SqliteSkillStore
 
+from ...postgres import postgres_schema  # noqa: F401 - a fixture
 
-@pytest.fixture(params=["memory", "sqlite"])
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SkillStore]:
-    opened: SkillStore = MemorySkillStore() if request.param == "memory" else SqliteSkillStore(tmp_path / "s.db")
+    opened: SkillStore
+    if request.param == "postgres":
+        from skillstate.server.skills.store_postgres import PostgresSkillStore
+
+        dsn, schema = request.getfixturevalue("postgres_schema")
+        opened = PostgresSkillStore(dsn, schema=schema)
+    else:
+        opened = MemorySkillStore() if request.param == "memory" else SqliteSkillStore(tmp_path / "s.db")
     await opened.open()
     yield opened
     await opened.close()

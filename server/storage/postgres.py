@@ -1,0 +1,327 @@
+"""A RevisionLog on PostgreSQL, through asyncpg: for deployments that outgrow one machine's disk, and the
+store that server replicas share.
+
+Selected by a URL (`skillstate serve --db postgresql://user:pass@host/db`). A group commit is one
+transaction of one multi-row INSERT per table (`unnest` of column arrays: one round trip per table, however
+many rows); PostgreSQL's `synchronous_commit` (on by default) makes it durable before the reply. The unique
+keys (execution, revision), (execution, snapshot revision) and (execution, sequence) are what serializes
+commits to one execution: a second row for a revision is DuplicateRowError and nothing of its batch.
+
+`schema` puts the tables in a PostgreSQL schema of their own (tests give each test one).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from typing import Any
+
+import asyncpg
+
+from ..errors import (
+    AlreadyExistsError,
+    DuplicateRowError,
+    NotFoundError,
+    OutOfRangeError,
+    StorageError,
+    StorageFullError,
+)
+from .base import RevisionLog
+from .records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+
+SCHEMA_VERSION = 1
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS skillstate_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS executions (
+    execution_id     TEXT PRIMARY KEY,
+    schema_json      TEXT NOT NULL,
+    created_at       DOUBLE PRECISION NOT NULL,
+    compact_revision BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS revisions (
+    execution_id       TEXT NOT NULL REFERENCES executions(execution_id),
+    revision           BIGINT NOT NULL,
+    agent_id           TEXT NOT NULL,
+    base_revision      BIGINT NOT NULL,
+    patch_json         TEXT NOT NULL,
+    applied_patch_json TEXT NOT NULL,
+    action_json        TEXT NOT NULL,
+    client_patch_id    TEXT NOT NULL,
+    resolutions_json   TEXT NOT NULL,
+    state_hash         TEXT NOT NULL,
+    committed_at       DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (execution_id, revision)
+);
+CREATE INDEX IF NOT EXISTS revisions_by_patch_id
+    ON revisions (execution_id, agent_id, client_patch_id) WHERE client_patch_id <> '';
+CREATE TABLE IF NOT EXISTS snapshots (
+    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
+    revision     BIGINT NOT NULL,
+    state_json   TEXT NOT NULL,
+    state_hash   TEXT NOT NULL,
+    PRIMARY KEY (execution_id, revision)
+);
+CREATE TABLE IF NOT EXISTS observations (
+    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
+    sequence     BIGINT NOT NULL,
+    to_address   TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    published_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (execution_id, sequence)
+);
+"""
+
+_REVISION_COLUMNS = (
+    "execution_id", "revision", "agent_id", "base_revision", "patch_json", "applied_patch_json", "action_json",
+    "client_patch_id", "resolutions_json", "state_hash", "committed_at",
+)  # fmt: skip
+_REVISION_TYPES = ("text", "bigint", "text", "bigint", "text", "text", "text", "text", "text", "text", "float8")
+_SNAPSHOT_COLUMNS = ("execution_id", "revision", "state_json", "state_hash")
+_SNAPSHOT_TYPES = ("text", "bigint", "text", "text")
+_OBSERVATION_COLUMNS = ("execution_id", "sequence", "to_address", "source", "kind", "payload_json", "published_at")
+_OBSERVATION_TYPES = ("text", "bigint", "text", "text", "text", "text", "float8")
+
+LOCK_KEY = 0x736B696C6C7374  # "skillst"
+"""The advisory lock a server holds on its database: one server per log, as with SQLite's lock file."""
+
+
+def _unnest_insert(table: str, columns: tuple[str, ...], types: tuple[str, ...]) -> str:
+    arrays = ", ".join(f"${i}::{kind}[]" for i, kind in enumerate(types, start=1))
+    return f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({arrays})"
+
+
+_INSERT_REVISIONS = _unnest_insert("revisions", _REVISION_COLUMNS, _REVISION_TYPES)
+_INSERT_SNAPSHOTS = _unnest_insert("snapshots", _SNAPSHOT_COLUMNS, _SNAPSHOT_TYPES)
+_INSERT_OBSERVATIONS = _unnest_insert("observations", _OBSERVATION_COLUMNS, _OBSERVATION_TYPES)
+
+
+def describe(dsn: str, schema: str | None = None) -> str:
+    """The database, without its password, for messages."""
+    where = re.sub(r"://([^:@/]+):[^@/]*@", r"://\1:***@", dsn)
+    return f"{where} (schema {schema})" if schema else where
+
+
+async def open_pool(dsn: str, schema: str | None, size: int) -> asyncpg.Pool:
+    """A connection pool whose sessions use `schema` (created if missing) for unqualified table names."""
+    if schema is not None and not _IDENTIFIER.match(schema):
+        raise StorageError(f"schema {schema!r}: expected a lower-case SQL identifier")
+    pool = await asyncpg.create_pool(
+        dsn, min_size=1, max_size=size, server_settings={"search_path": schema} if schema else {}
+    )
+    if schema:
+        try:
+            await pool.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        except BaseException:
+            await pool.close()
+            raise
+    return pool
+
+
+def is_postgres_url(db: str) -> bool:
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+class PostgresRevisionLog(RevisionLog):
+    """A RevisionLog in a PostgreSQL database (tables created if missing)."""
+
+    def __init__(self, dsn: str, *, schema: str | None = None, pool_size: int = 4) -> None:
+        self._dsn, self._schema, self._pool_size = dsn, schema, pool_size
+        self._pool: asyncpg.Pool | None = None
+        self._lock_holder: asyncpg.Connection | None = None
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        try:
+            self._pool = await open_pool(self._dsn, self._schema, self._pool_size)
+            async with self._pool.acquire() as connection:
+                await connection.execute(_DDL)
+                version = await connection.fetchval("SELECT value FROM skillstate_meta WHERE key = 'schema_version'")
+                if version not in (None, str(SCHEMA_VERSION)):
+                    raise StorageError(f"{self._where}: schema version {version} is not {SCHEMA_VERSION}")
+                await connection.execute(
+                    "INSERT INTO skillstate_meta VALUES ('schema_version', $1) ON CONFLICT DO NOTHING",
+                    str(SCHEMA_VERSION),
+                )
+            self._lock_holder = await self._pool.acquire()
+            if not await self._lock_holder.fetchval("SELECT pg_try_advisory_lock($1)", self._lock_key):
+                raise StorageError(f"{self._where} is in use by another skillstate server")
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            await self.close()
+            raise StorageError(f"cannot open {self._where}: {e}") from e
+        except StorageError:
+            await self.close()
+            raise
+
+    @property
+    def _where(self) -> str:
+        return describe(self._dsn, self._schema)
+
+    @property
+    def _lock_key(self) -> int:
+        return LOCK_KEY ^ zlib.crc32(self._schema.encode()) if self._schema else LOCK_KEY
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        holder, self._lock_holder = self._lock_holder, None
+        if pool is None:
+            return
+        if holder is not None:
+            await pool.release(holder)  # the lock goes with the session when the pool closes it
+        await pool.close()
+
+    @property
+    def _p(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise StorageError("the revision log is not open")
+        return self._pool
+
+    async def create_execution(self, execution: ExecutionRecord, genesis: SnapshotRecord) -> None:
+        try:
+            await self._transaction(
+                ("INSERT INTO executions (execution_id, schema_json, created_at) VALUES ($1, $2, $3)",
+                 (execution.execution_id, execution.schema_json, execution.created_at)),
+                (_INSERT_SNAPSHOTS, _columns([_snapshot_row(genesis)], len(_SNAPSHOT_COLUMNS))),
+            )  # fmt: skip
+        except DuplicateRowError as e:
+            raise AlreadyExistsError(f"execution {execution.execution_id!r} already exists") from e
+
+    async def list_executions(self) -> list[ExecutionRecord]:
+        rows = await self._rows("SELECT execution_id, schema_json, created_at FROM executions ORDER BY execution_id")
+        return [ExecutionRecord(*row) for row in rows]
+
+    async def commit(self, batch: Batch) -> None:
+        statements = []
+        for sql, rows, width in (
+            (_INSERT_REVISIONS, [_revision_row(r) for r in batch.revisions], len(_REVISION_COLUMNS)),
+            (_INSERT_SNAPSHOTS, [_snapshot_row(s) for s in batch.snapshots], len(_SNAPSHOT_COLUMNS)),
+            (_INSERT_OBSERVATIONS, [_observation_row(o) for o in batch.observations], len(_OBSERVATION_COLUMNS)),
+        ):
+            if rows:
+                statements.append((sql, _columns(rows, width)))
+        await self._transaction(*statements)
+
+    async def _transaction(self, *statements: tuple[str, tuple[Any, ...] | list[Any]]) -> None:
+        try:
+            async with self._p.acquire() as connection, connection.transaction():
+                for sql, parameters in statements:
+                    await connection.execute(sql, *parameters)
+        except asyncpg.UniqueViolationError as e:
+            raise DuplicateRowError(f"a row with the same key is already stored: {e.detail or e}") from e
+        except asyncpg.ForeignKeyViolationError as e:
+            raise NotFoundError("a row refers to an unknown execution") from e
+        except asyncpg.DiskFullError as e:
+            raise StorageFullError(f"{self._where} is full: nothing of this commit was written ({e})") from e
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise StorageError(f"commit to {self._where} failed: {e}") from e
+
+    async def head_revision(self, execution_id: str) -> int:
+        await self._require(execution_id)
+        head = await self._value("SELECT MAX(revision) FROM revisions WHERE execution_id = $1", execution_id)
+        return int(head) if head is not None else await self.compact_revision(execution_id)
+
+    async def read_revisions(
+        self, execution_id: str, after: int, up_to: int | None = None, limit: int | None = None
+    ) -> list[RevisionRecord]:
+        await self._require(execution_id)
+        rows = await self._rows(
+            f"SELECT {', '.join(_REVISION_COLUMNS)} FROM revisions WHERE execution_id = $1 AND revision > $2 "
+            "AND ($3::bigint IS NULL OR revision <= $3) ORDER BY revision LIMIT $4",
+            execution_id, after, up_to, limit,
+        )  # fmt: skip
+        return [RevisionRecord(*row) for row in rows]
+
+    async def latest_snapshot(self, execution_id: str, at_most: int | None = None) -> SnapshotRecord | None:
+        await self._require(execution_id)
+        rows = await self._rows(
+            f"SELECT {', '.join(_SNAPSHOT_COLUMNS)} FROM snapshots WHERE execution_id = $1 "
+            "AND ($2::bigint IS NULL OR revision <= $2) ORDER BY revision DESC LIMIT 1",
+            execution_id, at_most,
+        )  # fmt: skip
+        return SnapshotRecord(*rows[0]) if rows else None
+
+    async def find_patch(self, execution_id: str, agent_id: str, client_patch_id: str) -> RevisionRecord | None:
+        await self._require(execution_id)
+        rows = await self._rows(
+            f"SELECT {', '.join(_REVISION_COLUMNS)} FROM revisions "
+            "WHERE execution_id = $1 AND agent_id = $2 AND client_patch_id = $3",
+            execution_id, agent_id, client_patch_id,
+        )  # fmt: skip
+        return RevisionRecord(*rows[0]) if rows else None
+
+    async def read_observations(
+        self, execution_id: str, after: int, limit: int | None = None
+    ) -> list[ObservationRecord]:
+        await self._require(execution_id)
+        rows = await self._rows(
+            f"SELECT {', '.join(_OBSERVATION_COLUMNS)} FROM observations WHERE execution_id = $1 AND sequence > $2 "
+            "ORDER BY sequence LIMIT $3",
+            execution_id, after, limit,
+        )  # fmt: skip
+        return [ObservationRecord(*row) for row in rows]
+
+    async def last_observation_sequence(self, execution_id: str) -> int:
+        await self._require(execution_id)
+        last = await self._value("SELECT MAX(sequence) FROM observations WHERE execution_id = $1", execution_id)
+        return int(last or 0)
+
+    async def compact(self, execution_id: str, up_to: int) -> None:
+        await self._require(execution_id)
+        found = await self._value(
+            "SELECT COUNT(*) FROM snapshots WHERE execution_id = $1 AND revision = $2", execution_id, up_to
+        )
+        if not found:
+            raise OutOfRangeError(f"no snapshot at revision {up_to} to compact to")
+        await self._transaction(
+            ("DELETE FROM revisions WHERE execution_id = $1 AND revision <= $2", (execution_id, up_to)),
+            ("DELETE FROM snapshots WHERE execution_id = $1 AND revision < $2", (execution_id, up_to)),
+            (
+                "UPDATE executions SET compact_revision = GREATEST(compact_revision, $1) WHERE execution_id = $2",
+                (up_to, execution_id),
+            ),
+        )
+
+    async def compact_revision(self, execution_id: str) -> int:
+        value = await self._value("SELECT compact_revision FROM executions WHERE execution_id = $1", execution_id)
+        if value is None:
+            raise NotFoundError(f"execution {execution_id!r} not found")
+        return int(value)
+
+    async def _require(self, execution_id: str) -> None:
+        await self.compact_revision(execution_id)
+
+    async def _rows(self, sql: str, *params: Any) -> list[Any]:
+        try:
+            return [tuple(row) for row in await self._p.fetch(sql, *params)]
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise StorageError(f"read from {self._where} failed: {e}") from e
+
+    async def _value(self, sql: str, *params: Any) -> Any:
+        try:
+            return await self._p.fetchval(sql, *params)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise StorageError(f"read from {self._where} failed: {e}") from e
+
+
+def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    """Rows as one array per column, for `unnest`."""
+    return [[row[i] for row in rows] for i in range(width)] if rows else [[] for _ in range(width)]
+
+
+def _revision_row(r: RevisionRecord) -> tuple[Any, ...]:
+    return (
+        r.execution_id, r.revision, r.agent_id, r.base_revision, r.patch_json, r.applied_patch_json,
+        r.action_json, r.client_patch_id, r.resolutions_json, r.state_hash, r.committed_at,
+    )  # fmt: skip
+
+
+def _snapshot_row(s: SnapshotRecord) -> tuple[Any, ...]:
+    return (s.execution_id, s.revision, s.state_json, s.state_hash)
+
+
+def _observation_row(o: ObservationRecord) -> tuple[Any, ...]:
+    return (o.execution_id, o.sequence, o.to, o.source, o.kind, o.payload_json, o.published_at)

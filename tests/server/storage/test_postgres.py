@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from skillstate.server.errors import StorageError
+from skillstate.server.storage.base import RevisionLog
+from skillstate.server.storage.records import Batch
+
+from ...postgres import postgres_schema  # noqa: F401 - a fixture
+from .contract import RevisionLogContract, execution, revision
+
+
+class TestPostgresRevisionLog(RevisionLogContract):
+    @pytest.fixture
+    async def log(self, postgres_schema: tuple[str, str]) -> AsyncIterator[RevisionLog]:  # noqa: F811
+        from skillstate.server.storage.postgres import PostgresRevisionLog
+
+        backend = PostgresRevisionLog(postgres_schema[0], schema=postgres_schema[1])
+        await backend.open()
+        yield backend
+        await backend.close()
+
+
+async def test_reopening_keeps_everything_and_one_server_holds_it(postgres_schema: tuple[str, str]) -> None:  # noqa: F811
+    from skillstate.server.storage.postgres import PostgresRevisionLog
+
+    dsn, schema = postgres_schema
+    first = PostgresRevisionLog(dsn, schema=schema)
+    await first.open()
+    await first.create_execution(*execution())
+    await first.commit(Batch(revisions=[revision(1), revision(2)]))
+    with pytest.raises(StorageError, match=r"in use by another skillstate server"):
+        await PostgresRevisionLog(dsn, schema=schema).open()
+    await first.close()
+    second = PostgresRevisionLog(dsn, schema=schema)
+    await second.open()
+    assert [r.revision for r in await second.read_revisions("e1", 0)] == [1, 2]
+    await second.close()
+
+
+async def test_an_unreachable_database_is_a_storage_error_without_its_password() -> None:
+    from skillstate.server.storage.postgres import PostgresRevisionLog
+
+    with pytest.raises(StorageError, match=r"cannot open postgresql://u:\*\*\*@127\.0\.0\.1:1/db") as caught:
+        await PostgresRevisionLog("postgresql://u:secret@127.0.0.1:1/db").open()
+    assert "secret" not in str(caught.value)
