@@ -28,6 +28,8 @@ def main() -> int:
     runs.add_argument("--first-seed", type=int, default=0)
     runs.add_argument("--duration", type=float, default=15.0, help="seconds of traffic per seed")
     runs.add_argument("--out", type=Path, default=Path("robustness-results"), help="where histories are kept")
+    runs.add_argument("--db", default=None, help="a PostgreSQL URL to run on, one empty schema per seed made "
+                      "with ?search_path= (default: a SQLite file per seed)")  # fmt: skip
     check = commands.add_parser("check", help="check a saved history again")
     check.add_argument("history", type=Path)
     args = parser.parse_args()
@@ -35,16 +37,18 @@ def main() -> int:
         found = violations(History.read(args.history))
         print("\n".join(found) or "no violations")
         return 1 if found else 0
-    return asyncio.run(run_seeds(range(args.first_seed, args.first_seed + args.seeds), args.duration, args.out))
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    return asyncio.run(run_seeds(seeds, args.duration, args.out, args.db))
 
 
-async def run_seeds(seeds: range, duration: float, out: Path) -> int:
+async def run_seeds(seeds: range, duration: float, out: Path, database: str | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     rows, failed = [], False
     for seed in seeds:
         began = time.monotonic()
         with tempfile.TemporaryDirectory() as workdir:
-            history, counts = await run(RunConfig(seed, duration), Path(workdir))
+            url = await fresh_schema(database, f"robust_{seed}_{int(time.time())}") if database else None
+            history, counts = await run(RunConfig(seed, duration, database=url), Path(workdir))
         found = violations(history)
         path = out / f"seed-{seed}.jsonl"
         history.write(path)
@@ -62,6 +66,18 @@ async def run_seeds(seeds: range, duration: float, out: Path) -> int:
         print(f"| {seed} | {c['requests']:,} | {c['acknowledged_writes']:,} | {c['revisions']:,} | {c['sigkill']} "
               f"| {c['dropped_call']} | {c['reconnect']} | {cuts} | {n} |")  # fmt: skip
     return 1 if failed else 0
+
+
+async def fresh_schema(url: str, schema: str) -> str:
+    """The URL with `search_path` set to a new, empty schema."""
+    import asyncpg
+
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute(f"CREATE SCHEMA {schema}")
+    finally:
+        await connection.close()
+    return f"{url}{'&' if '?' in url else '?'}search_path={schema}"
 
 
 def summary(counts: dict[str, int]) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ..postgres import postgres_schema, postgres_url  # noqa: F401 - fixtures
 from .history import OK, REJECTED, History
 from .model import violations
 from .traffic import RunConfig, run
@@ -33,6 +34,16 @@ def test_seeded_runs_with_faults_break_no_guarantee(runs: list[tuple[History, di
         assert found == [], f"history kept in {tmp_path / 'failed.jsonl'}"
         assert counts["sigkill"] >= 1 and counts["acknowledged_writes"] > 500 and counts["dropped_call"] >= 1
         assert counts["stream_cut"] >= 1
+
+
+@pytest.mark.timeout(300)
+def test_a_seeded_run_on_postgres_breaks_no_guarantee(postgres_url: str, tmp_path: Path) -> None:  # noqa: F811
+    history, counts = asyncio.run(run(RunConfig(7, DURATION, database=postgres_url), tmp_path))
+    found = violations(history)
+    if found:
+        history.write(tmp_path / "failed.jsonl")
+    assert found == [], f"history kept in {tmp_path / 'failed.jsonl'}"
+    assert counts["sigkill"] >= 1 and counts["acknowledged_writes"] > 300
 
 
 def saved_and_read_back(history: History, tmp_path: Path) -> History:

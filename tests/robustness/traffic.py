@@ -64,12 +64,14 @@ class RunConfig:
     faults: bool = True
     kill_every: tuple[float, float] = (1.0, 3.0)
     """Seconds between SIGKILLs, drawn uniformly."""
+    database: str | None = None
+    """A PostgreSQL URL to run on; None: a SQLite file in the work folder."""
 
 
 class ServerProcess:
     """`skillstate serve` in a subprocess, killed and restarted on the same port and database."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path | str) -> None:
         self.db, self.port = db, 0
         self._process: asyncio.subprocess.Process | None = None
 
@@ -299,7 +301,7 @@ class Run:
 
 async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]]:
     """One seeded run against a fresh database in workdir; the History ends with what was read back."""
-    server = ServerProcess(workdir / f"robust-{config.seed}.db")
+    server = ServerProcess(config.database or workdir / f"robust-{config.seed}.db")
     await server.start()
     this = Run(config, server)
     streams: dict[tuple[str, str], asyncio.Task[None]] = {}
