@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import StorageError
+from .errors import DuplicateRowError, RolledBackError, StorageError
 from .execution import Execution
 from .storage.base import RevisionLog
 from .storage.records import Batch, ObservationRecord, RevisionRecord, SnapshotRecord
@@ -98,7 +98,7 @@ class GroupCommitter:
             if item.epoch == item.execution.epoch:
                 live.append(item)
             else:
-                item.resolve(StorageError("not committed: an earlier revision it was merged on failed to commit"))
+                item.resolve(RolledBackError("not committed: an earlier revision it was merged on failed to commit"))
         batch = Batch(
             revisions=[i.revision for i in live if i.revision is not None],
             snapshots=[i.snapshot for i in live if i.snapshot is not None],
@@ -109,7 +109,10 @@ class GroupCommitter:
         try:
             await self._log.commit(batch)
         except Exception as e:  # any failure means nothing in the batch is durable
-            log.error("group commit of %d items failed: %s", len(live), e)
+            if isinstance(e, DuplicateRowError) and self._log.shared:  # another server committed first
+                log.info("group commit of %d items lost a race to another server: %s", len(live), e)
+            else:
+                log.error("group commit of %d items failed: %s", len(live), e)
             for execution in {id(i.execution): i.execution for i in live}.values():
                 execution.rollback()
             error = e if isinstance(e, StorageError) else StorageError(f"commit failed: {e}")

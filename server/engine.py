@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -23,10 +24,12 @@ from .errors import (
     AlreadyExistsError,
     BaseAheadError,
     ConflictError,
+    DuplicateRowError,
     InvalidArgumentError,
     LimitExceededError,
     NotFoundError,
     OutOfRangeError,
+    RolledBackError,
     StorageError,
 )
 from .execution import Entry, Execution, genesis_hash, revision_hash
@@ -44,6 +47,11 @@ from .timeline import Timeline
 from .undo import apply_in_place, revert_in_place
 
 log = logging.getLogger(__name__)
+
+MAX_COMMIT_RACES = 100
+"""How often a patch is merged again after another server's commit beat it, before UNAVAILABLE."""
+FOLLOW_INTERVAL = 1.0
+"""Seconds between catch-ups of streamed executions on a shared log when no notice arrives."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +94,7 @@ class StateEngine:
             log, self._committer, config.limits, config.subscriber_queue, config.max_watchers
         )
         self._compactions: set[asyncio.Task[int]] = set()
+        self._follower: asyncio.Task[None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -98,9 +107,15 @@ class StateEngine:
             await self._log.close()
             raise
         self._committer.start()
+        if self._log.shared:
+            self._follower = asyncio.create_task(self._follow_other_servers(), name="skillstate-follow")
 
     async def close(self) -> None:
         """Commit what is pending, finish compactions, then close the log."""
+        if self._follower is not None:
+            self._follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follower
         await self._committer.close()
         await asyncio.gather(*self._compactions, return_exceptions=True)
         await self._log.close()
@@ -153,6 +168,11 @@ class StateEngine:
         loading = self._loading.get(execution_id)
         if loading is None:
             record = self._stored.get(execution_id)
+            if record is None and self._log.shared:  # created by another server since this one started
+                record = await self._log.find_execution(execution_id)
+                if record is not None and execution_id not in self._executions and execution_id not in self._loading:
+                    self._stored[execution_id] = record
+                return await self._get(execution_id) if record is not None else _not_found(execution_id)
             if record is None:
                 raise NotFoundError(f"execution {execution_id!r} not found")
             loading = self._loading[execution_id] = asyncio.create_task(self._load(record))
@@ -173,10 +193,63 @@ class StateEngine:
 
     async def get_state(self, execution_id: str, at_revision: int | None = None) -> StateView:
         execution = await self._get(execution_id)
+        if at_revision is None or at_revision > execution.committed:
+            await self._refresh(execution)  # linearizable: nothing another server acknowledged is missed
         revision = execution.committed if at_revision is None else at_revision
         if not 0 <= revision <= execution.committed:
             raise OutOfRangeError(f"at_revision: {revision} is outside 0..{execution.committed} (the head)")
         return await self._timeline.view(execution, revision)
+
+    # -- a log shared with other servers -------------------------------------------------------------------
+
+    async def _refresh(self, execution: Execution) -> None:
+        """Catch up with what other servers committed to a shared log: revisions (handed to this server's
+        watchers as if committed here) and observations. Nothing to do on a log of this server's own."""
+        if not self._log.shared:
+            return
+        async with execution.refreshing:
+            while True:
+                while execution.head.revision > execution.committed:  # let local commits settle first
+                    await execution.settled(execution.head.revision)
+                records = await self._log.read_revisions(execution.id, after=execution.committed, limit=1024)
+                if execution.head.revision > execution.committed:
+                    continue  # a local merge started meanwhile: it commits or rolls back, then look again
+                for record in execution.catch_up(records):
+                    self._revisions.publish(execution.id, record)
+                if len(records) < 1024:
+                    break
+            for observation in await self._log.read_observations(execution.id, after=execution.observation_committed):
+                if observation.sequence > execution.observation_committed:
+                    execution.observation_sequence = max(execution.observation_sequence, observation.sequence)
+                    self._observations.committed(execution, observation)
+
+    async def _follow_other_servers(self) -> None:
+        """Keep the executions this server streams current with a shared log: at once when the log says
+        another server committed, and every FOLLOW_INTERVAL seconds in case a notice was lost."""
+        changed: asyncio.Queue[str] = asyncio.Queue()
+
+        async def listen() -> None:
+            async for execution_id in self._log.changes():
+                changed.put_nowait(execution_id)
+
+        listener = asyncio.create_task(listen(), name="skillstate-follow-notices")
+        try:
+            while True:
+                try:
+                    named = {await asyncio.wait_for(changed.get(), FOLLOW_INTERVAL)}
+                    while not changed.empty():
+                        named.add(changed.get_nowait())
+                except TimeoutError:
+                    named = self._revisions.keys() | self._observations.streamed()
+                for execution_id in named:
+                    execution = self._executions.get(execution_id)
+                    if execution is not None:
+                        try:
+                            await self._refresh(execution)
+                        except StorageError as e:
+                            log.warning("could not catch up execution %r: %s", execution_id, e)
+        finally:
+            listener.cancel()
 
     # -- patches -----------------------------------------------------------------------------------------
 
@@ -191,10 +264,26 @@ class StateEngine:
         writer_skills: frozenset[str] = frozenset(),
     ) -> SubmitResult:
         """Merge, validate and durably commit one patch; see docs/merge.md for the semantics. The paths it
-        writes must be owned by agent_id or one of writer_skills where the schema declares owners."""
+        writes must be owned by agent_id or one of writer_skills where the schema declares owners.
+
+        On a shared log, a commit that another server's commit beat (the same revision number) is merged
+        again on the state caught up from the log, as often as it takes."""
         execution = await self._get(execution_id)
         submission = Submission.check(agent_id, base_revision, patch_json, client_patch_id, action_json, self._limits)
         execution.owners.check(submission.patch, submission.agent_id, writer_skills)
+        for attempt in itertools.count(1):
+            try:
+                return await self._submit(execution, submission)
+            except (DuplicateRowError, RolledBackError):
+                if not self._log.shared or attempt == MAX_COMMIT_RACES:
+                    raise
+                await self._refresh(execution)
+        raise AssertionError("unreachable")
+
+    async def _submit(self, execution: Execution, submission: Submission) -> SubmitResult:
+        base_revision, client_patch_id = submission.base_revision, submission.client_patch_id
+        if base_revision > execution.committed:
+            await self._refresh(execution)  # the agent may have read it from another server
         if base_revision > execution.committed:
             raise BaseAheadError(f"base_revision: {base_revision} is ahead of the head revision {execution.committed}")
         lag, limit = execution.committed - base_revision, self._limits.max_base_lag
@@ -349,7 +438,15 @@ class StateEngine:
     # -- observations ------------------------------------------------------------------------------------
 
     async def publish_observation(self, execution_id: str, to: str, source: str, kind: str, payload_json: str) -> int:
-        return await self._observations.publish(await self._get(execution_id), to, source, kind, payload_json)
+        execution = await self._get(execution_id)
+        for attempt in itertools.count(1):
+            try:
+                return await self._observations.publish(execution, to, source, kind, payload_json)
+            except (DuplicateRowError, RolledBackError):  # another server took the sequence number
+                if not self._log.shared or attempt == MAX_COMMIT_RACES:
+                    raise
+                await self._refresh(execution)
+        raise AssertionError("unreachable")
 
     async def observations(
         self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int
@@ -366,6 +463,7 @@ class StateEngine:
         execution = await self._get(execution_id)
         if from_revision < 0:
             raise InvalidArgumentError(f"from_revision: must be >= 0, got {from_revision}")
+        await self._refresh(execution)
         subscription = self._revisions.subscribe(execution.id)  # before reading history: no gap, no await
         caught_up_to = execution.committed
         cursor = from_revision
@@ -404,6 +502,10 @@ class StateEngine:
         more = bool(records) and records[-1].revision < last
         token = encode_page_token(execution.id, records[-1].revision) if more else ""
         return HistoryPage(records, token, head, execution.compacted)
+
+
+def _not_found(execution_id: str) -> Execution:
+    raise NotFoundError(f"execution {execution_id!r} not found")
 
 
 def _retrieve_exception(task: asyncio.Task[Execution]) -> None:

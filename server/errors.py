@@ -14,6 +14,7 @@ StateError
 ├── PermissionDeniedError    a valid credential without the right to this call, agent id or path
 └── StorageError             the revision log failed; nothing was acknowledged
     ├── StorageFullError     the database reached its size cap, or the disk is full
+    ├── RolledBackError      merged on a revision whose commit failed
     ├── DuplicateRowError    a row with the same key exists; the batch was not committed
     └── CorruptLogError      an execution's log fails its hash chain
 """
@@ -91,6 +92,10 @@ class StorageError(StateError):
 class StorageFullError(StorageError):
     """The database reached its size cap (`serve --max-db-bytes`) or the disk is full; nothing of the commit
     was written or acknowledged."""
+
+
+class RolledBackError(StorageError):
+    """Not committed: it was merged on a revision whose commit failed (a retry merges it again)."""
 
 
 class DuplicateRowError(StorageError):

@@ -151,6 +151,8 @@ class Execution:
         self.replayed: Replayed | None = None
         """The last replay of the log for a base older than the window (reused while it still connects)."""
         self.replaying = asyncio.Lock()
+        self.refreshing = asyncio.Lock()
+        """Held while catching up with what other servers committed (a shared log)."""
         """One replay at a time: many agents stale on the same base share one."""
         self.observation_sequence = 0
         """The last sequence handed out, durable or pending."""
@@ -169,12 +171,25 @@ class Execution:
     def recover(self, snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> None:
         """Rebuild head and window from a snapshot and every revision after it, checking the hash chain."""
         self.begin(snapshot.revision, orjson.loads(snapshot.state_json), snapshot.state_hash)
+        self.mark_committed(snapshot.revision)
+        self.catch_up(records)
+
+    def catch_up(self, records: Iterable[RevisionRecord]) -> list[RevisionRecord]:
+        """Apply durable revisions that follow the head (committed elsewhere: at recovery, or by another
+        server on a shared log), checking the hash chain; returns them. The head must be durable."""
+        assert self.head.revision == self.committed, "catch up only from a durable head"
+        applied_records = []
         for record in records:
+            if record.revision != self.head.revision + 1:
+                raise CorruptLogError(f"execution {self.id!r}: revision {record.revision} follows {self.head.revision}")
             applied, change, state_hash = _verified_step(self.state, self.head.state_hash, record)
             undo = apply_in_place(self.state, applied)
             size = self.head.size + size_change(self.state, undo)
             self.push(Entry(record.revision, state_hash, record, change, undo, size))
-        self.mark_committed(self.head.revision)
+            applied_records.append(record)
+        if applied_records:
+            self.mark_committed(self.head.revision)
+        return applied_records
 
     def state_at(self, revision: int) -> dict[str, Any]:
         """The state at a revision the window holds. At head this is the live state: use it before any await."""

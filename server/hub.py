@@ -62,6 +62,10 @@ class Hub(Generic[T]):
         group.add(subscription)
         return subscription
 
+    def keys(self) -> set[str]:
+        """The keys that have subscribers."""
+        return set(self._subscribers)
+
     def unsubscribe(self, subscription: Subscription[T]) -> None:
         group = self._subscribers.get(subscription.key)
         if group is not None:

@@ -52,6 +52,10 @@ class Observations:
         await pending.future
         return record.sequence
 
+    def streamed(self) -> set[str]:
+        """The executions with open observation streams."""
+        return self._hub.keys()
+
     def committed(self, execution: Execution, record: ObservationRecord) -> None:
         """Called by the engine once the record is durable: hand it to the live streams."""
         execution.observation_committed = record.sequence

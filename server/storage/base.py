@@ -8,6 +8,7 @@ resolve a patch whose base is older than the in-memory window.
 from __future__ import annotations
 
 import abc
+from collections.abc import AsyncIterator
 
 from .records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
 
@@ -20,6 +21,11 @@ class RevisionLog(abc.ABC):
     (execution_id, revision), (execution_id, snapshot revision) or (execution_id, sequence) raises
     DuplicateRowError and commits nothing of its batch; reads only ever see committed batches.
     """
+
+    shared = False
+    """Whether other servers may commit to this log too (replicas on PostgreSQL): the engine then treats
+    what it holds in memory as a cache of the log, catching up before it answers a read and after it loses
+    a commit to another server."""
 
     @abc.abstractmethod
     async def open(self) -> None:
@@ -36,6 +42,16 @@ class RevisionLog(abc.ABC):
     @abc.abstractmethod
     async def list_executions(self) -> list[ExecutionRecord]:
         """Every execution, ordered by id."""
+
+    @abc.abstractmethod
+    async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
+        """One execution, or None."""
+
+    async def changes(self) -> AsyncIterator[str]:
+        """Ids of executions that other servers committed to, as they commit (a shared log only); may
+        repeat an id and may miss one when the connection drops, so a reader also polls."""
+        return
+        yield
 
     @abc.abstractmethod
     async def commit(self, batch: Batch) -> None:

@@ -49,6 +49,10 @@ class MemoryRevisionLog(RevisionLog):
     async def list_executions(self) -> list[ExecutionRecord]:
         return [self._executions[k].record for k in sorted(self._executions)]
 
+    async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
+        found = self._executions.get(execution_id)
+        return found.record if found is not None else None
+
     async def commit(self, batch: Batch) -> None:
         rows: list[tuple[dict[int, Any], int, Any]] = [
             *((self._get(r.execution_id).revisions, r.revision, r) for r in batch.revisions),

@@ -12,8 +12,12 @@ commits to one execution: a second row for a revision is DuplicateRowError and n
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import re
-import zlib
+import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -28,6 +32,8 @@ from ..errors import (
 )
 from .base import RevisionLog
 from .records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -85,8 +91,8 @@ _SNAPSHOT_TYPES = ("text", "bigint", "text", "text")
 _OBSERVATION_COLUMNS = ("execution_id", "sequence", "to_address", "source", "kind", "payload_json", "published_at")
 _OBSERVATION_TYPES = ("text", "bigint", "text", "text", "text", "text", "float8")
 
-LOCK_KEY = 0x736B696C6C7374  # "skillst"
-"""The advisory lock a server holds on its database: one server per log, as with SQLite's lock file."""
+CHANNEL = "skillstate_commits"
+"""Each commit notifies this channel with `<server>:<execution id>` for every execution it wrote."""
 
 
 def _unnest_insert(table: str, columns: tuple[str, ...], types: tuple[str, ...]) -> str:
@@ -126,12 +132,15 @@ def is_postgres_url(db: str) -> bool:
 
 
 class PostgresRevisionLog(RevisionLog):
-    """A RevisionLog in a PostgreSQL database (tables created if missing)."""
+    """A RevisionLog in a PostgreSQL database (tables created if missing), shared by any number of servers."""
+
+    shared = True
 
     def __init__(self, dsn: str, *, schema: str | None = None, pool_size: int = 4) -> None:
         self._dsn, self._schema, self._pool_size = dsn, schema, pool_size
         self._pool: asyncpg.Pool | None = None
-        self._lock_holder: asyncpg.Connection | None = None
+        self._server = uuid.uuid4().hex[:12]
+        """This server's name in commit notices, so that it does not follow its own commits."""
 
     async def open(self) -> None:
         if self._pool is not None:
@@ -147,9 +156,6 @@ class PostgresRevisionLog(RevisionLog):
                     "INSERT INTO skillstate_meta VALUES ('schema_version', $1) ON CONFLICT DO NOTHING",
                     str(SCHEMA_VERSION),
                 )
-            self._lock_holder = await self._pool.acquire()
-            if not await self._lock_holder.fetchval("SELECT pg_try_advisory_lock($1)", self._lock_key):
-                raise StorageError(f"{self._where} is in use by another skillstate server")
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             await self.close()
             raise StorageError(f"cannot open {self._where}: {e}") from e
@@ -162,17 +168,40 @@ class PostgresRevisionLog(RevisionLog):
         return describe(self._dsn, self._schema)
 
     @property
-    def _lock_key(self) -> int:
-        return LOCK_KEY ^ zlib.crc32(self._schema.encode()) if self._schema else LOCK_KEY
+    def _channel(self) -> str:
+        return f"{CHANNEL}_{self._schema}" if self._schema else CHANNEL
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
-        holder, self._lock_holder = self._lock_holder, None
-        if pool is None:
-            return
-        if holder is not None:
-            await pool.release(holder)  # the lock goes with the session when the pool closes it
-        await pool.close()
+        if pool is not None:
+            await pool.close()
+
+    async def changes(self) -> AsyncIterator[str]:
+        """LISTEN on the commit channel from a connection of its own (reopened when it drops)."""
+        arrived: asyncio.Queue[str] = asyncio.Queue()
+
+        def notice(_connection: Any, _pid: int, _channel: str, payload: str) -> None:
+            server, _, execution_id = payload.partition(":")
+            if server != self._server:
+                arrived.put_nowait(execution_id)
+
+        while self._pool is not None:
+            try:
+                connection = await asyncpg.connect(self._dsn)
+            except (OSError, asyncpg.PostgresError) as e:
+                log.warning("cannot listen for other servers' commits at %s: %s", self._where, e)
+                await asyncio.sleep(1.0)
+                continue
+            try:
+                await connection.add_listener(self._channel, notice)
+                while not connection.is_closed():
+                    try:
+                        yield await asyncio.wait_for(arrived.get(), 1.0)
+                    except TimeoutError:
+                        continue
+            finally:
+                with contextlib.suppress(Exception):
+                    await connection.close()
 
     @property
     def _p(self) -> asyncpg.Pool:
@@ -194,8 +223,17 @@ class PostgresRevisionLog(RevisionLog):
         rows = await self._rows("SELECT execution_id, schema_json, created_at FROM executions ORDER BY execution_id")
         return [ExecutionRecord(*row) for row in rows]
 
+    async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
+        rows = await self._rows(
+            "SELECT execution_id, schema_json, created_at FROM executions WHERE execution_id = $1", execution_id
+        )
+        return ExecutionRecord(*rows[0]) if rows else None
+
     async def commit(self, batch: Batch) -> None:
-        statements = []
+        written = sorted({r.execution_id for r in batch.revisions} | {o.execution_id for o in batch.observations})
+        statements: list[tuple[str, Any]] = [
+            ("SELECT pg_notify($1, $2)", (self._channel, f"{self._server}:{execution_id}")) for execution_id in written
+        ]
         for sql, rows, width in (
             (_INSERT_REVISIONS, [_revision_row(r) for r in batch.revisions], len(_REVISION_COLUMNS)),
             (_INSERT_SNAPSHOTS, [_snapshot_row(s) for s in batch.snapshots], len(_SNAPSHOT_COLUMNS)),
@@ -205,7 +243,7 @@ class PostgresRevisionLog(RevisionLog):
                 statements.append((sql, _columns(rows, width)))
         await self._transaction(*statements)
 
-    async def _transaction(self, *statements: tuple[str, tuple[Any, ...] | list[Any]]) -> None:
+    async def _transaction(self, *statements: tuple[str, Any]) -> None:
         try:
             async with self._p.acquire() as connection, connection.transaction():
                 for sql, parameters in statements:

@@ -178,6 +178,12 @@ class SqliteRevisionLog(RevisionLog):
         rows = await self._rows("SELECT execution_id, schema_json, created_at FROM executions ORDER BY execution_id")
         return [ExecutionRecord(*row) for row in rows]
 
+    async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
+        rows = await self._rows(
+            "SELECT execution_id, schema_json, created_at FROM executions WHERE execution_id = ?", execution_id
+        )
+        return ExecutionRecord(*rows[0]) if rows else None
+
     async def commit(self, batch: Batch) -> None:
         await self._transaction(
             _insert("revisions", _REVISION_COLUMNS, [_revision_row(r) for r in batch.revisions]),

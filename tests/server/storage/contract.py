@@ -44,6 +44,7 @@ class RevisionLogContract:
         await log.create_execution(*execution("b"))
         await log.create_execution(*execution("a"))
         assert [e.execution_id for e in await log.list_executions()] == ["a", "b"]
+        assert await log.find_execution("a") == execution("a")[0] and await log.find_execution("c") is None
         assert await log.head_revision("a") == 0
         snapshot = await log.latest_snapshot("a")
         assert snapshot == SnapshotRecord("a", 0, "{}", "h0")

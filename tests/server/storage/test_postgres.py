@@ -23,21 +23,36 @@ class TestPostgresRevisionLog(RevisionLogContract):
         await backend.close()
 
 
-async def test_reopening_keeps_everything_and_one_server_holds_it(postgres_schema: tuple[str, str]) -> None:  # noqa: F811
+async def test_servers_share_the_log_and_hear_of_each_others_commits(postgres_schema: tuple[str, str]) -> None:  # noqa: F811
+    import asyncio
+
     from skillstate.server.storage.postgres import PostgresRevisionLog
 
     dsn, schema = postgres_schema
-    first = PostgresRevisionLog(dsn, schema=schema)
+    first, second = PostgresRevisionLog(dsn, schema=schema), PostgresRevisionLog(dsn, schema=schema)
     await first.open()
-    await first.create_execution(*execution())
-    await first.commit(Batch(revisions=[revision(1), revision(2)]))
-    with pytest.raises(StorageError, match=r"in use by another skillstate server"):
-        await PostgresRevisionLog(dsn, schema=schema).open()
-    await first.close()
-    second = PostgresRevisionLog(dsn, schema=schema)
     await second.open()
-    assert [r.revision for r in await second.read_revisions("e1", 0)] == [1, 2]
-    await second.close()
+    try:
+        assert first.shared
+        heard_by_second, heard_by_first = second.changes(), first.changes()
+        listening = asyncio.ensure_future(anext(heard_by_second))
+        own = asyncio.ensure_future(anext(heard_by_first))
+        await asyncio.sleep(0.3)  # both are listening
+        await first.create_execution(*execution())
+        await first.commit(Batch(revisions=[revision(1), revision(2)]))
+        assert await asyncio.wait_for(listening, 5) == "e1"
+        await asyncio.sleep(0.3)
+        assert not own.done(), "a server is not told of its own commits"
+        own.cancel()
+        assert [r.revision for r in await second.read_revisions("e1", 0)] == [1, 2]
+        await first.close()
+        reopened = PostgresRevisionLog(dsn, schema=schema)
+        await reopened.open()
+        assert await reopened.head_revision("e1") == 2
+        await reopened.close()
+    finally:
+        await first.close()
+        await second.close()
 
 
 async def test_an_unreachable_database_is_a_storage_error_without_its_password() -> None:
