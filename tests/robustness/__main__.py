@@ -28,6 +28,7 @@ def main() -> int:
     runs.add_argument("--first-seed", type=int, default=0)
     runs.add_argument("--duration", type=float, default=15.0, help="seconds of traffic per seed")
     runs.add_argument("--out", type=Path, default=Path("robustness-results"), help="where histories are kept")
+    runs.add_argument("--replicas", type=int, default=1, help="servers sharing the --db PostgreSQL database")
     runs.add_argument("--db", default=None, help="a PostgreSQL URL to run on, one empty schema per seed made "
                       "with ?search_path= (default: a SQLite file per seed)")  # fmt: skip
     check = commands.add_parser("check", help="check a saved history again")
@@ -38,17 +39,18 @@ def main() -> int:
         print("\n".join(found) or "no violations")
         return 1 if found else 0
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    return asyncio.run(run_seeds(seeds, args.duration, args.out, args.db))
+    return asyncio.run(run_seeds(seeds, args.duration, args.out, args.db, args.replicas))
 
 
-async def run_seeds(seeds: range, duration: float, out: Path, database: str | None = None) -> int:
+async def run_seeds(seeds: range, duration: float, out: Path, database: str | None = None, replicas: int = 1) -> int:
     out.mkdir(parents=True, exist_ok=True)
     rows, failed = [], False
     for seed in seeds:
         began = time.monotonic()
         with tempfile.TemporaryDirectory() as workdir:
             url = await fresh_schema(database, f"robust_{seed}_{int(time.time())}") if database else None
-            history, counts = await run(RunConfig(seed, duration, database=url), Path(workdir))
+            config = RunConfig(seed, duration, database=url, replicas=replicas)
+            history, counts = await run(config, Path(workdir))
         found = violations(history)
         path = out / f"seed-{seed}.jsonl"
         history.write(path)

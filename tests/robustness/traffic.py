@@ -66,6 +66,9 @@ class RunConfig:
     """Seconds between SIGKILLs, drawn uniformly."""
     database: str | None = None
     """A PostgreSQL URL to run on; None: a SQLite file in the work folder."""
+    replicas: int = 1
+    """Servers sharing the database (PostgreSQL only): each client talks to one of them, and each SIGKILL
+    takes one of them down."""
 
 
 class ServerProcess:
@@ -119,8 +122,8 @@ def outcome_of(error: BaseException) -> tuple[str, str]:
 
 
 class Run:
-    def __init__(self, config: RunConfig, server: ServerProcess) -> None:
-        self.config, self.server = config, server
+    def __init__(self, config: RunConfig, servers: list[ServerProcess]) -> None:
+        self.config, self.servers = config, servers
         self.history = History()
         self.stopping = asyncio.Event()
         self.final_revision: int | None = None
@@ -131,8 +134,8 @@ class Run:
             "sigkill": 0, "dropped_call": 0, "reconnect": 0, "stream_cut": 0, "slow_watcher_cut": 0
         }  # fmt: skip
 
-    def client(self) -> StateClient:
-        return StateClient(self.server.address, timeout=10.0)
+    def client(self, replica: int = 0) -> StateClient:
+        return StateClient(self.servers[replica % len(self.servers)].address, timeout=10.0)
 
     async def timed(self, kind: str, call: Callable[[], Awaitable[Any]], **fields: Any) -> tuple[dict[str, Any], Any]:
         entry = self.history.add(kind, start=self.history.now(), **fields)
@@ -150,7 +153,7 @@ class Run:
 
     async def agent(self, number: int) -> None:
         name, rng = f"agent-{number}", random.Random(f"{self.config.seed}-agent-{number}")
-        client, state, revision, serial = self.client(), dict(INITIAL), 0, 0
+        client, state, revision, serial = self.client(number), dict(INITIAL), 0, 0
         try:
             while not self.stopping.is_set():
                 serial += 1
@@ -161,9 +164,9 @@ class Run:
                         state, revision = read.state, read.revision
                         entry.update(revision=read.revision, hash=read.state_hash, state=read.state)
                     continue
-                if choice > 0.98:
+                if choice > 0.98:  # another connection, perhaps to another replica
                     await client.close()
-                    client = self.client()
+                    client = self.client(rng.randrange(len(self.servers)))
                     self.counts["reconnect"] += 1
                     continue
                 patch, meta = self.write(rng, name, serial, state)
@@ -222,7 +225,8 @@ class Run:
         rng = random.Random(f"{self.config.seed}-{name}")
         events = self.watched[name] = []
         self.history.add("watch", client=name, **{"from": 0}, events=events)
-        channel = grpc.aio.insecure_channel(self.server.address, options=SMALL_WINDOW if slow else None)
+        address = self.servers[int(name.rsplit("-", 1)[1]) % len(self.servers)].address
+        channel = grpc.aio.insecure_channel(address, options=SMALL_WINDOW if slow else None)
         async with channel, StateClient(channel=channel) as client:
             while True:
                 cursor = events[-1][0] if events else 0
@@ -239,7 +243,7 @@ class Run:
     async def subscriber(self, name: str) -> None:
         received = self.received[name] = []
         self.history.add("stream", client=name, received=received)
-        async with self.client() as client:
+        async with self.client(STREAM_SUBSCRIBERS.index(name) + 1) as client:
             while True:
                 cursor = received[-1][0] if received else 0
                 try:
@@ -288,22 +292,26 @@ class Run:
                 return
             except TimeoutError:
                 pass
-            await self.crash_and_restart(rng.uniform(0.05, 0.5))
+            await self.crash_and_restart(rng.randrange(len(self.servers)), rng.uniform(0.05, 0.5))
 
-    async def crash_and_restart(self, down_for: float) -> None:
-        self.history.add("fault", what="sigkill", at=self.history.now())
+    async def crash_and_restart(self, replica: int, down_for: float) -> None:
+        server = self.servers[replica]
+        self.history.add("fault", what="sigkill", replica=replica, at=self.history.now())
         self.counts["sigkill"] += 1
-        await self.server.kill()
+        await server.kill()
         await asyncio.sleep(down_for)
-        await self.server.start()
-        self.history.add("fault", what="restart", at=self.history.now())
+        await server.start()
+        self.history.add("fault", what="restart", replica=replica, at=self.history.now())
 
 
 async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]]:
     """One seeded run against a fresh database in workdir; the History ends with what was read back."""
-    server = ServerProcess(config.database or workdir / f"robust-{config.seed}.db")
-    await server.start()
-    this = Run(config, server)
+    if config.replicas > 1 and config.database is None:
+        raise ValueError("replicas share a PostgreSQL database: give RunConfig.database")
+    servers = [ServerProcess(config.database or workdir / f"robust-{config.seed}.db") for _ in range(config.replicas)]
+    for server in servers:
+        await server.start()
+    this = Run(config, servers)
     streams: dict[tuple[str, str], asyncio.Task[None]] = {}
     workers: list[asyncio.Task[None]] = []
     try:
@@ -323,7 +331,7 @@ async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]
         this.stopping.set()
         await asyncio.wait_for(asyncio.gather(*workers), 60)
         if config.faults:  # whatever was acknowledged must survive one more crash
-            await this.crash_and_restart(0.1)
+            await this.crash_and_restart(0, 0.1)
         await read_back(this)
         for _ in range(1200):  # every stream catches up, or the check reports how far it got
             pending = [task for key, task in streams.items() if not task.done() and not this.caught_up(*key)]
@@ -337,8 +345,9 @@ async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]
     finally:
         for task in [*workers, *streams.values()]:
             task.cancel()
-        with contextlib.suppress(Exception):
-            await server.stop()
+        for server in servers:
+            with contextlib.suppress(Exception):
+                await server.stop()
     counts = dict(this.counts)
     counts.update(
         requests=sum(1 for e in this.history.entries if e["kind"] in ("submit", "read", "publish")),
