@@ -72,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="unary calls one identity may have running at once (default: %(default)s)",
     )
     serve.add_argument(
+        "--metrics-listen",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (default: none)",
+    )
+    serve.add_argument(
         "--max-db-bytes",
         type=int,
         default=None,
@@ -281,7 +287,7 @@ def run_serve(args: argparse.Namespace) -> None:
             serve(
                 db=args.db, listen=args.listen, config=config, extractor=extractor,
                 insecure_no_auth=args.insecure_no_auth, tls=tls, in_flight_limit=args.max_in_flight,
-                max_db_bytes=args.max_db_bytes,
+                max_db_bytes=args.max_db_bytes, metrics_listen=args.metrics_listen,
             )
         )  # fmt: skip
     except (OSError, StorageError) as e:

@@ -9,6 +9,7 @@ import logging
 import signal
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -20,6 +21,7 @@ from skillstate.state.v1 import state_pb2
 from .access import DEFAULT_IN_FLIGHT, Guard, Mode
 from .credentials import CredentialStore, MemoryCredentialStore
 from .engine import EngineConfig, StateEngine
+from .metrics import NO_METRICS, Metrics, PrometheusMetrics
 from .service import StateServicer, add_state_service
 from .skills.graph import Extractor
 from .skills.registry import SkillRegistry
@@ -85,9 +87,18 @@ class RunningServer:
     port: int
     guard: Guard
     credentials: CredentialStore
+    metrics_http: Any = None
+    """The /metrics HTTP server, when there is one."""
+
+    @property
+    def metrics_port(self) -> int | None:
+        return int(self.metrics_http.server_port) if self.metrics_http is not None else None
 
     async def stop(self, grace: float | None = 1.0) -> None:
         """Stop taking calls, let running ones finish for `grace` seconds, then commit and close the log."""
+        if self.metrics_http is not None:
+            self.metrics_http.shutdown()
+            self.metrics_http.server_close()
         await self.server.stop(grace)
         await self.engine.close()
         await self.registry.close()
@@ -105,16 +116,18 @@ async def start_server(
     auth: Mode | None = None,
     tls: ServerTLS | None = None,
     in_flight_limit: int = DEFAULT_IN_FLIGHT,
+    metrics_listen: str | None = None,
 ) -> RunningServer:
     """Recover the engine and the skill library and start serving on `listen` (host:port; 0 picks a port).
 
     Without a skill store the library lives in memory only, and so do credentials without a credential
     store; `auth` defaults to `auth_mode(listen)`. `extractor` replaces Sec2Graph's rule-based roles and
-    contracts (server/skills/llm_extract.py).
+    contracts (server/skills/llm_extract.py). `metrics_listen` (host:port) serves Prometheus metrics.
     """
     credentials = credentials or MemoryCredentialStore()
     guard = Guard(credentials, auth or auth_mode(listen), in_flight_limit=in_flight_limit)
-    engine = StateEngine(log_, config)
+    metrics: Metrics = PrometheusMetrics() if metrics_listen else NO_METRICS
+    engine = StateEngine(log_, config, metrics)
     registry = SkillRegistry(skills or MemorySkillStore(), extractor=extractor)
     async with contextlib.AsyncExitStack() as undo:  # what started is closed again if a later step fails
         await credentials.open()
@@ -123,15 +136,17 @@ async def start_server(
         undo.push_async_callback(engine.close)
         await registry.start()
         undo.push_async_callback(registry.close)
-        running = await _serve_grpc(engine, registry, guard, listen, config, tls)
+        running = await _serve_grpc(engine, registry, guard, metrics, listen, config, tls)
         undo.pop_all()
-    return RunningServer(running[0], engine, registry, running[1], guard, credentials)
+    http = metrics.serve(metrics_listen) if isinstance(metrics, PrometheusMetrics) and metrics_listen else None
+    return RunningServer(running[0], engine, registry, running[1], guard, credentials, http)
 
 
 async def _serve_grpc(
     engine: StateEngine,
     registry: SkillRegistry,
     guard: Guard,
+    metrics: Metrics,
     listen: str,
     config: EngineConfig,
     tls: ServerTLS | None,
@@ -144,8 +159,8 @@ async def _serve_grpc(
             ("grpc.so_reuseport", 0),  # a second server on a taken port must fail, not share its traffic
         ]
     )
-    add_state_service(StateServicer(engine), server, guard)
-    add_skill_registry_service(SkillRegistryServicer(registry), server, guard)
+    add_state_service(StateServicer(engine), server, guard, metrics)
+    add_skill_registry_service(SkillRegistryServicer(registry, metrics), server, guard, metrics)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = (SERVICE_NAME, SKILLS_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME)
@@ -172,17 +187,20 @@ async def serve(
     tls: ServerTLS | None = None,
     in_flight_limit: int = DEFAULT_IN_FLIGHT,
     max_db_bytes: int | None = None,
+    metrics_listen: str | None = None,
 ) -> None:
     """Run until SIGINT or SIGTERM, then shut down gracefully."""
     running = await start_server(
         open_log(db, max_db_bytes), listen, config, open_skill_store(db), extractor,
         credentials=open_credential_store(db), auth=auth_mode(listen, insecure_no_auth), tls=tls,
-        in_flight_limit=in_flight_limit,
+        in_flight_limit=in_flight_limit, metrics_listen=metrics_listen,
     )  # fmt: skip
     host = listen.rsplit(":", 1)[0]
     scheme = "TLS" + (" with client certificates" if tls and tls.client_ca else "") if tls else "plaintext"
     log.info("skillstate state server listening on %s:%d (log: %s, %s)", host, running.port, db, scheme)
     await _say_how_calls_are_admitted(running.guard)
+    if metrics_listen is not None:
+        log.info("Prometheus metrics on http://%s:%s/metrics", metrics_listen.rpartition(":")[0], running.metrics_port)
     print(f"skillstate serving on {host}:{running.port} (log: {db}, {scheme})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .errors import DuplicateRowError, RolledBackError, StorageError
 from .execution import Execution
+from .metrics import NO_METRICS, Metrics
 from .storage.base import RevisionLog
 from .storage.records import Batch, ObservationRecord, RevisionRecord, SnapshotRecord
 
@@ -56,14 +58,26 @@ class Pending:
 class GroupCommitter:
     """Owns the single writer task; `on_committed` runs for each item, in order, after its commit."""
 
-    def __init__(self, log_: RevisionLog, on_committed: Callable[[Pending], None], max_batch: int = 1024) -> None:
+    def __init__(
+        self,
+        log_: RevisionLog,
+        on_committed: Callable[[Pending], None],
+        max_batch: int = 1024,
+        metrics: Metrics = NO_METRICS,
+    ) -> None:
         self._log = log_
+        self._metrics = metrics
         self._on_committed = on_committed
         self._max_batch = max_batch
         self._queue: list[Pending] = []
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+
+    @property
+    def queue_depth(self) -> int:
+        """Items waiting for the next group commit."""
+        return len(self._queue)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="skillstate-group-commit")
@@ -106,10 +120,12 @@ class GroupCommitter:
         )
         if not batch:
             return
+        started = time.perf_counter()
         try:
             await self._log.commit(batch)
         except Exception as e:  # any failure means nothing in the batch is durable
             if isinstance(e, DuplicateRowError) and self._log.shared:  # another server committed first
+                self._metrics.race_lost()
                 log.info("group commit of %d items lost a race to another server: %s", len(live), e)
             else:
                 log.error("group commit of %d items failed: %s", len(live), e)
@@ -119,6 +135,7 @@ class GroupCommitter:
             for item in live:
                 item.resolve(error)
             return
+        self._metrics.committed(len(batch.revisions), len(batch.observations), time.perf_counter() - started)
         for item in live:
             self._on_committed(item)
             item.resolve()

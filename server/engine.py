@@ -36,7 +36,8 @@ from .execution import Entry, Execution, genesis_hash, revision_hash
 from .hub import Hub, follow
 from .limits import DEFAULT_LIMITS, Limits
 from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
-from .mergepatch import NoChange, effective, strip_nulls, written_paths
+from .mergepatch import NoChange, effective, path_of, strip_nulls, written_paths
+from .metrics import NO_METRICS, Metrics
 from .observations import Observations
 from .requests import Submission, check_execution_id, decode_page_token, encode_page_token, new_execution_id
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
@@ -77,8 +78,9 @@ class EngineConfig:
 class StateEngine:
     """Holds every execution; create with a RevisionLog, `await start()`, and `await close()` at the end."""
 
-    def __init__(self, log: RevisionLog, config: EngineConfig = EngineConfig()) -> None:
+    def __init__(self, log: RevisionLog, config: EngineConfig = EngineConfig(), metrics: Metrics = NO_METRICS) -> None:
         self._log = log
+        self._metrics = metrics
         self._config = config
         self._limits = config.limits
         self._executions: dict[str, Execution] = {}
@@ -88,13 +90,19 @@ class StateEngine:
         self._loading: dict[str, asyncio.Task[Execution]] = {}
         self._creating: set[str] = set()
         self._revisions: Hub[RevisionRecord] = Hub(config.subscriber_queue, config.max_watchers, "watchers")
-        self._committer = GroupCommitter(log, self._committed, config.max_batch)
+        self._committer = GroupCommitter(log, self._committed, config.max_batch, metrics)
         self._timeline = Timeline(log)
         self._observations = Observations(
             log, self._committer, config.limits, config.subscriber_queue, config.max_watchers
         )
         self._compactions: set[asyncio.Task[int]] = set()
         self._follower: asyncio.Task[None] | None = None
+        metrics.watch_gauges(
+            watchers=self._revisions.count,
+            observation_streams=self._observations.stream_count,
+            commit_queue_depth=lambda: self._committer.queue_depth,
+            executions_loaded=lambda: len(self._executions),
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -320,10 +328,13 @@ class StateEngine:
                     policies=execution.policies,
                     client_patch_id=submission.client_patch_id,
                 )
-            except ConflictError:  # answered once the revisions it lost to are durable: a re-read sees them
+            except ConflictError as conflict:  # answered once the revisions it lost to are durable: a re-read sees them
+                self._metrics.conflict([execution.policies.policy_at(path_of(p)).value for p in conflict.paths])
                 await execution.settled(execution.head.revision)
                 raise
             applied, resolutions = result.applied_patch, result.resolutions
+            for resolution in resolutions:
+                self._metrics.resolved(resolution.policy.value, resolution.outcome.lower())
         record, pending = self._append(execution, submission, applied, resolutions)
         if client_patch_id:
             execution.pending_patches[submission.key] = pending

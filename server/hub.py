@@ -62,6 +62,10 @@ class Hub(Generic[T]):
         group.add(subscription)
         return subscription
 
+    def count(self) -> int:
+        """Subscribers in all."""
+        return sum(len(group) for group in self._subscribers.values())
+
     def keys(self) -> set[str]:
         """The keys that have subscribers."""
         return set(self._subscribers)

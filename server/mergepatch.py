@@ -136,6 +136,13 @@ def pointer(path: Path) -> str:
     return "".join("/" + key.replace("~", "~0").replace("/", "~1") for key in path)
 
 
+def path_of(json_pointer: str) -> Path:
+    """The path a JSON Pointer names (the inverse of `pointer`)."""
+    if not json_pointer:
+        return ()
+    return tuple(key.replace("~1", "/").replace("~0", "~") for key in json_pointer[1:].split("/"))
+
+
 class NoChange:
     def __repr__(self) -> str:
         return "NO_CHANGE"

@@ -52,6 +52,9 @@ class Observations:
         await pending.future
         return record.sequence
 
+    def stream_count(self) -> int:
+        return self._hub.count()
+
     def streamed(self) -> set[str]:
         """The executions with open observation streams."""
         return self._hub.keys()

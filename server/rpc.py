@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -30,6 +31,7 @@ from .errors import (
     UnauthenticatedError,
     WatcherTooSlowError,
 )
+from .metrics import Metrics
 
 STATUS_BY_ERROR: dict[type[StateError], grpc.StatusCode] = {
     NotFoundError: grpc.StatusCode.NOT_FOUND,
@@ -107,9 +109,10 @@ def stream(method: Callable[..., AsyncIterator[R]]) -> Callable[..., AsyncIterat
 
 
 def _guarded_unary(
-    handler: Callable[[Any, grpc.aio.ServicerContext], Awaitable[R]], name: str, guard: Guard
+    handler: Callable[[Any, grpc.aio.ServicerContext], Awaitable[R]], name: str, guard: Guard, metrics: Metrics
 ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[R]]:
     async def admitted(request: Any, context: grpc.aio.ServicerContext) -> R:
+        started = time.perf_counter()
         try:
             identity = await _admit(guard, name, request, context)
             with guard.in_flight(identity, context.peer()):
@@ -118,24 +121,35 @@ def _guarded_unary(
         except StateError as e:
             await context.abort(status_of(e), str(e))
             raise  # unreachable: abort raises
+        finally:
+            metrics.rpc(name, time.perf_counter() - started, _status(context))
 
     return admitted
 
 
 def _guarded_stream(
-    handler: Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[R]], name: str, guard: Guard
+    handler: Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[R]], name: str, guard: Guard, metrics: Metrics
 ) -> Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[R]]:
     async def admitted(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[R]:
+        started = time.perf_counter()
         try:
-            identity = await _admit(guard, name, request, context)
-        except StateError as e:
-            await context.abort(status_of(e), str(e))
-            raise  # unreachable: abort raises
-        CALLER.set(identity)
-        async for message in handler(request, context):
-            yield message
+            try:
+                identity = await _admit(guard, name, request, context)
+            except StateError as e:
+                await context.abort(status_of(e), str(e))
+                raise  # unreachable: abort raises
+            CALLER.set(identity)
+            async for message in handler(request, context):
+                yield message
+        finally:
+            metrics.rpc(name, time.perf_counter() - started, _status(context))
 
     return admitted
+
+
+def _status(context: grpc.aio.ServicerContext) -> str:
+    code = context.code()
+    return "OK" if code is None else code.name if isinstance(code, grpc.StatusCode) else str(code)
 
 
 async def _admit(guard: Guard, name: str, request: Any, context: grpc.aio.ServicerContext) -> Identity:
@@ -153,7 +167,9 @@ def _lenient_parser(message_class: Any) -> Callable[[bytes], Any]:
     return parse
 
 
-def add_service(servicer: Any, server: grpc.aio.Server, module: ModuleType, service_name: str, guard: Guard) -> None:
+def add_service(
+    servicer: Any, server: grpc.aio.Server, module: ModuleType, service_name: str, guard: Guard, metrics: Metrics
+) -> None:
     """Register a servicer like the generated add_XServicer_to_server, except that every call is admitted by
     the guard first, and a request that fails to decode reaches the servicer as Undecodable and is answered
     INVALID_ARGUMENT, not UNKNOWN."""
@@ -163,9 +179,15 @@ def add_service(servicer: Any, server: grpc.aio.Server, module: ModuleType, serv
         implementation = getattr(servicer, method.name)
         handler: Any
         if method.server_streaming:
-            make, handler = grpc.unary_stream_rpc_method_handler, _guarded_stream(implementation, method.name, guard)
+            make, handler = (
+                grpc.unary_stream_rpc_method_handler,
+                _guarded_stream(implementation, method.name, guard, metrics),
+            )
         else:
-            make, handler = grpc.unary_unary_rpc_method_handler, _guarded_unary(implementation, method.name, guard)
+            make, handler = (
+                grpc.unary_unary_rpc_method_handler,
+                _guarded_unary(implementation, method.name, guard, metrics),
+            )
         handlers[method.name] = make(
             handler,
             request_deserializer=_lenient_parser(getattr(module, method.input_type.name)),

@@ -15,14 +15,15 @@ from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 from .access import CALLER, Guard
 from .engine import StateEngine
 from .merge import Resolution, decode_resolutions
+from .metrics import Metrics
 from .policy import MergePolicy
 from .results import WatchSnapshot
 from .rpc import add_service, stream, unary
 from .storage.records import ObservationRecord, RevisionRecord
 
 
-def add_state_service(servicer: StateServicer, server: grpc.aio.Server, guard: Guard) -> None:
-    add_service(servicer, server, pb, "StateService", guard)
+def add_state_service(servicer: StateServicer, server: grpc.aio.Server, guard: Guard, metrics: Metrics) -> None:
+    add_service(servicer, server, pb, "StateService", guard, metrics)
 
 
 class StateServicer(pb_grpc.StateServiceServicer):

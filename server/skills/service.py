@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import grpc
@@ -11,6 +12,7 @@ from skillstate.skills.v1 import skills_pb2_grpc as pb_grpc
 
 from ..access import Guard
 from ..errors import InvalidArgumentError
+from ..metrics import NO_METRICS, Metrics
 from ..rpc import add_service, unary
 from .contracts import Contract
 from .motifs import Level
@@ -19,15 +21,18 @@ from .registry import SkillRegistry, SkillView
 from .tokens import count_tokens
 
 
-def add_skill_registry_service(servicer: SkillRegistryServicer, server: grpc.aio.Server, guard: Guard) -> None:
-    add_service(servicer, server, pb, "SkillRegistryService", guard)
+def add_skill_registry_service(
+    servicer: SkillRegistryServicer, server: grpc.aio.Server, guard: Guard, metrics: Metrics
+) -> None:
+    add_service(servicer, server, pb, "SkillRegistryService", guard, metrics)
 
 
 class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
     """Implements skillstate.skills.v1.SkillRegistryService over a SkillRegistry."""
 
-    def __init__(self, registry: SkillRegistry) -> None:
+    def __init__(self, registry: SkillRegistry, metrics: Metrics = NO_METRICS) -> None:
         self._registry = registry
+        self._metrics = metrics
 
     @unary
     async def RegisterSkill(self, request: pb.RegisterSkillRequest, context: Any) -> pb.RegisterSkillResponse:
@@ -88,7 +93,9 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     @unary
     async def Hydrate(self, request: pb.HydrateRequest, context: Any) -> pb.HydrateResponse:
+        started = time.perf_counter()
         hydration = await self._registry.hydrate(request.query, request.budget_tokens, list(request.skill_names))
+        self._metrics.hydrated(time.perf_counter() - started)
         library = self._registry.library
         sections = []
         for name, index in hydration.sections:
