@@ -219,12 +219,13 @@ class StateEngine:
             while True:
                 while execution.head.revision > execution.committed:  # let local commits settle first
                     await execution.settled(execution.head.revision)
-                records = await self._log.read_revisions(execution.id, after=execution.committed, limit=1024)
+                read = await self._log.read_revisions(execution.id, after=execution.committed, limit=1024)
                 if execution.head.revision > execution.committed:
                     continue  # a local merge started meanwhile: it commits or rolls back, then look again
+                records = [r for r in read if r.revision > execution.committed]  # some may be ours, committed meanwhile
                 for record in execution.catch_up(records):
                     self._revisions.publish(execution.id, record)
-                if len(records) < 1024:
+                if len(read) < 1024:
                     break
             for observation in await self._log.read_observations(execution.id, after=execution.observation_committed):
                 if observation.sequence > execution.observation_committed:
