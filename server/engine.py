@@ -222,8 +222,7 @@ class StateEngine:
                 read = await self._log.read_revisions(execution.id, after=execution.committed, limit=1024)
                 if execution.head.revision > execution.committed:
                     continue  # a local merge started meanwhile: it commits or rolls back, then look again
-                records = [r for r in read if r.revision > execution.committed]  # some may be ours, committed meanwhile
-                for record in execution.catch_up(records):
+                for record in execution.catch_up(read):
                     self._revisions.publish(execution.id, record)
                 if len(read) < 1024:
                     break

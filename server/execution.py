@@ -176,10 +176,14 @@ class Execution:
 
     def catch_up(self, records: Iterable[RevisionRecord]) -> list[RevisionRecord]:
         """Apply durable revisions that follow the head (committed elsewhere: at recovery, or by another
-        server on a shared log), checking the hash chain; returns them. The head must be durable."""
+        server on a shared log), checking the hash chain; returns those applied. Revisions the head already
+        holds are skipped: this server may have committed them while the caller read the log. The head
+        must be durable."""
         assert self.head.revision == self.committed, "catch up only from a durable head"
         applied_records = []
         for record in records:
+            if record.revision <= self.head.revision:
+                continue
             if record.revision != self.head.revision + 1:
                 raise CorruptLogError(f"execution {self.id!r}: revision {record.revision} follows {self.head.revision}")
             applied, change, state_hash = _verified_step(self.state, self.head.state_hash, record)

@@ -72,3 +72,24 @@ def test_008_json_deeper_than_the_parser_allows_is_named_as_too_deep() -> None:
     deep = "[" * 2000 + "]" * 2000
     with pytest.raises(InvalidArgumentError, match="nesting depth over 1024 exceeds the limit of 64"):
         canonical.parse(deep, "patch_json", DEFAULT_LIMITS)
+
+
+async def test_009_catching_up_skips_revisions_this_server_committed_while_it_read() -> None:
+    """Found by bench/scale_out.py with three replicas: a catch-up read revisions 17.. from the log while this
+    server's own revision 17 committed, then refused the log as corrupt ("revision 17 follows 17")."""
+    from skillstate.server.engine import StateEngine
+    from skillstate.server.storage.memory import MemoryRevisionLog
+
+    log = MemoryRevisionLog()
+    engine = StateEngine(log)
+    await engine.start()
+    try:
+        await engine.create_execution("x", "", "")
+        for n in (1, 2):
+            await engine.submit_patch("x", "a", n - 1, f'{{"n": {n}}}')
+        execution = await engine._get("x")
+        read = await log.read_revisions("x", after=1)  # read while revision 2 was still this server's own
+        assert execution.catch_up(read) == [] and execution.committed == 2
+        assert (await engine.get_state("x")).state_json == '{"n":2}'
+    finally:
+        await engine.close()
