@@ -19,6 +19,7 @@ bench:              ## every benchmark, each beside same-run baselines (about te
 	python3 bench/engine.py
 	python3 bench/skill_registry.py
 	python3 bench/access.py
+	python3 bench/scale_out.py --db "$$(scripts/postgres_for_tests.sh)"
 
 robustness:         ## seeded fault-injection runs checked against the reference model (about four minutes)
 	python3 -m tests.robustness run --seeds 10 --duration 15 --out robustness-results
