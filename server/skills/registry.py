@@ -66,6 +66,10 @@ class SkillView:
     node_tokens: tuple[int, ...]
 
 
+SYNC_INTERVAL = 1.0
+"""Seconds between looks at a shared store for skills other servers registered or removed."""
+
+
 class SkillRegistry:
     def __init__(
         self, store: SkillStore, limits: PackageLimits = PackageLimits(), extractor: Extractor | None = None
@@ -86,6 +90,7 @@ class SkillRegistry:
         self._hydrations: OrderedDict[str, tuple[Hydration, set[str]]] = OrderedDict()
         """hydration id -> (the hydration, the macros expanded from it)"""
         self._loading: asyncio.Task[None] | None = None
+        self._synced_at = -float("inf")
 
     async def start(self) -> None:
         """Open the store and start rebuilding the library in the background: the server it shares serves
@@ -99,6 +104,26 @@ class SkillRegistry:
         if self._loading is None:
             raise StorageError("the skill registry was not started")
         await asyncio.shield(self._loading)
+        if self._store.shared and time.monotonic() - self._synced_at > SYNC_INTERVAL:
+            await self._sync()
+
+    async def _sync(self) -> None:
+        """Serve what other servers registered or removed in a shared store since this one last looked."""
+        async with self._writing:
+            self._synced_at = time.monotonic()
+            stored = await self._store.current_versions()
+            for name in [name for name in self._current if name not in stored]:
+                self._forget(name)
+            for name, number in sorted(stored.items()):
+                current = self._current.get(name)
+                if current is not None and current.stored.version == number:
+                    continue
+                version = await self._store.get(name, number)
+                if version is not None:
+                    package, graph = await asyncio.to_thread(self._load, version.files, version.folder, False)
+                    if current is not None:
+                        self._forget(name)
+                    self._serve(version, package, graph)
 
     async def close(self) -> None:
         if self._loading is not None:
@@ -149,11 +174,14 @@ class SkillRegistry:
             if current is None:
                 raise NotFoundError(f"name: no skill {name!r} in the library")
             await self._store.mark_removed(name, current.stored.version, time.time())
-            del self._current[name]
-            self.library.remove(name)
-            self.macros.remove(name)
-            self._generation += 1
+            self._forget(name)
             return current.stored.version
+
+    def _forget(self, name: str) -> None:
+        del self._current[name]
+        self.library.remove(name)
+        self.macros.remove(name)
+        self._generation += 1
 
     async def page(self, page_size: int = 0, page_token: str = "") -> tuple[list[SkillView], str]:
         """Current skills by name, a page at a time; the token is opaque to callers."""

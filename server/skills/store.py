@@ -33,6 +33,9 @@ class SkillVersion:
 class SkillStore(abc.ABC):
     """Storage of skill versions; every backend passes tests/server/skills/test_store.py."""
 
+    shared = False
+    """Whether other servers may register and remove skills here too (PostgreSQL)."""
+
     @abc.abstractmethod
     async def open(self) -> None: ...
 
@@ -49,6 +52,10 @@ class SkillStore(abc.ABC):
     @abc.abstractmethod
     async def current(self) -> list[SkillVersion]:
         """The newest version of every name whose newest version is not removed, by name."""
+
+    async def current_versions(self) -> dict[str, int]:
+        """{name: version} of `current()`, without reading files."""
+        return {version.name: version.version for version in await self.current()}
 
     @abc.abstractmethod
     async def get(self, name: str, version: int) -> SkillVersion | None: ...
@@ -105,6 +112,10 @@ class MemorySkillStore(SkillStore):
         self._revisions[key_json] = level
 
 
+_CURRENT_VERSIONS = (
+    "SELECT name, version FROM skill_versions AS v "
+    "WHERE version = (SELECT MAX(version) FROM skill_versions WHERE name = v.name) AND removed_at IS NULL"
+)
 _DDL = """
 CREATE TABLE IF NOT EXISTS skill_versions (
     name          TEXT NOT NULL,
@@ -194,6 +205,10 @@ class SqliteSkillStore(SkillStore):
             "ORDER BY name"
         )
         return [await self._with_files(row) for row in rows]
+
+    async def current_versions(self) -> dict[str, int]:
+        rows = await self._rows(_CURRENT_VERSIONS)
+        return {name: int(version) for name, version in rows}
 
     async def get(self, name: str, version: int) -> SkillVersion | None:
         rows = await self._rows(

@@ -8,7 +8,7 @@ import asyncpg
 
 from ..errors import DuplicateRowError, StorageError
 from ..storage.postgres import describe, open_pool
-from .store import SkillStore, SkillVersion
+from .store import _CURRENT_VERSIONS, SkillStore, SkillVersion
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS skill_versions (
@@ -35,6 +35,8 @@ _ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
 class PostgresSkillStore(SkillStore):
+    shared = True
+
     def __init__(self, dsn: str, *, schema: str | None = None) -> None:
         self._dsn, self._schema = dsn, schema
         self._pool: asyncpg.Pool | None = None
@@ -91,6 +93,9 @@ class PostgresSkillStore(SkillStore):
             "ORDER BY name"
         )
         return [await self._with_files(row) for row in rows]
+
+    async def current_versions(self) -> dict[str, int]:
+        return {name: int(version) for name, version in await self._fetch(_CURRENT_VERSIONS)}
 
     async def get(self, name: str, version: int) -> SkillVersion | None:
         rows = await self._fetch(

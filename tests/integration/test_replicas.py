@@ -101,3 +101,31 @@ async def test_observations_cross_replicas(replicas: list[str]) -> None:
         assert [o.sequence for o in got] == list(range(1, 7)) and [o.payload for o in got] == [
             {"i": i} for i in range(6)
         ]
+
+
+async def test_skills_registered_on_one_replica_are_served_by_all(replicas: list[str]) -> None:
+    from skillstate.clients import NotFoundError, SkillRegistryClient
+
+    from .test_skill_registry import package
+
+    a, b = SkillRegistryClient(replicas[0]), SkillRegistryClient(replicas[1])
+    async with a, b:
+        assert [s async for s in b.list_skills()] == []  # b has looked at the library before a registers
+        await a.register_skill(package("ship-order"))
+        for _ in range(50):  # within a second or so
+            try:
+                found = await b.get_skill("ship-order")
+                break
+            except NotFoundError:
+                await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("replica b never served the skill replica a registered")
+        assert found.summary.name == "ship-order"
+        assert (await b.hydrate("ship an order", budget_tokens=1000)).sections
+        await a.remove_skill("ship-order")
+        for _ in range(50):
+            if not [s async for s in b.list_skills()]:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("replica b kept serving a removed skill")
