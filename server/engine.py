@@ -210,9 +210,10 @@ class StateEngine:
 
     # -- a log shared with other servers -------------------------------------------------------------------
 
-    async def _refresh(self, execution: Execution) -> None:
+    async def _refresh(self, execution: Execution, observations: bool = False) -> None:
         """Catch up with what other servers committed to a shared log: revisions (handed to this server's
-        watchers as if committed here) and observations. Nothing to do on a log of this server's own."""
+        watchers as if committed here), and with `observations` the observations too. Nothing to do on a
+        log of this server's own."""
         if not self._log.shared:
             return
         async with execution.refreshing:
@@ -226,6 +227,8 @@ class StateEngine:
                     self._revisions.publish(execution.id, record)
                 if len(read) < 1024:
                     break
+            if not observations:
+                return
             for observation in await self._log.read_observations(execution.id, after=execution.observation_committed):
                 if observation.sequence > execution.observation_committed:
                     execution.observation_sequence = max(execution.observation_sequence, observation.sequence)
@@ -253,7 +256,7 @@ class StateEngine:
                     execution = self._executions.get(execution_id)
                     if execution is not None:
                         try:
-                            await self._refresh(execution)
+                            await self._refresh(execution, observations=True)
                         except StorageError as e:
                             log.warning("could not catch up execution %r: %s", execution_id, e)
         finally:
@@ -456,7 +459,7 @@ class StateEngine:
             except (DuplicateRowError, RolledBackError):  # another server took the sequence number
                 if not self._log.shared or attempt == MAX_COMMIT_RACES:
                     raise
-                await self._refresh(execution)
+                await self._refresh(execution, observations=True)
         raise AssertionError("unreachable")
 
     async def observations(
@@ -464,6 +467,7 @@ class StateEngine:
     ) -> AsyncIterator[ObservationRecord]:
         """Observations addressed to agent_id, to one of its skills or to everyone, after after_sequence."""
         execution = await self._get(execution_id)
+        await self._refresh(execution, observations=True)
         async for observation in self._observations.stream(execution, agent_id, skills, after_sequence):
             yield observation
 
@@ -496,6 +500,7 @@ class StateEngine:
         self, execution_id: str, from_revision: int, to_revision: int, page_size: int, page_token: str
     ) -> HistoryPage:
         execution = await self._get(execution_id)
+        await self._refresh(execution)
         head = execution.committed
         if page_size < 0:
             raise InvalidArgumentError(f"page_size: must be >= 0, got {page_size}")

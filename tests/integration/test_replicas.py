@@ -35,6 +35,7 @@ async def test_any_replica_serves_what_another_created_and_wrote(replicas: list[
         assert (seen.revision, seen.state, seen.state_hash) == (1, {"n": 1}, first.state_hash)
         second = await c.submit_patch("x", {"n": 2}, agent_id="w", base_revision=1)  # a base read on another
         assert second.revision == 2 and (await a.get_state("x")).state == {"n": 2}
+        assert [event.revision async for event in b.history("x")] == [1, 2]
 
 
 async def test_concurrent_writers_on_every_replica_lose_nothing(replicas: list[str]) -> None:
