@@ -63,11 +63,19 @@ def submit(stubs: list[pb_grpc.StateServiceStub], executions: list[str]) -> Oper
     return call
 
 
+def get_state(stubs: list[pb_grpc.StateServiceStub], execution: str) -> Operation:
+    async def call(agent: int, n: int) -> None:
+        await stubs[agent % len(stubs)].GetState(pb.GetStateRequest(execution_id=execution))
+
+    return call
+
+
 async def measure(label: str, db: str, replicas: int, echo: Echo, total: int, rounds: int) -> list[Row]:
     servers = [await spawn(*CLI, "--db", db) for _ in range(replicas)]
     channels = [grpc.aio.insecure_channel(address) for _, address, _ in servers]
     stubs = [pb_grpc.StateServiceStub(channel) for channel in channels]
     rows = [Row(f"{label}, many executions", "commits/s"), Row(f"{label}, one hot execution", "commits/s")]
+    reads = Row(f"{label}, GetState at head", "reads/s")
     try:
         for row, spread in zip(rows, (IN_FLIGHT, 1), strict=True):
             for _ in range(rounds):
@@ -76,6 +84,10 @@ async def measure(label: str, db: str, replicas: int, echo: Echo, total: int, ro
                     await stubs[0].CreateExecution(pb.CreateExecutionRequest(execution_id=execution))
                 await bracketed(row, echo.unary_rate, closed_loop(submit(stubs, executions), IN_FLIGHT, total))
             print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
+        for _ in range(rounds):  # a read at head catches up from the database first when replicas share it
+            await bracketed(reads, echo.unary_rate, closed_loop(get_state(stubs, executions[0]), IN_FLIGHT, total))
+        print(f"  {reads.case}: {statistics.median(reads.rates):,.0f} {reads.unit}", file=sys.stderr)
+        rows.append(reads)
     finally:
         for channel in channels:
             await channel.close()

@@ -216,7 +216,12 @@ class StateEngine:
         log of this server's own."""
         if not self._log.shared:
             return
+        execution.refresh_requests += 1
+        ticket = execution.refresh_requests
         async with execution.refreshing:
+            if execution.refreshed_through >= ticket and not observations:
+                return  # a catch-up that began after this call arrived has just run: it serves this call too
+            serving = execution.refresh_requests
             while True:
                 while execution.head.revision > execution.committed:  # let local commits settle first
                     await execution.settled(execution.head.revision)
@@ -227,6 +232,7 @@ class StateEngine:
                     self._revisions.publish(execution.id, record)
                 if len(read) < 1024:
                     break
+            execution.refreshed_through = serving
             if not observations:
                 return
             for observation in await self._log.read_observations(execution.id, after=execution.observation_committed):

@@ -153,6 +153,10 @@ class Execution:
         self.replaying = asyncio.Lock()
         self.refreshing = asyncio.Lock()
         """Held while catching up with what other servers committed (a shared log)."""
+        self.refresh_requests = 0
+        self.refreshed_through = 0
+        """Catch-ups asked for, and the last of them a finished catch-up began after: the calls waiting
+        behind one catch-up share the next, as commits share a group commit."""
         """One replay at a time: many agents stale on the same base share one."""
         self.observation_sequence = 0
         """The last sequence handed out, durable or pending."""
