@@ -24,6 +24,7 @@ from .errors import (
     AlreadyExistsError,
     BaseAheadError,
     ConflictError,
+    CorruptLogError,
     DuplicateRowError,
     InvalidArgumentError,
     LimitExceededError,
@@ -228,6 +229,9 @@ class StateEngine:
                 read = await self._log.read_revisions(execution.id, after=execution.committed, limit=1024)
                 if execution.head.revision > execution.committed:
                     continue  # a local merge started meanwhile: it commits or rolls back, then look again
+                if read and read[0].revision > execution.committed + 1:  # compacted past this server's head
+                    await self._restart_from_snapshot(execution)
+                    continue
                 for record in execution.catch_up(read):
                     self._revisions.publish(execution.id, record)
                 if len(read) < 1024:
@@ -239,6 +243,18 @@ class StateEngine:
                 if observation.sequence > execution.observation_committed:
                     execution.observation_sequence = max(execution.observation_sequence, observation.sequence)
                     self._observations.committed(execution, observation)
+
+    async def _restart_from_snapshot(self, execution: Execution) -> None:
+        """Another server compacted the log past this one's head: start over from the newest snapshot. This
+        server's watchers of the execution are cut, to resume from their last revision (they then get the
+        snapshot, as any watcher from before a compaction does)."""
+        snapshot = await self._log.latest_snapshot(execution.id)
+        if snapshot is None or snapshot.revision <= execution.committed:
+            raise CorruptLogError(f"execution {execution.id!r}: revisions after {execution.committed} are missing")
+        records = await self._log.read_revisions(execution.id, after=snapshot.revision)
+        execution.compacted = await self._log.compact_revision(execution.id)
+        execution.restart_from(snapshot, records)
+        self._revisions.cut(execution.id)
 
     async def _follow_other_servers(self) -> None:
         """Keep the executions this server streams current with a shared log: at once when the log says

@@ -172,6 +172,16 @@ class Execution:
         self.state = state
         self.push(Entry(revision, state_hash, None, None, None, state_bytes(state)))
 
+    def restart_from(self, snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> None:
+        """Start over from a snapshot newer than the head (a shared log compacted past this server's head),
+        then catch up. The head must be durable; idempotency keys older than the snapshot are looked up."""
+        assert self.head.revision == self.committed, "restart only from a durable head"
+        self.window.clear()
+        self.last_written = {}
+        self.patch_ids = {}
+        self.patch_ids_complete = False
+        self.recover(snapshot, records)
+
     def recover(self, snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> None:
         """Rebuild head and window from a snapshot and every revision after it, checking the hash chain."""
         self.begin(snapshot.revision, orjson.loads(snapshot.state_json), snapshot.state_hash)

@@ -7,12 +7,15 @@ WatcherTooSlowError naming the last item it was given, so it can resume from the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .errors import LimitExceededError, WatcherTooSlowError
 
 T = TypeVar("T")
+_CUT: Any = object()
+"""Queued by `Subscription.cut` to wake its reader."""
 
 
 class Subscription(Generic[T]):
@@ -37,11 +40,20 @@ class Subscription(Generic[T]):
             return False
         return True
 
+    def cut(self) -> None:
+        """End the subscription once what is queued was read (waking a reader that waits on an empty queue)."""
+        self._overflowed = True
+        with contextlib.suppress(asyncio.QueueFull):  # a full queue has items to read first: no one waits
+            self._queue.put_nowait(_CUT)
+
     async def get(self) -> T:
         """The next item; WatcherTooSlowError once everything queued before the overflow was read."""
         if self._overflowed and self._queue.empty():
             raise WatcherTooSlowError(f"fell more than {self._queue.maxsize} items behind")
-        return await self._queue.get()
+        item = await self._queue.get()
+        if item is _CUT:
+            raise WatcherTooSlowError("cut: the execution restarted from a snapshot; resume from the last item")
+        return item
 
 
 class Hub(Generic[T]):
@@ -65,6 +77,11 @@ class Hub(Generic[T]):
     def count(self) -> int:
         """Subscribers in all."""
         return sum(len(group) for group in self._subscribers.values())
+
+    def cut(self, key: str) -> None:
+        """End every subscriber of key as if it had fallen behind: each resumes from its last item."""
+        for subscription in self._subscribers.pop(key, set()):
+            subscription.cut()
 
     def keys(self) -> set[str]:
         """The keys that have subscribers."""
