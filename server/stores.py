@@ -10,10 +10,13 @@ from .credentials import CredentialStore, MemoryCredentialStore, SqliteCredentia
 from .skills.store import MemorySkillStore, SkillStore, SqliteSkillStore
 from .storage.base import RevisionLog
 from .storage.memory import MemoryRevisionLog
-from .storage.postgres import is_postgres_url
 from .storage.sqlite import SqliteRevisionLog
 
 MEMORY = ":memory:"
+
+
+def is_postgres_url(db: str) -> bool:
+    return db.startswith(("postgresql://", "postgres://"))
 
 
 def open_log(db: str, max_bytes: int | None = None) -> RevisionLog:

@@ -65,3 +65,9 @@ def test_the_wheel_ships_every_file_of_the_project_skills(tmp_path: Path) -> Non
         p.relative_to(skills).as_posix() for p in skills.glob("*/**/*") if p.is_file() and "__pycache__" not in p.parts
     }
     assert expected and expected <= shipped
+
+
+def test_a_server_on_sqlite_loads_neither_postgres_nor_prometheus() -> None:
+    """Both load only when asked for (`--db postgresql://`, `--metrics-listen`): startup stays quick."""
+    modules = loaded_modules("import skillstate.server.app, skillstate.server.stores, skillstate.cli.main")
+    assert "asyncpg" not in modules and "prometheus_client" not in modules

@@ -127,10 +127,6 @@ async def open_pool(dsn: str, schema: str | None, size: int) -> asyncpg.Pool:
     return pool
 
 
-def is_postgres_url(db: str) -> bool:
-    return db.startswith(("postgresql://", "postgres://"))
-
-
 class PostgresRevisionLog(RevisionLog):
     """A RevisionLog in a PostgreSQL database (tables created if missing), shared by any number of servers."""
 
