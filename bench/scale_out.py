@@ -24,25 +24,15 @@ import uuid
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-import asyncpg
 import grpc
 from state_server import Echo, Operation, Row, bracketed, closed_loop, running_echo, spawn
 
+from skillstate.server.storage.postgres import new_schema
 from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
 IN_FLIGHT = 64
 CLI = [sys.executable, "-m", "skillstate.cli", "serve", "--listen", "127.0.0.1:0", "--log-level", "ERROR"]
-
-
-async def fresh_schema(url: str) -> str:
-    schema = f"bench_{uuid.uuid4().hex[:10]}"
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute(f"CREATE SCHEMA {schema}")
-    finally:
-        await connection.close()
-    return f"{url}{'&' if '?' in url else '?'}search_path={schema}"
 
 
 def submit(stubs: list[pb_grpc.StateServiceStub], executions: list[str]) -> Operation:
@@ -108,8 +98,9 @@ async def main() -> None:
     async with running_echo(total) as echo:
         with TemporaryDirectory() as tmp:
             rows += await measure("SQLite, one server", str(Path(tmp) / "bench.db"), 1, echo, total, rounds)
-        rows += await measure("PostgreSQL, one replica", await fresh_schema(args.db), 1, echo, total, rounds)
-        rows += await measure("PostgreSQL, three replicas", await fresh_schema(args.db), 3, echo, total, rounds)
+        for label, replicas in (("PostgreSQL, one replica", 1), ("PostgreSQL, three replicas", 3)):
+            url = await new_schema(args.db, f"bench_{uuid.uuid4().hex[:10]}")
+            rows += await measure(label, url, replicas, echo, total, rounds)
     print(f"\n({time.perf_counter() - started:.0f} s)\n")
     print("| configuration | rate | p50 ms | p99 ms | raw echo (bracketing rounds) | ratio to echo |")
     print("|---|---|---|---|---|---|")

@@ -126,7 +126,8 @@ async def start_server(
     """
     credentials = credentials or MemoryCredentialStore()
     guard = Guard(credentials, auth or auth_mode(listen), in_flight_limit=in_flight_limit)
-    metrics: Metrics = PrometheusMetrics() if metrics_listen else NO_METRICS
+    prometheus = PrometheusMetrics() if metrics_listen else None
+    metrics: Metrics = prometheus or NO_METRICS
     engine = StateEngine(log_, config, metrics)
     registry = SkillRegistry(skills or MemorySkillStore(), extractor=extractor)
     async with contextlib.AsyncExitStack() as undo:  # what started is closed again if a later step fails
@@ -138,7 +139,7 @@ async def start_server(
         undo.push_async_callback(registry.close)
         running = await _serve_grpc(engine, registry, guard, metrics, listen, config, tls)
         undo.pop_all()
-    http = metrics.serve(metrics_listen) if isinstance(metrics, PrometheusMetrics) and metrics_listen else None
+    http = prometheus.serve(metrics_listen) if prometheus and metrics_listen else None
     return RunningServer(running[0], engine, registry, running[1], guard, credentials, http)
 
 

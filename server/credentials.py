@@ -8,6 +8,7 @@ guessed from the digest.
 
 from __future__ import annotations
 
+import abc
 import enum
 import fnmatch
 import hashlib
@@ -18,11 +19,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import aiosqlite
 
 from .errors import InvalidArgumentError, NotFoundError, StorageError
+from .storage.sqlite import connect
 
 PREFIX = "sst"
 
@@ -115,9 +117,13 @@ def matches(secret: str, stored_digest: str) -> bool:
     return hmac.compare_digest(digest(secret), stored_digest)
 
 
-class CredentialStore(Protocol):
+class CredentialStore(abc.ABC):
+    """Where credentials are kept. Issuing and revoking are the same everywhere; a backend stores rows."""
+
+    @abc.abstractmethod
     async def open(self) -> None: ...
 
+    @abc.abstractmethod
     async def close(self) -> None: ...
 
     async def issue(
@@ -127,20 +133,40 @@ class CredentialStore(Protocol):
         skills: Iterable[str] = (),
         rights: Iterable[Right] = DEFAULT_RIGHTS,
         expires_in: float | None = None,
-    ) -> Issued: ...
+    ) -> Issued:
+        credential, token, secret_digest = new_credential(agent, executions, skills, rights, expires_in)
+        await self._add(credential, secret_digest)
+        return Issued(credential, token)
 
-    async def revoke(self, token_id: str) -> Credential: ...
+    async def revoke(self, token_id: str) -> Credential:
+        """Revoke a credential (again is a no-op); NotFoundError for an unknown id."""
+        await self._mark_revoked(token_id, time.time())
+        found = await self.lookup(token_id)
+        if found is None:
+            raise NotFoundError(f"token id {token_id!r}: no such credential")
+        return found[0]
 
-    async def all(self) -> list[Credential]: ...
+    @abc.abstractmethod
+    async def all(self) -> list[Credential]:
+        """Every credential, oldest first."""
 
+    @abc.abstractmethod
     async def lookup(self, token_id: str) -> tuple[Credential, str] | None:
         """The credential and its secret's digest."""
 
+    @abc.abstractmethod
     async def any_issued(self) -> bool:
         """Whether any credential was ever issued (revoked ones count: the server stays closed)."""
 
+    @abc.abstractmethod
+    async def _add(self, credential: Credential, secret_digest: str) -> None: ...
 
-class MemoryCredentialStore:
+    @abc.abstractmethod
+    async def _mark_revoked(self, token_id: str, at: float) -> None:
+        """Set revoked_at unless it is set; nothing for an unknown id."""
+
+
+class MemoryCredentialStore(CredentialStore):
     """Credentials of a server whose log is in memory (tests, `--db :memory:`)."""
 
     def __init__(self) -> None:
@@ -152,27 +178,6 @@ class MemoryCredentialStore:
     async def close(self) -> None:
         pass
 
-    async def issue(
-        self,
-        agent: str,
-        executions: Iterable[str],
-        skills: Iterable[str] = (),
-        rights: Iterable[Right] = DEFAULT_RIGHTS,
-        expires_in: float | None = None,
-    ) -> Issued:
-        credential, token, secret_digest = new_credential(agent, executions, skills, rights, expires_in)
-        self._rows[credential.token_id] = (credential, secret_digest)
-        return Issued(credential, token)
-
-    async def revoke(self, token_id: str) -> Credential:
-        if token_id not in self._rows:
-            raise NotFoundError(f"token id {token_id!r}: no such credential")
-        credential, secret_digest = self._rows[token_id]
-        if credential.revoked_at is None:
-            credential = _with_revoked(credential, time.time())
-            self._rows[token_id] = (credential, secret_digest)
-        return credential
-
     async def all(self) -> list[Credential]:
         return sorted((c for c, _ in self._rows.values()), key=lambda c: (c.issued_at, c.token_id))
 
@@ -181,6 +186,14 @@ class MemoryCredentialStore:
 
     async def any_issued(self) -> bool:
         return bool(self._rows)
+
+    async def _add(self, credential: Credential, secret_digest: str) -> None:
+        self._rows[credential.token_id] = (credential, secret_digest)
+
+    async def _mark_revoked(self, token_id: str, at: float) -> None:
+        found = self._rows.get(token_id)
+        if found is not None and found[0].revoked_at is None:
+            self._rows[token_id] = (replace(found[0], revoked_at=at), found[1])
 
 
 _DDL = """
@@ -201,7 +214,7 @@ _SEPARATOR = "\n"
 """Lists are stored one item a line: patterns and skill names hold no newline."""
 
 
-class SqliteCredentialStore:
+class SqliteCredentialStore(CredentialStore):
     """Credentials in the server's SQLite database, so the admin CLI and the server share them."""
 
     def __init__(self, path: str | Path) -> None:
@@ -212,8 +225,7 @@ class SqliteCredentialStore:
         if self._db is not None:
             return
         try:
-            self._db = await aiosqlite.connect(self._path, isolation_level=None)
-            await self._db.executescript("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000;" + _DDL)
+            self._db = await connect(self._path, _DDL)
         except sqlite3.Error as e:
             await self.close()
             raise StorageError(f"cannot open {self._path}: {e}") from e
@@ -222,32 +234,6 @@ class SqliteCredentialStore:
         if self._db is not None:
             await self._db.close()
             self._db = None
-
-    async def issue(
-        self,
-        agent: str,
-        executions: Iterable[str],
-        skills: Iterable[str] = (),
-        rights: Iterable[Right] = DEFAULT_RIGHTS,
-        expires_in: float | None = None,
-    ) -> Issued:
-        credential, token, secret_digest = new_credential(agent, executions, skills, rights, expires_in)
-        c = credential
-        row = (
-            c.token_id, secret_digest, c.agent, _SEPARATOR.join(c.executions), _SEPARATOR.join(c.skills),
-            _SEPARATOR.join(sorted(r.value for r in c.rights)), c.issued_at, c.expires_at, None,
-        )  # fmt: skip
-        await self._execute(f"INSERT INTO credentials ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", *row)
-        return Issued(credential, token)
-
-    async def revoke(self, token_id: str) -> Credential:
-        await self._execute(
-            "UPDATE credentials SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL", time.time(), token_id
-        )
-        found = await self.lookup(token_id)
-        if found is None:
-            raise NotFoundError(f"token id {token_id!r}: no such credential")
-        return found[0]
 
     async def all(self) -> list[Credential]:
         rows = await self._rows(f"SELECT {_COLUMNS} FROM credentials ORDER BY issued_at, token_id")
@@ -259,6 +245,19 @@ class SqliteCredentialStore:
 
     async def any_issued(self) -> bool:
         return bool(await self._rows("SELECT 1 FROM credentials LIMIT 1"))
+
+    async def _add(self, credential: Credential, secret_digest: str) -> None:
+        c = credential
+        row = (
+            c.token_id, secret_digest, c.agent, _SEPARATOR.join(c.executions), _SEPARATOR.join(c.skills),
+            _SEPARATOR.join(sorted(r.value for r in c.rights)), c.issued_at, c.expires_at, None,
+        )  # fmt: skip
+        await self._execute(f"INSERT INTO credentials ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", *row)
+
+    async def _mark_revoked(self, token_id: str, at: float) -> None:
+        await self._execute(
+            "UPDATE credentials SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL", at, token_id
+        )
 
     @property
     def _conn(self) -> aiosqlite.Connection:
@@ -290,7 +289,3 @@ def _credential(row: sqlite3.Row) -> Credential:
 
 def _items(text: str) -> tuple[str, ...]:
     return tuple(text.split(_SEPARATOR)) if text else ()
-
-
-def _with_revoked(credential: Credential, at: float) -> Credential:
-    return replace(credential, revoked_at=at)

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -174,16 +174,18 @@ class StateEngine:
         execution = self._executions.get(execution_id)
         if execution is not None:
             return execution
+        if execution_id not in self._loading and execution_id not in self._stored and self._log.shared:
+            record = await self._log.find_execution(execution_id)  # created by another server since this one started
+            if record is None:
+                _raise_not_found(execution_id)
+            if execution_id not in self._executions and execution_id not in self._loading:
+                self._stored[execution_id] = record
+            return await self._get(execution_id)
         loading = self._loading.get(execution_id)
         if loading is None:
             record = self._stored.get(execution_id)
-            if record is None and self._log.shared:  # created by another server since this one started
-                record = await self._log.find_execution(execution_id)
-                if record is not None and execution_id not in self._executions and execution_id not in self._loading:
-                    self._stored[execution_id] = record
-                return await self._get(execution_id) if record is not None else _not_found(execution_id)
             if record is None:
-                raise NotFoundError(f"execution {execution_id!r} not found")
+                _raise_not_found(execution_id)
             loading = self._loading[execution_id] = asyncio.create_task(self._load(record))
             loading.add_done_callback(_retrieve_exception)
         return await asyncio.shield(loading)
@@ -542,7 +544,7 @@ class StateEngine:
         return HistoryPage(records, token, head, execution.compacted)
 
 
-def _not_found(execution_id: str) -> Execution:
+def _raise_not_found(execution_id: str) -> NoReturn:
     raise NotFoundError(f"execution {execution_id!r} not found")
 
 

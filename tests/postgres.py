@@ -33,10 +33,10 @@ def postgres_schema() -> Iterator[tuple[str, str]]:
 @pytest.fixture
 def postgres_url(postgres_schema: tuple[str, str]) -> str:
     """A `--db` URL whose tables go to a fresh schema (`?search_path=`), the schema made beforehand."""
-    dsn, schema = postgres_schema
+    from skillstate.server.storage.postgres import new_schema
+
     with ThreadPoolExecutor(1) as thread:
-        thread.submit(asyncio.run, _execute(dsn, f"CREATE SCHEMA {schema}")).result()
-    return f"{dsn}{'&' if '?' in dsn else '?'}search_path={schema}"
+        return thread.submit(asyncio.run, new_schema(*postgres_schema)).result()
 
 
 async def _execute(dsn: str, sql: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import aiosqlite
 
 from ..errors import DuplicateRowError, StorageError
+from ..storage.sqlite import connect
 
 
 @dataclass(frozen=True)
@@ -152,11 +153,7 @@ class SqliteSkillStore(SkillStore):
         if self._db is not None:
             return
         try:
-            self._db = await aiosqlite.connect(self._path, isolation_level=None)
-            await self._db.executescript(
-                "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; "
-                "PRAGMA busy_timeout = 5000;" + _DDL
-            )
+            self._db = await connect(self._path, _DDL)
         except sqlite3.Error as e:
             await self.close()
             raise StorageError(f"cannot open {self._path}: {e}") from e

@@ -7,7 +7,7 @@ from typing import Any
 import asyncpg
 
 from ..errors import DuplicateRowError, StorageError
-from ..storage.postgres import describe, open_pool
+from ..storage.postgres import ERRORS, Database
 from .store import _CURRENT_VERSIONS, SkillStore, SkillVersion
 
 _DDL = """
@@ -31,42 +31,25 @@ CREATE TABLE IF NOT EXISTS skill_files (
 CREATE TABLE IF NOT EXISTS macro_revisions (key_json TEXT PRIMARY KEY, level BIGINT);
 """
 _VERSION_COLUMNS = "name, version, digest, folder, registered_at, removed_at"
-_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
 class PostgresSkillStore(SkillStore):
     shared = True
 
     def __init__(self, dsn: str, *, schema: str | None = None) -> None:
-        self._dsn, self._schema = dsn, schema
-        self._pool: asyncpg.Pool | None = None
+        self._db = Database(dsn, schema, _DDL, "skill store")
 
     async def open(self) -> None:
-        if self._pool is not None:
-            return
-        try:
-            self._pool = await open_pool(self._dsn, self._schema, 2)
-            await self._pool.execute(_DDL)
-        except _ERRORS as e:
-            await self.close()
-            raise StorageError(f"cannot open {describe(self._dsn, self._schema)}: {e}") from e
+        await self._db.open()
 
     async def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
-
-    @property
-    def _p(self) -> asyncpg.Pool:
-        if self._pool is None:
-            raise StorageError("the skill store is not open")
-        return self._pool
+        await self._db.close()
 
     async def add(self, version: SkillVersion) -> None:
         v = version
         files = sorted(v.files.items())
         try:
-            async with self._p.acquire() as connection, connection.transaction():
+            async with self._db.pool.acquire() as connection, connection.transaction():
                 await connection.execute(
                     "INSERT INTO skill_versions (name, version, digest, folder, registered_at) "
                     "VALUES ($1, $2, $3, $4, $5)",
@@ -78,16 +61,16 @@ class PostgresSkillStore(SkillStore):
                 )  # fmt: skip
         except asyncpg.UniqueViolationError as e:
             raise DuplicateRowError(f"skill {v.name!r} version {v.version} is already stored") from e
-        except _ERRORS as e:
+        except ERRORS as e:
             raise StorageError(f"storing skill {v.name!r} failed: {e}") from e
 
     async def mark_removed(self, name: str, version: int, removed_at: float) -> None:
-        await self._fetch(
+        await self._db.fetch(
             "UPDATE skill_versions SET removed_at = $1 WHERE name = $2 AND version = $3", removed_at, name, version
         )
 
     async def current(self) -> list[SkillVersion]:
-        rows = await self._fetch(
+        rows = await self._db.fetch(
             f"SELECT {_VERSION_COLUMNS} FROM skill_versions AS v "
             "WHERE version = (SELECT MAX(version) FROM skill_versions WHERE name = v.name) AND removed_at IS NULL "
             "ORDER BY name"
@@ -95,36 +78,30 @@ class PostgresSkillStore(SkillStore):
         return [await self._with_files(row) for row in rows]
 
     async def current_versions(self) -> dict[str, int]:
-        return {name: int(version) for name, version in await self._fetch(_CURRENT_VERSIONS)}
+        return {name: int(version) for name, version in await self._db.fetch(_CURRENT_VERSIONS)}
 
     async def get(self, name: str, version: int) -> SkillVersion | None:
-        rows = await self._fetch(
+        rows = await self._db.fetch(
             f"SELECT {_VERSION_COLUMNS} FROM skill_versions WHERE name = $1 AND version = $2", name, version
         )
         return await self._with_files(rows[0]) if rows else None
 
     async def newest_version(self, name: str) -> int:
-        rows = await self._fetch("SELECT COALESCE(MAX(version), 0) FROM skill_versions WHERE name = $1", name)
+        rows = await self._db.fetch("SELECT COALESCE(MAX(version), 0) FROM skill_versions WHERE name = $1", name)
         return int(rows[0][0])
 
     async def macro_revisions(self) -> dict[str, int | None]:
-        return {key: level for key, level in await self._fetch("SELECT key_json, level FROM macro_revisions")}
+        return {key: level for key, level in await self._db.fetch("SELECT key_json, level FROM macro_revisions")}
 
     async def save_macro_revision(self, key_json: str, level: int | None) -> None:
-        await self._fetch(
+        await self._db.fetch(
             "INSERT INTO macro_revisions VALUES ($1, $2) ON CONFLICT (key_json) DO UPDATE SET level = $2",
             key_json, level,
         )  # fmt: skip
 
     async def _with_files(self, row: Any) -> SkillVersion:
         name, version, digest, folder, registered_at, removed_at = row
-        files = await self._fetch(
+        files = await self._db.fetch(
             "SELECT path, content FROM skill_files WHERE name = $1 AND version = $2 ORDER BY path", name, version
         )
         return SkillVersion(name, version, digest, folder, registered_at, {p: bytes(c) for p, c in files}, removed_at)
-
-    async def _fetch(self, sql: str, *params: Any) -> list[Any]:
-        try:
-            return [tuple(row) for row in await self._p.fetch(sql, *params)]
-        except _ERRORS as e:
-            raise StorageError(f"skill store at {describe(self._dsn, self._schema)}: {e}") from e

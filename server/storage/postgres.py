@@ -127,50 +127,105 @@ async def open_pool(dsn: str, schema: str | None, size: int) -> asyncpg.Pool:
     return pool
 
 
+ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
+"""What asyncpg raises when the database or the connection fails."""
+
+
+class Database:
+    """A pool on one PostgreSQL database (and schema) whose tables are made on open: what the revision log,
+    the skill store and the credential store on PostgreSQL share."""
+
+    def __init__(self, dsn: str, schema: str | None, ddl: str, what: str, pool_size: int = 2) -> None:
+        self.dsn, self.schema, self._ddl, self._what, self._pool_size = dsn, schema, ddl, what, pool_size
+        self._pool: asyncpg.Pool | None = None
+
+    @property
+    def where(self) -> str:
+        return describe(self.dsn, self.schema)
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        try:
+            self._pool = await open_pool(self.dsn, self.schema, self._pool_size)
+            await self._pool.execute(self._ddl)
+        except ERRORS as e:
+            await self.close()
+            raise StorageError(f"cannot open {self.where}: {e}") from e
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    @property
+    def is_open(self) -> bool:
+        return self._pool is not None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise StorageError(f"the {self._what} is not open")
+        return self._pool
+
+    async def fetch(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        try:
+            return [tuple(row) for row in await self.pool.fetch(sql, *params)]
+        except ERRORS as e:
+            raise StorageError(f"{self._what} at {self.where}: {e}") from e
+
+    async def value(self, sql: str, *params: Any) -> Any:
+        try:
+            return await self.pool.fetchval(sql, *params)
+        except ERRORS as e:
+            raise StorageError(f"{self._what} at {self.where}: {e}") from e
+
+
+async def new_schema(url: str, schema: str) -> str:
+    """Make an empty schema and return the URL whose tables go there (`?search_path=`)."""
+    if not _IDENTIFIER.match(schema):
+        raise StorageError(f"schema {schema!r}: expected a lower-case SQL identifier")
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute(f"CREATE SCHEMA {schema}")
+    finally:
+        await connection.close()
+    return f"{url}{'&' if '?' in url else '?'}search_path={schema}"
+
+
 class PostgresRevisionLog(RevisionLog):
     """A RevisionLog in a PostgreSQL database (tables created if missing), shared by any number of servers."""
 
     shared = True
 
     def __init__(self, dsn: str, *, schema: str | None = None, pool_size: int = 4) -> None:
-        self._dsn, self._schema, self._pool_size = dsn, schema, pool_size
-        self._pool: asyncpg.Pool | None = None
+        self._db = Database(dsn, schema, _DDL, "revision log", pool_size)
         self._server = uuid.uuid4().hex[:12]
         """This server's name in commit notices, so that it does not follow its own commits."""
 
     async def open(self) -> None:
-        if self._pool is not None:
-            return
+        await self._db.open()
         try:
-            self._pool = await open_pool(self._dsn, self._schema, self._pool_size)
-            async with self._pool.acquire() as connection:
-                await connection.execute(_DDL)
-                version = await connection.fetchval("SELECT value FROM skillstate_meta WHERE key = 'schema_version'")
-                if version not in (None, str(SCHEMA_VERSION)):
-                    raise StorageError(f"{self._where}: schema version {version} is not {SCHEMA_VERSION}")
-                await connection.execute(
-                    "INSERT INTO skillstate_meta VALUES ('schema_version', $1) ON CONFLICT DO NOTHING",
-                    str(SCHEMA_VERSION),
-                )
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-            await self.close()
-            raise StorageError(f"cannot open {self._where}: {e}") from e
+            version = await self._db.value("SELECT value FROM skillstate_meta WHERE key = 'schema_version'")
+            if version not in (None, str(SCHEMA_VERSION)):
+                raise StorageError(f"{self._where}: schema version {version} is not {SCHEMA_VERSION}")
+            await self._db.value(
+                "INSERT INTO skillstate_meta VALUES ('schema_version', $1) ON CONFLICT DO NOTHING", str(SCHEMA_VERSION)
+            )
         except StorageError:
-            await self.close()
+            await self._db.close()
             raise
 
     @property
     def _where(self) -> str:
-        return describe(self._dsn, self._schema)
+        return self._db.where
 
     @property
     def _channel(self) -> str:
-        return f"{CHANNEL}_{self._schema}" if self._schema else CHANNEL
+        return f"{CHANNEL}_{self._db.schema}" if self._db.schema else CHANNEL
 
     async def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        await self._db.close()
 
     async def changes(self) -> AsyncIterator[str]:
         """LISTEN on the commit channel from a connection of its own (reopened when it drops)."""
@@ -181,9 +236,9 @@ class PostgresRevisionLog(RevisionLog):
             if server != self._server:
                 arrived.put_nowait(execution_id)
 
-        while self._pool is not None:
+        while self._db.is_open:
             try:
-                connection = await asyncpg.connect(self._dsn)
+                connection = await asyncpg.connect(self._db.dsn)
             except (OSError, asyncpg.PostgresError) as e:
                 log.warning("cannot listen for other servers' commits at %s: %s", self._where, e)
                 await asyncio.sleep(1.0)
@@ -199,12 +254,6 @@ class PostgresRevisionLog(RevisionLog):
                 with contextlib.suppress(Exception):
                     await connection.close()
 
-    @property
-    def _p(self) -> asyncpg.Pool:
-        if self._pool is None:
-            raise StorageError("the revision log is not open")
-        return self._pool
-
     async def create_execution(self, execution: ExecutionRecord, genesis: SnapshotRecord) -> None:
         try:
             await self._transaction(
@@ -216,11 +265,13 @@ class PostgresRevisionLog(RevisionLog):
             raise AlreadyExistsError(f"execution {execution.execution_id!r} already exists") from e
 
     async def list_executions(self) -> list[ExecutionRecord]:
-        rows = await self._rows("SELECT execution_id, schema_json, created_at FROM executions ORDER BY execution_id")
+        rows = await self._db.fetch(
+            "SELECT execution_id, schema_json, created_at FROM executions ORDER BY execution_id"
+        )
         return [ExecutionRecord(*row) for row in rows]
 
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
-        rows = await self._rows(
+        rows = await self._db.fetch(
             "SELECT execution_id, schema_json, created_at FROM executions WHERE execution_id = $1", execution_id
         )
         return ExecutionRecord(*rows[0]) if rows else None
@@ -241,7 +292,7 @@ class PostgresRevisionLog(RevisionLog):
 
     async def _transaction(self, *statements: tuple[str, Any]) -> None:
         try:
-            async with self._p.acquire() as connection, connection.transaction():
+            async with self._db.pool.acquire() as connection, connection.transaction():
                 for sql, parameters in statements:
                     await connection.execute(sql, *parameters)
         except asyncpg.UniqueViolationError as e:
@@ -250,19 +301,19 @@ class PostgresRevisionLog(RevisionLog):
             raise NotFoundError("a row refers to an unknown execution") from e
         except asyncpg.DiskFullError as e:
             raise StorageFullError(f"{self._where} is full: nothing of this commit was written ({e})") from e
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+        except ERRORS as e:
             raise StorageError(f"commit to {self._where} failed: {e}") from e
 
     async def head_revision(self, execution_id: str) -> int:
         await self._require(execution_id)
-        head = await self._value("SELECT MAX(revision) FROM revisions WHERE execution_id = $1", execution_id)
+        head = await self._db.value("SELECT MAX(revision) FROM revisions WHERE execution_id = $1", execution_id)
         return int(head) if head is not None else await self.compact_revision(execution_id)
 
     async def read_revisions(
         self, execution_id: str, after: int, up_to: int | None = None, limit: int | None = None
     ) -> list[RevisionRecord]:
         await self._require(execution_id)
-        rows = await self._rows(
+        rows = await self._db.fetch(
             f"SELECT {', '.join(_REVISION_COLUMNS)} FROM revisions WHERE execution_id = $1 AND revision > $2 "
             "AND ($3::bigint IS NULL OR revision <= $3) ORDER BY revision LIMIT $4",
             execution_id, after, up_to, limit,
@@ -271,7 +322,7 @@ class PostgresRevisionLog(RevisionLog):
 
     async def latest_snapshot(self, execution_id: str, at_most: int | None = None) -> SnapshotRecord | None:
         await self._require(execution_id)
-        rows = await self._rows(
+        rows = await self._db.fetch(
             f"SELECT {', '.join(_SNAPSHOT_COLUMNS)} FROM snapshots WHERE execution_id = $1 "
             "AND ($2::bigint IS NULL OR revision <= $2) ORDER BY revision DESC LIMIT 1",
             execution_id, at_most,
@@ -280,7 +331,7 @@ class PostgresRevisionLog(RevisionLog):
 
     async def find_patch(self, execution_id: str, agent_id: str, client_patch_id: str) -> RevisionRecord | None:
         await self._require(execution_id)
-        rows = await self._rows(
+        rows = await self._db.fetch(
             f"SELECT {', '.join(_REVISION_COLUMNS)} FROM revisions "
             "WHERE execution_id = $1 AND agent_id = $2 AND client_patch_id = $3",
             execution_id, agent_id, client_patch_id,
@@ -291,7 +342,7 @@ class PostgresRevisionLog(RevisionLog):
         self, execution_id: str, after: int, limit: int | None = None
     ) -> list[ObservationRecord]:
         await self._require(execution_id)
-        rows = await self._rows(
+        rows = await self._db.fetch(
             f"SELECT {', '.join(_OBSERVATION_COLUMNS)} FROM observations WHERE execution_id = $1 AND sequence > $2 "
             "ORDER BY sequence LIMIT $3",
             execution_id, after, limit,
@@ -300,12 +351,12 @@ class PostgresRevisionLog(RevisionLog):
 
     async def last_observation_sequence(self, execution_id: str) -> int:
         await self._require(execution_id)
-        last = await self._value("SELECT MAX(sequence) FROM observations WHERE execution_id = $1", execution_id)
+        last = await self._db.value("SELECT MAX(sequence) FROM observations WHERE execution_id = $1", execution_id)
         return int(last or 0)
 
     async def compact(self, execution_id: str, up_to: int) -> None:
         await self._require(execution_id)
-        found = await self._value(
+        found = await self._db.value(
             "SELECT COUNT(*) FROM snapshots WHERE execution_id = $1 AND revision = $2", execution_id, up_to
         )
         if not found:
@@ -320,25 +371,13 @@ class PostgresRevisionLog(RevisionLog):
         )
 
     async def compact_revision(self, execution_id: str) -> int:
-        value = await self._value("SELECT compact_revision FROM executions WHERE execution_id = $1", execution_id)
+        value = await self._db.value("SELECT compact_revision FROM executions WHERE execution_id = $1", execution_id)
         if value is None:
             raise NotFoundError(f"execution {execution_id!r} not found")
         return int(value)
 
     async def _require(self, execution_id: str) -> None:
         await self.compact_revision(execution_id)
-
-    async def _rows(self, sql: str, *params: Any) -> list[Any]:
-        try:
-            return [tuple(row) for row in await self._p.fetch(sql, *params)]
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-            raise StorageError(f"read from {self._where} failed: {e}") from e
-
-    async def _value(self, sql: str, *params: Any) -> Any:
-        try:
-            return await self._p.fetchval(sql, *params)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-            raise StorageError(f"read from {self._where} failed: {e}") from e
 
 
 def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:

@@ -116,7 +116,7 @@ class SqliteRevisionLog(RevisionLog):
             return
         self._lock_file = _lock_exclusively(Path(self._path + ".lock"))
         try:
-            self._writer = await self._connect()
+            self._writer = await connect(self._path)
             version = await self._scalar(self._writer, "PRAGMA user_version")
             if version not in (0, SCHEMA_VERSION):
                 raise StorageError(f"{self._path}: schema version {version} is not {SCHEMA_VERSION}")
@@ -124,24 +124,12 @@ class SqliteRevisionLog(RevisionLog):
             if self._max_bytes is not None:
                 page_size = await self._scalar(self._writer, "PRAGMA page_size")
                 await self._writer.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // page_size)}")
-            self._reader = await self._connect()
+            self._reader = await connect(self._path)
         except (sqlite3.Error, StorageError) as e:
             await self.close()  # an open connection keeps a worker thread alive
             if isinstance(e, StorageError):
                 raise
             raise StorageError(f"cannot open {self._path}: {e}") from e
-
-    async def _connect(self) -> aiosqlite.Connection:
-        connection = await aiosqlite.connect(self._path, isolation_level=None)  # autocommit: we say BEGIN
-        try:
-            await connection.executescript(
-                "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; "
-                "PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"
-            )
-        except BaseException:
-            await connection.close()
-            raise
-        return connection
 
     async def close(self) -> None:
         for connection in (self._reader, self._writer):
@@ -314,6 +302,21 @@ class SqliteRevisionLog(RevisionLog):
 
 
 _MAX_INT = (1 << 63) - 1
+_SETTINGS = (
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"
+)
+
+
+async def connect(path: str, script: str = "") -> aiosqlite.Connection:
+    """A connection to the server's database in autocommit mode (callers say BEGIN), with the settings every
+    store on it uses, after running `script` (a store's tables); closed again if that fails."""
+    connection = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        await connection.executescript(_SETTINGS + script)
+    except BaseException:
+        await connection.close()
+        raise
+    return connection
 
 
 def _lock_exclusively(path: Path) -> IO[bytes]:

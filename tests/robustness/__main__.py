@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from skillstate.server.storage.postgres import new_schema
+
 from .history import History
 from .model import violations
 from .traffic import RunConfig, run
@@ -48,7 +50,7 @@ async def run_seeds(seeds: range, duration: float, out: Path, database: str | No
     for seed in seeds:
         began = time.monotonic()
         with tempfile.TemporaryDirectory() as workdir:
-            url = await fresh_schema(database, f"robust_{seed}_{int(time.time())}") if database else None
+            url = await new_schema(database, f"robust_{seed}_{int(time.time())}") if database else None
             config = RunConfig(seed, duration, database=url, replicas=replicas)
             history, counts = await run(config, Path(workdir))
         found = violations(history)
@@ -68,18 +70,6 @@ async def run_seeds(seeds: range, duration: float, out: Path, database: str | No
         print(f"| {seed} | {c['requests']:,} | {c['acknowledged_writes']:,} | {c['revisions']:,} | {c['sigkill']} "
               f"| {c['dropped_call']} | {c['reconnect']} | {cuts} | {n} |")  # fmt: skip
     return 1 if failed else 0
-
-
-async def fresh_schema(url: str, schema: str) -> str:
-    """The URL with `search_path` set to a new, empty schema."""
-    import asyncpg
-
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute(f"CREATE SCHEMA {schema}")
-    finally:
-        await connection.close()
-    return f"{url}{'&' if '?' in url else '?'}search_path={schema}"
 
 
 def summary(counts: dict[str, int]) -> str:
