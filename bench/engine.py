@@ -19,10 +19,10 @@ from pathlib import Path
 
 import orjson
 
-from skillstate.server.engine import StateEngine
-from skillstate.server.storage.base import RevisionLog
-from skillstate.server.storage.memory import MemoryRevisionLog
-from skillstate.server.storage.sqlite import SqliteRevisionLog
+from skillstate.server.engine.state_engine import StateEngine
+from skillstate.server.storage.revision_log.base import RevisionLog
+from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
+from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
 sys.path.insert(0, str(Path(__file__).parent))
 from state_server import raw_sqlite_commits

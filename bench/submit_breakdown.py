@@ -36,10 +36,10 @@ from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 VARIANT_SERVER = r"""
 import asyncio, sqlite3, sys
 import aiosqlite
-from skillstate.server import service
-from skillstate.server.app import start_server
-from skillstate.server.storage.memory import MemoryRevisionLog
-from skillstate.server.storage.sqlite import SqliteRevisionLog
+from skillstate.server.rpc import state_service as service
+from skillstate.server.rpc.app import start_server
+from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
+from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 from skillstate.state.v1 import state_pb2 as pb
 
 variant, db = sys.argv[1], sys.argv[2]

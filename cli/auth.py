@@ -55,8 +55,8 @@ async def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from skillstate.server.credentials import Right
-    from skillstate.server.stores import open_credential_store
+    from skillstate.server.auth.credentials import Right
+    from skillstate.server.storage.backends import open_credential_store
 
     from .main import UsageError, print_json
 

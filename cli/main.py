@@ -257,8 +257,8 @@ async def run_state(args: argparse.Namespace) -> None:
 def run_serve(args: argparse.Namespace) -> None:
     import logging
 
-    from skillstate.server.app import serve
-    from skillstate.server.engine import EngineConfig
+    from skillstate.server.engine.state_engine import EngineConfig
+    from skillstate.server.rpc.app import serve
 
     if args.retain_revisions is not None and args.retain_revisions < 0:
         raise UsageError("--retain-revisions: must be >= 0")
@@ -295,7 +295,7 @@ def run_serve(args: argparse.Namespace) -> None:
 
 
 def _server_tls(args: argparse.Namespace) -> Any:
-    from skillstate.server.app import ServerTLS
+    from skillstate.server.rpc.app import ServerTLS
 
     if not (args.tls_cert or args.tls_key or args.tls_client_ca):
         return None

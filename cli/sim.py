@@ -148,10 +148,10 @@ async def local_server(address: str | None = None) -> AsyncIterator[str]:
     if address is not None:
         yield address
         return
-    from skillstate.server.app import start_server
-    from skillstate.server.engine import EngineConfig
-    from skillstate.server.skills.store import SqliteSkillStore
-    from skillstate.server.storage.sqlite import SqliteRevisionLog
+    from skillstate.server.engine.state_engine import EngineConfig
+    from skillstate.server.rpc.app import start_server
+    from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
+    from skillstate.server.storage.skill_store.base import SqliteSkillStore
 
     with tempfile.TemporaryDirectory(prefix="skillstate-sim-") as directory:
         db = Path(directory) / "sim.db"

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, settings
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
 from skillstate.clients import StateClient
-from skillstate.server.app import RunningServer, start_server
-from skillstate.server.engine import EngineConfig
-from skillstate.server.skills.store import SqliteSkillStore
-from skillstate.server.storage.sqlite import SqliteRevisionLog
+from skillstate.server.engine.state_engine import EngineConfig
+from skillstate.server.rpc.app import RunningServer, start_server
+from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
+from skillstate.server.storage.skill_store.base import SqliteSkillStore
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True, max_examples=200)

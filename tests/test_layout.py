@@ -35,12 +35,12 @@ def test_the_stubs_import_nothing_of_ours() -> None:
 
 
 def test_the_server_does_not_import_litellm() -> None:
-    modules = loaded_modules("import skillstate.server.app, skillstate.cli.main")
+    modules = loaded_modules("import skillstate.server.rpc.app, skillstate.cli.main")
     assert "litellm" not in modules
 
 
 def test_the_engines_do_not_import_grpc() -> None:
-    modules = loaded_modules("import skillstate.server.engine, skillstate.server.skills.registry")
+    modules = loaded_modules("import skillstate.server.engine.state_engine, skillstate.server.skills.registry")
     assert not any(m == "grpc" or m.startswith("grpc.") for m in modules)
 
 
@@ -69,5 +69,7 @@ def test_the_wheel_ships_every_file_of_the_project_skills(tmp_path: Path) -> Non
 
 def test_a_server_on_sqlite_loads_neither_postgres_nor_prometheus() -> None:
     """Both load only when asked for (`--db postgresql://`, `--metrics-listen`): startup stays quick."""
-    modules = loaded_modules("import skillstate.server.app, skillstate.server.stores, skillstate.cli.main")
+    modules = loaded_modules(
+        "import skillstate.server.rpc.app, skillstate.server.storage.backends, skillstate.cli.main"
+    )
     assert "asyncpg" not in modules and "prometheus_client" not in modules

@@ -16,8 +16,9 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ..engine.requests import decode_page_token, encode_page_token
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError, StorageError
-from ..requests import decode_page_token, encode_page_token
+from ..storage.skill_store.base import SkillStore, SkillVersion
 from .bulk import fewer_collections
 from .compressed import LibraryStats, library_stats
 from .graph import Extractor, SkillGraph, build_graph
@@ -26,7 +27,6 @@ from .library import SkillLibrary, node_tokens
 from .motifs import Compression, Level, MacroIndex, key_from_json, key_to_json
 from .package import Diagnostic, PackageLimits, SkillPackage, load_package
 from .render import MacroBlock, render_macro
-from .store import SkillStore, SkillVersion
 
 log = logging.getLogger(__name__)
 MAX_PAGE = 1000

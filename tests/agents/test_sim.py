@@ -180,10 +180,10 @@ async def test_the_project_skills_declare_what_their_agents_read(server_address:
 
 async def test_agents_on_a_server_that_requires_credentials_each_call_as_themselves(db_path: Path) -> None:
     from skillstate.agents.sim import ENVIRONMENT, WAREHOUSE_AGENTS
-    from skillstate.server.access import Mode
-    from skillstate.server.app import start_server
-    from skillstate.server.credentials import Right, SqliteCredentialStore
-    from skillstate.server.storage.sqlite import SqliteRevisionLog
+    from skillstate.server.auth.credentials import Right, SqliteCredentialStore
+    from skillstate.server.auth.guard import Mode
+    from skillstate.server.rpc.app import start_server
+    from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
     store = SqliteCredentialStore(db_path)
     server = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", credentials=store, auth=Mode.REQUIRED)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from skillstate.server.app import RunningServer, start_server
-from skillstate.server.credentials import SqliteCredentialStore
-from skillstate.server.storage.sqlite import SqliteRevisionLog
+from skillstate.server.auth.credentials import SqliteCredentialStore
+from skillstate.server.rpc.app import RunningServer, start_server
+from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
 from .test_cli import skillstate
 

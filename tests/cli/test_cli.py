@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from skillstate.server.app import RunningServer
+from skillstate.server.rpc.app import RunningServer
 
 
 async def skillstate(server: RunningServer | None, *args: str, stdin: str = "") -> tuple[int, str, str]:

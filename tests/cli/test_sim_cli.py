@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skillstate.server.app import RunningServer
+from skillstate.server.rpc.app import RunningServer
 
 from .test_cli import skillstate
 
@@ -55,10 +55,10 @@ async def test_a_model_that_cannot_be_called_fails_the_run_with_its_reason(tmp_p
 
 
 async def test_sim_against_a_server_that_requires_credentials(db_path: Path, tmp_path: Path) -> None:
-    from skillstate.server.access import Mode
-    from skillstate.server.app import start_server
-    from skillstate.server.credentials import Right, SqliteCredentialStore
-    from skillstate.server.storage.sqlite import SqliteRevisionLog
+    from skillstate.server.auth.credentials import Right, SqliteCredentialStore
+    from skillstate.server.auth.guard import Mode
+    from skillstate.server.rpc.app import start_server
+    from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
     store = SqliteCredentialStore(db_path)
     server = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", credentials=store, auth=Mode.REQUIRED)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skillstate.server.app import RunningServer
+from skillstate.server.rpc.app import RunningServer
 
 from .test_cli import skillstate
 

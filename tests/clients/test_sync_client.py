@@ -6,7 +6,7 @@ import itertools
 import pytest
 
 from skillstate.clients import ConflictError, SyncStateClient
-from skillstate.server.app import RunningServer
+from skillstate.server.rpc.app import RunningServer
 
 
 async def test_sync_client_round_trip(server: RunningServer) -> None:

@@ -20,12 +20,12 @@ from skillstate.clients import (
     ValidationError,
     open_channel,
 )
-from skillstate.server import access
-from skillstate.server.access import RULES, Mode
-from skillstate.server.app import RunningServer, auth_mode, start_server
-from skillstate.server.credentials import Right, SqliteCredentialStore
-from skillstate.server.skills.store import SqliteSkillStore
-from skillstate.server.storage.sqlite import SqliteRevisionLog
+from skillstate.server.auth import guard as access
+from skillstate.server.auth.credentials import Right, SqliteCredentialStore
+from skillstate.server.auth.guard import RULES, Mode
+from skillstate.server.rpc.app import RunningServer, auth_mode, start_server
+from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
+from skillstate.server.storage.skill_store.base import SqliteSkillStore
 
 from .test_skill_registry import package
 

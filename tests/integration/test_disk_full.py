@@ -7,8 +7,8 @@ import asyncio
 from pathlib import Path
 
 from skillstate.clients import ResourceExhaustedError, StateClient
-from skillstate.server.app import start_server
-from skillstate.server.storage.sqlite import SqliteRevisionLog
+from skillstate.server.rpc.app import start_server
+from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
 CAP = 256 << 10
 

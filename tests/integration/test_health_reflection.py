@@ -7,8 +7,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from skillstate.server.app import SERVICE_NAME, RunningServer, start_server
-from skillstate.server.storage.memory import MemoryRevisionLog
+from skillstate.server.rpc.app import SERVICE_NAME, RunningServer, start_server
+from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 
 
 async def test_a_second_server_cannot_take_a_bound_port(server: RunningServer, tmp_path: Path) -> None:

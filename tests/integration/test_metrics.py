@@ -11,8 +11,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from skillstate.clients import ConflictError, NotFoundError, SkillRegistryClient, StateClient
-from skillstate.server.app import RunningServer, start_server
-from skillstate.server.storage.sqlite import SqliteRevisionLog
+from skillstate.server.rpc.app import RunningServer, start_server
+from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
 from .test_skill_registry import package
 

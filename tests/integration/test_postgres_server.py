@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from skillstate.clients import SkillRegistryClient, StateClient
-from skillstate.server.app import start_server
-from skillstate.server.stores import open_credential_store, open_log, open_skill_store
+from skillstate.server.rpc.app import start_server
+from skillstate.server.storage.backends import open_credential_store, open_log, open_skill_store
 
 from ..cli.test_cli import skillstate
 from ..postgres import postgres_schema, postgres_url  # noqa: F401 - fixtures

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import asyncio
 
-from skillstate.server.engine import EngineConfig, StateEngine
+from skillstate.server.engine.results import WatchSnapshot
+from skillstate.server.engine.state_engine import EngineConfig, StateEngine
 from skillstate.server.errors import WatcherTooSlowError
-from skillstate.server.results import WatchSnapshot
 
 from ..postgres import postgres_schema  # noqa: F401 - a fixture
 
 
 async def test_a_replica_behind_a_compaction_restarts_from_the_snapshot(postgres_schema: tuple[str, str]) -> None:  # noqa: F811
-    from skillstate.server.storage.postgres import PostgresRevisionLog
+    from skillstate.server.storage.revision_log.postgres import PostgresRevisionLog
 
     dsn, schema = postgres_schema
     compacting = StateEngine(

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skillstate.server.engine import EngineConfig, StateEngine
+from skillstate.server.engine.state_engine import EngineConfig, StateEngine
 from skillstate.server.errors import ConflictError
-from skillstate.server.storage.base import RevisionLog
-from skillstate.server.storage.memory import MemoryRevisionLog
+from skillstate.server.storage.revision_log.base import RevisionLog
+from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 
 from ..postgres import DSN, REQUIRED
 from ..server.engine_harness import Write
@@ -71,7 +71,7 @@ async def replay(
 
 
 async def on_postgres(schema: dict[str, Any], initial: dict[str, Any], writes: list[Write]) -> list[Any]:
-    from skillstate.server.storage.postgres import PostgresRevisionLog
+    from skillstate.server.storage.revision_log.postgres import PostgresRevisionLog
 
     assert DSN is not None
     name = f"det_{uuid.uuid4().hex[:10]}"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from skillstate.clients import ClientTLS, RetryPolicy, StateClient, UnavailableError
-from skillstate.server.app import ServerTLS, start_server
-from skillstate.server.storage.memory import MemoryRevisionLog
+from skillstate.server.rpc.app import ServerTLS, start_server
+from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 
 from ..certificates import make_certificates
 

@@ -21,11 +21,11 @@ from typing import Any
 import grpc
 import pytest
 
-from skillstate.server.access import RULES, Mode
-from skillstate.server.app import RunningServer, start_server
-from skillstate.server.credentials import Right, SqliteCredentialStore
-from skillstate.server.skills.store import SqliteSkillStore
-from skillstate.server.storage.sqlite import SqliteRevisionLog
+from skillstate.server.auth.credentials import Right, SqliteCredentialStore
+from skillstate.server.auth.guard import RULES, Mode
+from skillstate.server.rpc.app import RunningServer, start_server
+from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
+from skillstate.server.storage.skill_store.base import SqliteSkillStore
 from skillstate.skills.v1 import skills_pb2, skills_pb2_grpc
 from skillstate.state.v1 import state_pb2, state_pb2_grpc
 

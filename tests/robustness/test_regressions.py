@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from skillstate.clients import SkillRegistryClient, StateClient, ValidationError
-from skillstate.server import canonical
+from skillstate.server.engine import canonical
 from skillstate.server.errors import InvalidArgumentError
 from skillstate.server.limits import DEFAULT_LIMITS
 from skillstate.server.skills.files import read_package_dir
@@ -77,8 +77,8 @@ def test_008_json_deeper_than_the_parser_allows_is_named_as_too_deep() -> None:
 async def test_009_catching_up_skips_revisions_this_server_committed_while_it_read() -> None:
     """Found by bench/scale_out.py with three replicas: a catch-up read revisions 17.. from the log while this
     server's own revision 17 committed, then refused the log as corrupt ("revision 17 follows 17")."""
-    from skillstate.server.engine import StateEngine
-    from skillstate.server.storage.memory import MemoryRevisionLog
+    from skillstate.server.engine.state_engine import StateEngine
+    from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 
     log = MemoryRevisionLog()
     engine = StateEngine(log)

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 import pytest
 
 from skillstate.server.errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError
-from skillstate.server.storage.base import RevisionLog
 from skillstate.server.storage.records import (
     Batch,
     ExecutionRecord,
@@ -16,6 +15,7 @@ from skillstate.server.storage.records import (
     RevisionRecord,
     SnapshotRecord,
 )
+from skillstate.server.storage.revision_log.base import RevisionLog
 
 
 def execution(execution_id: str = "e1") -> tuple[ExecutionRecord, SnapshotRecord]:

@@ -4,8 +4,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from skillstate.server.storage.base import RevisionLog
-from skillstate.server.storage.memory import MemoryRevisionLog
+from skillstate.server.storage.revision_log.base import RevisionLog
+from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 
 from .contract import RevisionLogContract
 

@@ -5,8 +5,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from skillstate.server.errors import StorageError
-from skillstate.server.storage.base import RevisionLog
 from skillstate.server.storage.records import Batch
+from skillstate.server.storage.revision_log.base import RevisionLog
 
 from ...postgres import postgres_schema  # noqa: F401 - a fixture
 from .contract import RevisionLogContract, execution, revision
@@ -15,7 +15,7 @@ from .contract import RevisionLogContract, execution, revision
 class TestPostgresRevisionLog(RevisionLogContract):
     @pytest.fixture
     async def log(self, postgres_schema: tuple[str, str]) -> AsyncIterator[RevisionLog]:  # noqa: F811
-        from skillstate.server.storage.postgres import PostgresRevisionLog
+        from skillstate.server.storage.revision_log.postgres import PostgresRevisionLog
 
         backend = PostgresRevisionLog(postgres_schema[0], schema=postgres_schema[1])
         await backend.open()
@@ -26,7 +26,7 @@ class TestPostgresRevisionLog(RevisionLogContract):
 async def test_servers_share_the_log_and_hear_of_each_others_commits(postgres_schema: tuple[str, str]) -> None:  # noqa: F811
     import asyncio
 
-    from skillstate.server.storage.postgres import PostgresRevisionLog
+    from skillstate.server.storage.revision_log.postgres import PostgresRevisionLog
 
     dsn, schema = postgres_schema
     first, second = PostgresRevisionLog(dsn, schema=schema), PostgresRevisionLog(dsn, schema=schema)
@@ -56,7 +56,7 @@ async def test_servers_share_the_log_and_hear_of_each_others_commits(postgres_sc
 
 
 async def test_an_unreachable_database_is_a_storage_error_without_its_password() -> None:
-    from skillstate.server.storage.postgres import PostgresRevisionLog
+    from skillstate.server.storage.revision_log.postgres import PostgresRevisionLog
 
     with pytest.raises(StorageError, match=r"cannot open postgresql://u:\*\*\*@127\.0\.0\.1:1/db") as caught:
         await PostgresRevisionLog("postgresql://u:secret@127.0.0.1:1/db").open()

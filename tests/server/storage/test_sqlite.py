@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from skillstate.server.errors import StorageError
-from skillstate.server.storage.base import RevisionLog
 from skillstate.server.storage.records import Batch
-from skillstate.server.storage.sqlite import SqliteRevisionLog
+from skillstate.server.storage.revision_log.base import RevisionLog
+from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
 from .contract import RevisionLogContract, execution, revision
 

@@ -1,0 +1,249 @@
+"""Who is calling, and whether they may: every RPC is admitted here before its handler runs.
+
+A call carries `authorization: Bearer <token>`; the token's credential names the caller's agent identity
+and its rights over executions (docs/security.md has the table of RPCs and rights). The identity is bound:
+a request claiming another `agent_id` is refused, and an empty one is filled in.
+
+Without credentials the server runs open only where that is safe: `Mode.AUTO` (loopback) is open until the
+first credential is issued, `Mode.REQUIRED` (any other address) never is, and `Mode.OPEN` is the explicit
+`--insecure-no-auth`. Open, a caller is who its requests claim to be and may do everything.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import enum
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine.requests import new_execution_id
+from ..errors import LimitExceededError, PermissionDeniedError, UnauthenticatedError
+from .credentials import Credential, CredentialStore, Right, matches, split_token
+
+log = logging.getLogger("skillstate.access")
+
+CACHE_SECONDS = 2.0
+"""How long a looked-up credential is trusted before it is read again: a revocation or an expiry takes
+effect within this time."""
+DEFAULT_IN_FLIGHT = 1024
+"""Unary calls one identity may have running at once; more are refused RESOURCE_EXHAUSTED."""
+
+
+class Mode(enum.Enum):
+    AUTO = "auto"
+    """Open until a credential is issued (a loopback address)."""
+    REQUIRED = "required"
+    """Every call needs a valid credential."""
+    OPEN = "open"
+    """No authentication at all (`--insecure-no-auth`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """The caller of one RPC."""
+
+    agent: str | None
+    """The credential's agent; None on an open server, where the request's own claim stands."""
+    skills: frozenset[str]
+    credential: Credential | None = None
+
+    @property
+    def name(self) -> str:
+        return self.agent if self.agent is not None else "(open)"
+
+    def may(self, right: Right, execution_id: str | None) -> bool:
+        if self.credential is None:
+            return True
+        if right not in self.credential.rights:
+            return False
+        return execution_id is None or self.credential.covers(execution_id)
+
+
+OPEN_IDENTITY = Identity(agent=None, skills=frozenset())
+
+CALLER: contextvars.ContextVar[Identity] = contextvars.ContextVar("skillstate_caller", default=OPEN_IDENTITY)
+"""The identity of the RPC running in this task, for handlers that act on it (SubmitPatch's ownership)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """What one RPC needs: a right (None: any valid credential), over the execution its request names."""
+
+    right: Right | None
+    execution_field: str | None = None
+    agent_field: str | None = None
+    """A request field holding the caller's agent id: bound to the credential's agent."""
+    skills_field: str | None = None
+    """A request field listing skills the caller acts for: each must be one of the credential's."""
+    names_new: bool = False
+    """The request creates what execution_field names; left empty, the id is chosen here, so that the
+    credential is checked against the id the execution will have."""
+
+
+RULES: dict[str, Rule] = {
+    "CreateExecution": Rule(Right.ADMIN, "execution_id", names_new=True),
+    "Compact": Rule(Right.ADMIN, "execution_id"),
+    "GetState": Rule(Right.READ, "execution_id"),
+    "Watch": Rule(Right.READ, "execution_id"),
+    "GetHistory": Rule(Right.READ, "execution_id"),
+    "SubmitPatch": Rule(Right.WRITE, "execution_id", agent_field="agent_id"),
+    "PublishObservation": Rule(Right.PUBLISH, "execution_id"),
+    "StreamObservations": Rule(Right.READ, "execution_id", agent_field="agent_id", skills_field="skills"),
+    "RegisterSkill": Rule(Right.REGISTRY),
+    "RemoveSkill": Rule(Right.REGISTRY),
+    "ReportOutcome": Rule(Right.WRITE),
+    "ListSkills": Rule(None),
+    "GetSkill": Rule(None),
+    "Hydrate": Rule(None),
+    "Expand": Rule(None),
+    "GetLibraryStats": Rule(None),
+}
+"""Every RPC of the state service and the skill registry. Health and reflection are not guarded."""
+
+
+class Guard:
+    """Authenticates and authorizes calls; one per server."""
+
+    def __init__(
+        self,
+        store: CredentialStore,
+        mode: Mode,
+        *,
+        in_flight_limit: int = DEFAULT_IN_FLIGHT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store, self.mode = store, mode
+        self._in_flight_limit = in_flight_limit
+        self._in_flight: dict[str, int] = {}
+        self._clock = clock
+        self._credentials: dict[str, tuple[float, tuple[Credential, str] | None]] = {}
+        self._closed, self._checked_at = False, -float("inf")
+        self._refusals = RefusalLog(clock)
+
+    async def is_open(self) -> bool:
+        """Whether calls are admitted without credentials right now."""
+        if self.mode is Mode.OPEN:
+            return True
+        if self.mode is Mode.REQUIRED:
+            return False
+        if not self._closed:  # once a credential exists the server stays closed, so look until then
+            now = self._clock()
+            if now - self._checked_at > CACHE_SECONDS:
+                self._closed, self._checked_at = await self._store.any_issued(), now
+        return not self._closed
+
+    async def admit(self, method: str, request: Any, metadata: Any, peer: str) -> Identity:
+        """The caller's identity, once it may make this call; raises UnauthenticatedError or
+        PermissionDeniedError (both logged). Binds the request's agent id to the credential's. `request` is
+        None when it did not decode (its handler then refuses it)."""
+        rule = RULES[method]
+        if await self.is_open():
+            return OPEN_IDENTITY
+        try:
+            identity = await self._authenticate(metadata)
+            _authorize(rule, request, identity)
+        except (UnauthenticatedError, PermissionDeniedError) as e:
+            self._refusals.log(f"refused {method} from {peer}: {e}")
+            raise
+        return identity
+
+    @contextmanager
+    def in_flight(self, identity: Identity, peer: str) -> Iterator[None]:
+        """Count one running call against its identity's limit (on an open server, its connection's)."""
+        key = identity.credential.token_id if identity.credential is not None else peer
+        running = self._in_flight.get(key, 0)
+        if running >= self._in_flight_limit:
+            raise LimitExceededError(
+                f"{identity.name}: {running} calls in flight, the limit per identity is {self._in_flight_limit}"
+            )
+        self._in_flight[key] = running + 1
+        try:
+            yield
+        finally:
+            left = self._in_flight[key] - 1
+            if left:
+                self._in_flight[key] = left
+            else:
+                del self._in_flight[key]
+
+    async def _authenticate(self, metadata: Any) -> Identity:
+        values = [value for key, value in metadata or () if key == "authorization"]
+        if not values:
+            raise UnauthenticatedError("no credential: send 'authorization: Bearer <token>' metadata")
+        scheme, _, token = str(values[0]).partition(" ")
+        parts = split_token(token.strip()) if scheme.lower() == "bearer" else None
+        if parts is None:
+            raise UnauthenticatedError("authorization: expected 'Bearer sst_<id>_<secret>'")
+        token_id, secret = parts
+        found = await self._lookup(token_id)
+        if found is None or not matches(secret, found[1]):
+            raise UnauthenticatedError(f"token {token_id}: not a valid credential")
+        credential = found[0]
+        if credential.revoked_at is not None:
+            raise UnauthenticatedError(f"token {token_id}: revoked")
+        if credential.expired(time.time()):
+            raise UnauthenticatedError(f"token {token_id}: expired")
+        return Identity(credential.agent, frozenset(credential.skills), credential)
+
+    async def _lookup(self, token_id: str) -> tuple[Credential, str] | None:
+        now = self._clock()
+        cached = self._credentials.get(token_id)
+        if cached is not None and now - cached[0] <= CACHE_SECONDS:
+            return cached[1]
+        found = await self._store.lookup(token_id)
+        if len(self._credentials) > 10_000:  # unknown ids are cached too: bound what a scan can fill
+            self._credentials.clear()
+        self._credentials[token_id] = (now, found)
+        return found
+
+
+class RefusalLog:
+    """Logs refused calls at WARNING, at most LINES_PER_SECOND of them a second: a client hammering the
+    server with a bad token cannot flood the log. What was held back is counted in the next line."""
+
+    LINES_PER_SECOND = 20
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._second, self._lines, self._held_back = -1, 0, 0
+
+    def log(self, line: str) -> None:
+        second = int(self._clock())
+        if second != self._second:
+            self._second, self._lines = second, 0
+        if self._lines >= self.LINES_PER_SECOND:
+            self._held_back += 1
+            return
+        self._lines += 1
+        if self._held_back:
+            line += f" ({self._held_back} more refusals were not logged)"
+            self._held_back = 0
+        log.warning("%s", line)
+
+
+def _authorize(rule: Rule, request: Any, identity: Identity) -> None:
+    """Check the rule; a request that did not decode (None) is checked for the right alone."""
+    field = rule.execution_field
+    if field and request is not None and rule.names_new and not getattr(request, field):
+        setattr(request, field, new_execution_id())
+    execution_id = getattr(request, field) if field and request is not None else None
+    if rule.right is not None and not identity.may(rule.right, execution_id):
+        where = f" on execution {execution_id!r}" if execution_id is not None else ""
+        raise PermissionDeniedError(f"{identity.name} may not {rule.right.value}{where}")
+    if request is None:
+        return
+    if rule.agent_field:
+        claimed = getattr(request, rule.agent_field)
+        if claimed and claimed != identity.agent:
+            raise PermissionDeniedError(
+                f"{rule.agent_field}: {claimed!r} is not this credential's agent {identity.agent!r}"
+            )
+        setattr(request, rule.agent_field, identity.agent)
+    if rule.skills_field:
+        foreign = sorted(set(getattr(request, rule.skills_field)) - identity.skills)
+        if foreign:
+            raise PermissionDeniedError(f"{rule.skills_field}: {identity.name} does not run {', '.join(foreign)}")

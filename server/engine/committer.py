@@ -1,0 +1,141 @@
+"""Group commit: every revision and observation waiting when a transaction starts goes into it.
+
+Callers are answered only after their item's transaction committed. While one transaction is in flight
+the next batch accumulates, so throughput rises with concurrency at one fsync per batch. If a commit
+fails, each execution in it rolls back to its durable head, and anything merged on top of the failed
+revisions fails too: nothing that was not made durable is ever acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import DuplicateRowError, RolledBackError, StorageError
+from ..metrics import NO_METRICS, Metrics
+from ..storage.records import Batch, ObservationRecord, RevisionRecord, SnapshotRecord
+from ..storage.revision_log.base import RevisionLog
+from .execution import Execution
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Pending:
+    """One item waiting to be made durable, and the future its caller awaits."""
+
+    execution: Execution
+    epoch: int
+    revision: RevisionRecord | None = None
+    snapshot: SnapshotRecord | None = None
+    observation: ObservationRecord | None = None
+    future: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    """Awaited by the caller that enqueued the item (cancelled with it if that caller goes away)."""
+    followers: list[asyncio.Future[None]] | None = None
+
+    def follow(self) -> asyncio.Future[None]:
+        """A future of this item's outcome for another caller (a retry under the same idempotency key)."""
+        follower = asyncio.get_running_loop().create_future()
+        if self.followers is None:
+            self.followers = []
+        self.followers.append(follower)
+        return follower
+
+    def resolve(self, error: Exception | None = None) -> None:
+        for future in (self.future, *(self.followers or ())):
+            if future.done():
+                continue
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+                future.exception()  # mark retrieved: a caller that went away must not log "never retrieved"
+
+
+class GroupCommitter:
+    """Owns the single writer task; `on_committed` runs for each item, in order, after its commit."""
+
+    def __init__(
+        self,
+        log_: RevisionLog,
+        on_committed: Callable[[Pending], None],
+        max_batch: int = 1024,
+        metrics: Metrics = NO_METRICS,
+    ) -> None:
+        self._log = log_
+        self._metrics = metrics
+        self._on_committed = on_committed
+        self._max_batch = max_batch
+        self._queue: list[Pending] = []
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    @property
+    def queue_depth(self) -> int:
+        """Items waiting for the next group commit."""
+        return len(self._queue)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="skillstate-group-commit")
+
+    async def close(self) -> None:
+        """Commit what is queued, then stop."""
+        self._closing = True
+        self._wakeup.set()
+        if self._task is not None:
+            await self._task
+
+    def enqueue(self, item: Pending) -> None:
+        if self._closing:
+            raise StorageError("the server is shutting down")
+        self._queue.append(item)
+        self._wakeup.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            await asyncio.sleep(0)  # one more turn of the loop: requests ready to merge join this batch
+            self._wakeup.clear()
+            while self._queue:
+                batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+                await self._commit(batch)
+            if self._closing:
+                return
+
+    async def _commit(self, items: list[Pending]) -> None:
+        live = []
+        for item in items:
+            if item.epoch == item.execution.epoch:
+                live.append(item)
+            else:
+                item.resolve(RolledBackError("not committed: an earlier revision it was merged on failed to commit"))
+        batch = Batch(
+            revisions=[i.revision for i in live if i.revision is not None],
+            snapshots=[i.snapshot for i in live if i.snapshot is not None],
+            observations=[i.observation for i in live if i.observation is not None],
+        )
+        if not batch:
+            return
+        started = time.perf_counter()
+        try:
+            await self._log.commit(batch)
+        except Exception as e:  # any failure means nothing in the batch is durable
+            if isinstance(e, DuplicateRowError) and self._log.shared:  # another server committed first
+                self._metrics.race_lost()
+                log.info("group commit of %d items lost a race to another server: %s", len(live), e)
+            else:
+                log.error("group commit of %d items failed: %s", len(live), e)
+            for execution in {id(i.execution): i.execution for i in live}.values():
+                execution.rollback()
+            error = e if isinstance(e, StorageError) else StorageError(f"commit failed: {e}")
+            for item in live:
+                item.resolve(error)
+            return
+        self._metrics.committed(len(batch.revisions), len(batch.observations), time.perf_counter() - started)
+        for item in live:
+            self._on_committed(item)
+            item.resolve()

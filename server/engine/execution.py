@@ -1,0 +1,341 @@
+"""One execution in memory: its contract, its head state, and a window of recent revisions.
+
+The head state is changed in place and each revision in the window keeps its undo (server/undo.py), so a
+patch costs what it changes, never the size of the objects it writes into, and the window costs memory in
+proportion to what changed. The window serves stale-base merges, watch catch-up, history and reads of
+recent states without touching storage; anything older is replayed from the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..errors import CorruptLogError
+from ..storage.records import RevisionRecord, SnapshotRecord
+from . import canonical
+from .merge import Change
+from .mergepatch import MISSING, apply, written_paths
+from .ownership import OwnerMap
+from .policy import PolicyMap
+from .statesize import size_change, state_bytes
+from .undo import Restore, Undo, apply_in_place, compose, revert_in_place, reverted
+from .validation import SchemaValidator
+
+if TYPE_CHECKING:
+    from .committer import Pending
+
+HASH_DOMAIN = b"skillstate.state.v1"
+MAX_PATCH_IDS = 100_000
+"""Idempotency keys remembered per execution; older ones are looked up in the log."""
+
+
+def genesis_hash(execution_id: str, schema: Any, initial_state: Any) -> str:
+    """The hash of revision 0: binds the execution id, its schema and its initial state."""
+    return canonical.sha256_hex(
+        HASH_DOMAIN, execution_id.encode(), canonical.dumps(schema), canonical.dumps(initial_state)
+    )
+
+
+def revision_hash(
+    previous_hash: str, revision: int, agent_id: str, base_revision: int, applied_patch_json: str, action_json: str
+) -> str:
+    """The hash of a revision: chains the previous hash with everything the revision committed."""
+    return canonical.sha256_hex(
+        previous_hash.encode(),
+        str(revision).encode(),
+        agent_id.encode(),
+        str(base_revision).encode(),
+        applied_patch_json.encode(),
+        action_json.encode(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A revision held in memory: its hash, what it changed, and how to undo it."""
+
+    revision: int
+    state_hash: str
+    record: RevisionRecord | None
+    """None for a snapshot, which stands in for the revisions before it."""
+    change: Change | None
+    undo: Undo | None
+    """Restores the state before this revision; None where the window starts from a snapshot."""
+    size: int = 0
+    """Bytes of the state's canonical JSON after this revision (kept for the entries of the window)."""
+
+
+def replay(snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> Iterator[tuple[Entry, dict[str, Any]]]:
+    """Each revision from a snapshot on, with the state after it, checking the hash chain as it goes.
+
+    States share structure (copy-on-write): a caller may keep any of them.
+    """
+    state = orjson.loads(snapshot.state_json)
+    state_hash = snapshot.state_hash
+    yield Entry(snapshot.revision, state_hash, None, None, None), state
+    for record in records:
+        applied, change, state_hash = _verified_step(state, state_hash, record)
+        state = apply(state, applied)
+        yield Entry(record.revision, state_hash, record, change, None), state
+
+
+def _verified_step(
+    before: dict[str, Any], previous_hash: str, record: RevisionRecord
+) -> tuple[dict[str, Any], Change, str]:
+    """A logged revision's applied patch, its Change and its hash, after checking that hash."""
+    applied = orjson.loads(record.applied_patch_json)
+    submitted = orjson.loads(record.patch_json)
+    touched = written_paths(before, applied, submitted)
+    change = Change(record.revision, record.base_revision, record.agent_id, touched, submitted, record.client_patch_id)
+    state_hash = revision_hash(
+        previous_hash,
+        record.revision,
+        record.agent_id,
+        record.base_revision,
+        record.applied_patch_json,
+        record.action_json,
+    )
+    if state_hash != record.state_hash:
+        raise CorruptLogError(
+            f"execution {record.execution_id!r}: hash chain broken at revision {record.revision}; "
+            "the log was altered or corrupted"
+        )
+    return applied, change, state_hash
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """What a replay of the log found for a base older than the window: enough to merge on that base."""
+
+    base: int
+    state: dict[str, Any]
+    """The state at `base`."""
+    changes: list[Change]
+    """Every change after `base` through `through`, in order."""
+    through: int
+
+
+class Execution:
+    """The live state of one execution. Mutated only by the engine, on the event loop."""
+
+    def __init__(self, execution_id: str, schema: dict[str, Any], created_at: float, window: int) -> None:
+        self.id = execution_id
+        self.schema = schema
+        self.created_at = created_at
+        self.validator = SchemaValidator(schema)
+        self.policies = PolicyMap(schema)
+        self.owners = OwnerMap(schema)
+        self.state: dict[str, Any] = {}
+        """The head state, changed in place; window entries hold the undos that lead back from it."""
+        self.window: collections.deque[Entry] = collections.deque()
+        self.window_size = window
+        self.committed = 0
+        """The newest revision that is durable; reads and watches never go past it."""
+        self.compacted = 0
+        self.epoch = 0
+        """Bumped when a failed commit rolls pending revisions back, orphaning work merged on them."""
+        self.patch_ids: dict[tuple[str, str], int] = {}
+        """(agent_id, client_patch_id) -> revision, for revisions since the log's oldest replayed point."""
+        self.patch_ids_complete = True
+        """True when patch_ids covers the whole log, so a miss needs no storage lookup."""
+        self.pending_patches: dict[tuple[str, str], Pending] = {}
+        """Idempotency keys of revisions merged but not yet durable -> their place in the group commit."""
+        self.last_written: dict[str, int] = {}
+        """Top-level member -> the newest revision in the window that wrote at or below it."""
+        self.replayed: Replayed | None = None
+        """The last replay of the log for a base older than the window (reused while it still connects)."""
+        self.replaying = asyncio.Lock()
+        self.refreshing = asyncio.Lock()
+        """Held while catching up with what other servers committed (a shared log)."""
+        self.refresh_requests = 0
+        self.refreshed_through = 0
+        """Catch-ups asked for, and the last of them a finished catch-up began after: the calls waiting
+        behind one catch-up share the next, as commits share a group commit."""
+        """One replay at a time: many agents stale on the same base share one."""
+        self.observation_sequence = 0
+        """The last sequence handed out, durable or pending."""
+        self.observation_committed = 0
+        self._settle_waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+    @property
+    def head(self) -> Entry:
+        return self.window[-1]
+
+    def begin(self, revision: int, state: dict[str, Any], state_hash: str) -> None:
+        """Start the (empty) window at a revision whose state is known: the initial state or a snapshot."""
+        self.state = state
+        self.push(Entry(revision, state_hash, None, None, None, state_bytes(state)))
+
+    def restart_from(self, snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> None:
+        """Start over from a snapshot newer than the head (a shared log compacted past this server's head),
+        then catch up. The head must be durable; idempotency keys older than the snapshot are looked up."""
+        assert self.head.revision == self.committed, "restart only from a durable head"
+        self.window.clear()
+        self.last_written = {}
+        self.patch_ids = {}
+        self.patch_ids_complete = False
+        self.recover(snapshot, records)
+
+    def recover(self, snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> None:
+        """Rebuild head and window from a snapshot and every revision after it, checking the hash chain."""
+        self.begin(snapshot.revision, orjson.loads(snapshot.state_json), snapshot.state_hash)
+        self.mark_committed(snapshot.revision)
+        self.catch_up(records)
+
+    def catch_up(self, records: Iterable[RevisionRecord]) -> list[RevisionRecord]:
+        """Apply durable revisions that follow the head (committed elsewhere: at recovery, or by another
+        server on a shared log), checking the hash chain; returns those applied. Revisions the head already
+        holds are skipped: this server may have committed them while the caller read the log. The head
+        must be durable."""
+        assert self.head.revision == self.committed, "catch up only from a durable head"
+        applied_records = []
+        for record in records:
+            if record.revision <= self.head.revision:
+                continue
+            if record.revision != self.head.revision + 1:
+                raise CorruptLogError(f"execution {self.id!r}: revision {record.revision} follows {self.head.revision}")
+            applied, change, state_hash = _verified_step(self.state, self.head.state_hash, record)
+            undo = apply_in_place(self.state, applied)
+            size = self.head.size + size_change(self.state, undo)
+            self.push(Entry(record.revision, state_hash, record, change, undo, size))
+            applied_records.append(record)
+        if applied_records:
+            self.mark_committed(self.head.revision)
+        return applied_records
+
+    def state_at(self, revision: int) -> dict[str, Any]:
+        """The state at a revision the window holds. At head this is the live state: use it before any await."""
+        if revision == self.head.revision:
+            return self.state
+        return reverted(self.state, compose(self._undos_after(revision)))
+
+    def members_at(self, revision: int, keys: Collection[str]) -> dict[str, Any]:
+        """The members `keys` of the state at a revision the window holds, copying only what was undone.
+
+        A member the first change after `revision` replaced is that change's Restore: found without
+        looking further, which is the usual case. Only a member merged into since is composed from undos.
+        """
+        members: dict[str, Any] = {}
+        merged_since = []
+        for key in keys:
+            node = self._first_undo(key, after=revision) if self.last_written.get(key, -1) > revision else None
+            if node is None:  # unchanged since `revision`
+                value = self.state.get(key, MISSING)
+            elif isinstance(node, Restore):
+                value = node.value
+            else:
+                merged_since.append(key)
+                continue
+            if value is not MISSING:
+                members[key] = value
+        if merged_since:
+            undone = compose(self._undos_after(revision), only=merged_since)
+            for key in merged_since:
+                node = undone[key]
+                value = node.value if isinstance(node, Restore) else reverted(self.state[key], node)
+                if value is not MISSING:
+                    members[key] = value
+        return members
+
+    def _first_undo(self, key: str, after: int) -> Restore | Undo | None:
+        """The undo of member `key` by the first revision after `after` that changed it; None if none did."""
+        window, first = self.window, self.window[0].revision
+        for index in range(after + 1 - first, len(window)):
+            node = window[index].undo.get(key)  # type: ignore[union-attr]  # all but the first entry have one
+            if node is not None:
+                return node
+        return None
+
+    def _undos_after(self, revision: int) -> Iterator[Undo]:
+        """The undos of the revisions after `revision` (held by the window), newest first."""
+        window, first = self.window, self.window[0].revision
+        for index in range(len(window) - 1, revision - first, -1):
+            undo = window[index].undo
+            assert undo is not None, "only the first entry of the window lacks an undo"
+            yield undo
+
+    def push(self, entry: Entry) -> None:
+        """Add the next revision (durable or pending) at the head."""
+        self.window.append(entry)
+        if entry.change is not None:
+            for path in entry.change.touched:
+                self.last_written[path[0]] = entry.revision
+        if entry.record is not None and entry.record.client_patch_id:
+            self.patch_ids[(entry.record.agent_id, entry.record.client_patch_id)] = entry.revision
+            if len(self.patch_ids) > MAX_PATCH_IDS:
+                del self.patch_ids[next(iter(self.patch_ids))]
+                self.patch_ids_complete = False
+
+    def entry(self, revision: int) -> Entry | None:
+        """The window's entry for a revision, or None if the window does not hold it."""
+        first = self.window[0].revision
+        if first <= revision <= self.head.revision:
+            found = self.window[revision - first]
+            return found if found.revision == revision else None
+        return None
+
+    async def settled(self, revision: int) -> None:
+        """Return once `revision` is durable, or rolled back by a failed commit: either way a read then shows
+        what became of it (a patch that lost a conflict to it is answered only then)."""
+        if revision <= self.committed:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._settle_waiters.append((revision, waiter))
+        await waiter
+
+    def _release_waiters(self, up_to: int | None) -> None:
+        """Wake the waiters for revisions up to `up_to` (all of them for None)."""
+        waiting = []
+        for revision, waiter in self._settle_waiters:
+            if up_to is None or revision <= up_to:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                waiting.append((revision, waiter))
+        self._settle_waiters = waiting
+
+    def mark_committed(self, revision: int) -> None:
+        """Record that revisions up to `revision` are durable, and trim the window behind them."""
+        self.committed = max(self.committed, revision)
+        if self._settle_waiters:
+            self._release_waiters(self.committed)
+        while len(self.window) > self.window_size and self.window[0].revision < self.committed:
+            dropped = self.window.popleft()
+            if dropped.change is not None:
+                for path in dropped.change.touched:
+                    if self.last_written.get(path[0]) == dropped.revision:
+                        del self.last_written[path[0]]
+
+    def untouched_since(self, base: int, patch: dict[str, Any]) -> bool:
+        """True if no revision after `base` wrote under any member `patch` writes (base within the window).
+
+        Every path starts with a top-level member, so such a patch overlaps no change since its base, and
+        the merge would apply it as it is.
+        """
+        if base < self.window[0].revision:
+            return False
+        last_written = self.last_written
+        return not any(last_written.get(key, -1) > base for key in patch)
+
+    def rollback(self) -> None:
+        """Forget every revision that is not durable (after a failed commit)."""
+        while self.window and self.head.revision > self.committed:
+            dropped = self.window.pop()
+            if dropped.undo is not None:
+                revert_in_place(self.state, dropped.undo)
+            if dropped.record is not None:
+                self.patch_ids.pop((dropped.record.agent_id, dropped.record.client_patch_id), None)
+        self.last_written = {}
+        for entry in self.window:
+            if entry.change is not None:
+                self.last_written.update((path[0], entry.revision) for path in entry.change.touched)
+        self.pending_patches.clear()
+        self.observation_sequence = self.observation_committed
+        self.epoch += 1
+        self._release_waiters(None)

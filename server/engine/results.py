@@ -1,0 +1,49 @@
+"""What the engine returns: plain values the gRPC layer copies into replies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..storage.records import RevisionRecord
+from .merge import Resolution
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    execution_id: str
+    revision: int
+    state_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class StateView:
+    revision: int
+    state_json: str
+    state_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult:
+    revision: int
+    state_hash: str
+    applied_patch_json: str
+    resolutions: tuple[Resolution, ...]
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPage:
+    revisions: list[RevisionRecord]
+    next_page_token: str
+    head_revision: int
+    compact_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class WatchSnapshot:
+    """Sent first by a watch whose starting point was compacted away."""
+
+    revision: int
+    state_json: str
+    state_hash: str
+    compact_revision: int

@@ -1,0 +1,573 @@
+"""The state engine: executions, revisions, merges, durability and fan-out, with no knowledge of gRPC.
+
+Every mutation of an execution happens synchronously on the event loop between two awaits, so the merge
+of one patch always sees the head left by the previous one; durability is the group committer's job, and
+a caller is answered only after its revision is committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import orjson
+
+from ..errors import (
+    AlreadyExistsError,
+    BaseAheadError,
+    ConflictError,
+    CorruptLogError,
+    DuplicateRowError,
+    InvalidArgumentError,
+    LimitExceededError,
+    NotFoundError,
+    OutOfRangeError,
+    RolledBackError,
+    StorageError,
+)
+from ..limits import DEFAULT_LIMITS, Limits
+from ..metrics import NO_METRICS, Metrics
+from ..storage.records import ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+from ..storage.revision_log.base import RevisionLog
+from . import canonical
+from .committer import GroupCommitter, Pending
+from .execution import Entry, Execution, genesis_hash, revision_hash
+from .hub import Hub, follow
+from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
+from .mergepatch import NoChange, effective, path_of, strip_nulls, written_paths
+from .observations import Observations
+from .requests import Submission, check_execution_id, decode_page_token, encode_page_token, new_execution_id
+from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
+from .statesize import size_change
+from .timeline import Timeline
+from .undo import apply_in_place, revert_in_place
+
+log = logging.getLogger(__name__)
+
+MAX_COMMIT_RACES = 100
+"""How often a patch is merged again after another server's commit beat it, before UNAVAILABLE."""
+FOLLOW_INTERVAL = 1.0
+"""Seconds between catch-ups of streamed executions on a shared log when no notice arrives."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Tuning knobs; docs/limits.md describes each."""
+
+    limits: Limits = DEFAULT_LIMITS
+    window: int = 256
+    """Recent revisions kept in memory per execution (older bases are replayed from the log)."""
+    snapshot_every: int = 1000
+    """A snapshot is stored every this many revisions, bounding recovery and old-state reads."""
+    subscriber_queue: int = 1024
+    """Items a watcher or observation stream may fall behind before it is ended."""
+    max_watchers: int = 1024
+    """Watch streams per execution, and observation streams per execution: one more is RESOURCE_EXHAUSTED."""
+    max_batch: int = 1024
+    """Most items in one group commit."""
+    retain_revisions: int | None = None
+    """Keep at least this many revisions of history; older ones are compacted into a snapshot after each
+    snapshot commits. None keeps the whole log."""
+
+
+class StateEngine:
+    """Holds every execution; create with a RevisionLog, `await start()`, and `await close()` at the end."""
+
+    def __init__(self, log: RevisionLog, config: EngineConfig = EngineConfig(), metrics: Metrics = NO_METRICS) -> None:
+        self._log = log
+        self._metrics = metrics
+        self._config = config
+        self._limits = config.limits
+        self._executions: dict[str, Execution] = {}
+        """Executions in memory. One in the log is loaded on first use, so startup does not wait for all."""
+        self._stored: dict[str, ExecutionRecord] = {}
+        """Executions in the log that are not loaded yet."""
+        self._loading: dict[str, asyncio.Task[Execution]] = {}
+        self._creating: set[str] = set()
+        self._revisions: Hub[RevisionRecord] = Hub(config.subscriber_queue, config.max_watchers, "watchers")
+        self._committer = GroupCommitter(log, self._committed, config.max_batch, metrics)
+        self._timeline = Timeline(log)
+        self._observations = Observations(
+            log, self._committer, config.limits, config.subscriber_queue, config.max_watchers
+        )
+        self._compactions: set[asyncio.Task[int]] = set()
+        self._follower: asyncio.Task[None] | None = None
+        metrics.watch_gauges(
+            watchers=self._revisions.count,
+            observation_streams=self._observations.stream_count,
+            commit_queue_depth=lambda: self._committer.queue_depth,
+            executions_loaded=lambda: len(self._executions),
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the log and list its executions; each is recovered from the log on first use."""
+        await self._log.open()
+        try:
+            self._stored = {record.execution_id: record for record in await self._log.list_executions()}
+        except BaseException:
+            await self._log.close()
+            raise
+        self._committer.start()
+        if self._log.shared:
+            self._follower = asyncio.create_task(self._follow_other_servers(), name="skillstate-follow")
+
+    async def close(self) -> None:
+        """Commit what is pending, finish compactions, then close the log."""
+        if self._follower is not None:
+            self._follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follower
+        await self._committer.close()
+        await asyncio.gather(*self._compactions, return_exceptions=True)
+        await self._log.close()
+
+    async def _recover(self, record: ExecutionRecord) -> Execution:
+        execution = Execution(
+            record.execution_id, orjson.loads(record.schema_json), record.created_at, self._config.window
+        )
+        snapshot = await self._log.latest_snapshot(record.execution_id)
+        if snapshot is None:
+            raise OutOfRangeError(f"execution {record.execution_id!r} has no snapshot to recover from")
+        records = await self._log.read_revisions(record.execution_id, after=snapshot.revision)
+        execution.recover(snapshot, records)
+        execution.compacted = await self._log.compact_revision(record.execution_id)
+        execution.patch_ids_complete = snapshot.revision == 0
+        execution.observation_sequence = execution.observation_committed = await self._log.last_observation_sequence(
+            record.execution_id
+        )
+        return execution
+
+    # -- executions and reads ----------------------------------------------------------------------------
+
+    async def create_execution(self, execution_id: str, schema_json: str, initial_state_json: str) -> Created:
+        limits = self._limits
+        execution_id = check_execution_id(execution_id, limits) if execution_id else new_execution_id()
+        schema = canonical.parse_object(schema_json or "{}", "schema_json", limits, max_bytes=limits.max_schema_bytes)
+        state = strip_nulls(canonical.parse_object(initial_state_json or "{}", "initial_state_json", limits))
+        execution = Execution(execution_id, schema, time.time(), self._config.window)
+        execution.validator.validate(state)
+        if execution_id in self._executions or execution_id in self._stored or execution_id in self._creating:
+            raise AlreadyExistsError(f"execution {execution_id!r} already exists")
+        state_hash = genesis_hash(execution_id, schema, state)
+        genesis = SnapshotRecord(execution_id, 0, canonical.dumps_str(state), state_hash)
+        self._creating.add(execution_id)
+        try:
+            await self._log.create_execution(
+                ExecutionRecord(execution_id, canonical.dumps_str(schema), execution.created_at), genesis
+            )
+        finally:
+            self._creating.discard(execution_id)
+        execution.begin(0, state, state_hash)
+        self._executions[execution_id] = execution
+        return Created(execution_id, 0, state_hash)
+
+    async def _get(self, execution_id: str) -> Execution:
+        """The execution, recovered from the log on first use; concurrent first uses share one recovery."""
+        execution = self._executions.get(execution_id)
+        if execution is not None:
+            return execution
+        if execution_id not in self._loading and execution_id not in self._stored and self._log.shared:
+            record = await self._log.find_execution(execution_id)  # created by another server since this one started
+            if record is None:
+                _raise_not_found(execution_id)
+            if execution_id not in self._executions and execution_id not in self._loading:
+                self._stored[execution_id] = record
+            return await self._get(execution_id)
+        loading = self._loading.get(execution_id)
+        if loading is None:
+            record = self._stored.get(execution_id)
+            if record is None:
+                _raise_not_found(execution_id)
+            loading = self._loading[execution_id] = asyncio.create_task(self._load(record))
+            loading.add_done_callback(_retrieve_exception)
+        return await asyncio.shield(loading)
+
+    async def _load(self, record: ExecutionRecord) -> Execution:
+        try:
+            execution = await self._recover(record)
+        finally:
+            del self._loading[record.execution_id]
+        del self._stored[record.execution_id]
+        self._executions[record.execution_id] = execution
+        return execution
+
+    async def head_revision(self, execution_id: str) -> int:
+        return (await self._get(execution_id)).committed
+
+    async def get_state(self, execution_id: str, at_revision: int | None = None) -> StateView:
+        execution = await self._get(execution_id)
+        if at_revision is None or at_revision > execution.committed:
+            await self._refresh(execution)  # linearizable: nothing another server acknowledged is missed
+        revision = execution.committed if at_revision is None else at_revision
+        if not 0 <= revision <= execution.committed:
+            raise OutOfRangeError(f"at_revision: {revision} is outside 0..{execution.committed} (the head)")
+        return await self._timeline.view(execution, revision)
+
+    # -- a log shared with other servers -------------------------------------------------------------------
+
+    async def _refresh(self, execution: Execution, observations: bool = False) -> None:
+        """Catch up with what other servers committed to a shared log: revisions (handed to this server's
+        watchers as if committed here), and with `observations` the observations too. Nothing to do on a
+        log of this server's own."""
+        if not self._log.shared:
+            return
+        execution.refresh_requests += 1
+        ticket = execution.refresh_requests
+        async with execution.refreshing:
+            if execution.refreshed_through >= ticket and not observations:
+                return  # a catch-up that began after this call arrived has just run: it serves this call too
+            serving = execution.refresh_requests
+            while True:
+                while execution.head.revision > execution.committed:  # let local commits settle first
+                    await execution.settled(execution.head.revision)
+                read = await self._log.read_revisions(execution.id, after=execution.committed, limit=1024)
+                if execution.head.revision > execution.committed:
+                    continue  # a local merge started meanwhile: it commits or rolls back, then look again
+                if read and read[0].revision > execution.committed + 1:  # compacted past this server's head
+                    await self._restart_from_snapshot(execution)
+                    continue
+                for record in execution.catch_up(read):
+                    self._revisions.publish(execution.id, record)
+                if len(read) < 1024:
+                    break
+            execution.refreshed_through = serving
+            if not observations:
+                return
+            for observation in await self._log.read_observations(execution.id, after=execution.observation_committed):
+                if observation.sequence > execution.observation_committed:
+                    execution.observation_sequence = max(execution.observation_sequence, observation.sequence)
+                    self._observations.committed(execution, observation)
+
+    async def _restart_from_snapshot(self, execution: Execution) -> None:
+        """Another server compacted the log past this one's head: start over from the newest snapshot. This
+        server's watchers of the execution are cut, to resume from their last revision (they then get the
+        snapshot, as any watcher from before a compaction does)."""
+        snapshot = await self._log.latest_snapshot(execution.id)
+        if snapshot is None or snapshot.revision <= execution.committed:
+            raise CorruptLogError(f"execution {execution.id!r}: revisions after {execution.committed} are missing")
+        records = await self._log.read_revisions(execution.id, after=snapshot.revision)
+        execution.compacted = await self._log.compact_revision(execution.id)
+        execution.restart_from(snapshot, records)
+        self._revisions.cut(execution.id)
+
+    async def _follow_other_servers(self) -> None:
+        """Keep the executions this server streams current with a shared log: at once when the log says
+        another server committed, and every FOLLOW_INTERVAL seconds in case a notice was lost."""
+        changed: asyncio.Queue[str] = asyncio.Queue()
+
+        async def listen() -> None:
+            async for execution_id in self._log.changes():
+                changed.put_nowait(execution_id)
+
+        listener = asyncio.create_task(listen(), name="skillstate-follow-notices")
+        try:
+            while True:
+                try:
+                    named = {await asyncio.wait_for(changed.get(), FOLLOW_INTERVAL)}
+                    while not changed.empty():
+                        named.add(changed.get_nowait())
+                except TimeoutError:
+                    named = self._revisions.keys() | self._observations.streamed()
+                for execution_id in named:
+                    execution = self._executions.get(execution_id)
+                    if execution is not None:
+                        try:
+                            await self._refresh(execution, observations=True)
+                        except StorageError as e:
+                            log.warning("could not catch up execution %r: %s", execution_id, e)
+        finally:
+            listener.cancel()
+
+    # -- patches -----------------------------------------------------------------------------------------
+
+    async def submit_patch(
+        self,
+        execution_id: str,
+        agent_id: str,
+        base_revision: int,
+        patch_json: str,
+        client_patch_id: str = "",
+        action_json: str = "",
+        writer_skills: frozenset[str] = frozenset(),
+    ) -> SubmitResult:
+        """Merge, validate and durably commit one patch; see docs/merge.md for the semantics. The paths it
+        writes must be owned by agent_id or one of writer_skills where the schema declares owners.
+
+        On a shared log, a commit that another server's commit beat (the same revision number) is merged
+        again on the state caught up from the log, as often as it takes."""
+        execution = await self._get(execution_id)
+        submission = Submission.check(agent_id, base_revision, patch_json, client_patch_id, action_json, self._limits)
+        execution.owners.check(submission.patch, submission.agent_id, writer_skills)
+        for attempt in itertools.count(1):
+            try:
+                return await self._submit(execution, submission)
+            except (DuplicateRowError, RolledBackError):
+                if not self._log.shared or attempt == MAX_COMMIT_RACES:
+                    raise
+                await self._refresh(execution)
+        raise AssertionError("unreachable")
+
+    async def _submit(self, execution: Execution, submission: Submission) -> SubmitResult:
+        base_revision, client_patch_id = submission.base_revision, submission.client_patch_id
+        if base_revision > execution.committed:
+            await self._refresh(execution)  # the agent may have read it from another server
+        if base_revision > execution.committed:
+            raise BaseAheadError(f"base_revision: {base_revision} is ahead of the head revision {execution.committed}")
+        lag, limit = execution.committed - base_revision, self._limits.max_base_lag
+        if lag > limit:
+            raise OutOfRangeError(
+                f"base_revision: {base_revision} is {lag} revisions behind the head {execution.committed}, "
+                f"more than the limit of {limit}: re-read the state and retry"
+            )
+        since_base = None
+        while True:
+            if client_patch_id:
+                earlier = await self._earlier_result(execution, submission)
+                if earlier is not None:
+                    return earlier
+            if execution.untouched_since(base_revision, submission.patch):
+                break  # nothing to merge with: the patch applies to head as it is
+            since_base = self._timeline.changes_since(execution, base_revision, submission.patch.keys())
+            if since_base is not None:
+                break
+            await self._timeline.replay_to(execution, base_revision)  # then look again: the window moved on
+
+        # From here to enqueue there is no await: the merge sees exactly the head it commits on.
+        if since_base is None:
+            applied, resolutions = _effective(execution.state, submission.patch), []
+        else:
+            try:
+                result = merge(
+                    base=since_base[0],
+                    head=execution.state,
+                    head_revision=execution.committed,
+                    changes=since_base[1],
+                    patch=submission.patch,
+                    stamp=(base_revision, submission.agent_id),
+                    policies=execution.policies,
+                    client_patch_id=submission.client_patch_id,
+                )
+            except ConflictError as conflict:  # answered once the revisions it lost to are durable: a re-read sees them
+                self._metrics.conflict([execution.policies.policy_at(path_of(p)).value for p in conflict.paths])
+                await execution.settled(execution.head.revision)
+                raise
+            applied, resolutions = result.applied_patch, result.resolutions
+            for resolution in resolutions:
+                self._metrics.resolved(resolution.policy.value, resolution.outcome.lower())
+        record, pending = self._append(execution, submission, applied, resolutions)
+        if client_patch_id:
+            execution.pending_patches[submission.key] = pending
+        await pending.future
+        return SubmitResult(record.revision, record.state_hash, record.applied_patch_json, tuple(resolutions))
+
+    def _append(
+        self, execution: Execution, submission: Submission, applied: dict[str, Any], resolutions: list[Resolution]
+    ) -> tuple[RevisionRecord, Pending]:
+        """Apply a merged patch to head, validate it, and queue its revision for commit: all or nothing."""
+        state, revision, previous_hash = execution.state, execution.head.revision + 1, execution.head.state_hash
+        agent_id, base_revision = submission.agent_id, submission.base_revision
+        applied_json = canonical.dumps_str(applied)  # before the head changes: `applied` may share its objects
+        touched = written_paths(state, applied, submission.patch)
+        undo = apply_in_place(state, applied)
+        try:
+            size = execution.head.size + size_change(state, undo)
+            if size > self._limits.max_state_bytes:
+                raise LimitExceededError(
+                    f"state size: this patch would make the state {size:,} bytes, over the limit of "
+                    f"{self._limits.max_state_bytes:,}"
+                )
+            execution.validator.validate_change(state, applied, undo)
+            state_hash = revision_hash(
+                previous_hash, revision, agent_id, base_revision, applied_json, submission.action_json
+            )
+            record = RevisionRecord(
+                execution_id=execution.id,
+                revision=revision,
+                agent_id=agent_id,
+                base_revision=base_revision,
+                patch_json=submission.patch_json,
+                applied_patch_json=applied_json,
+                action_json=submission.action_json,
+                client_patch_id=submission.client_patch_id,
+                resolutions_json=encode_resolutions(resolutions),
+                state_hash=state_hash,
+                committed_at=time.time(),
+            )
+            snapshot = None
+            if revision % self._config.snapshot_every == 0:
+                snapshot = SnapshotRecord(execution.id, revision, canonical.dumps_str(state), state_hash)
+            pending = Pending(execution, execution.epoch, revision=record, snapshot=snapshot)
+            self._committer.enqueue(pending)
+        except BaseException:
+            revert_in_place(state, undo)  # refused (or failed) before it joined the log: as if never applied
+            raise
+        change = Change(revision, base_revision, agent_id, touched, submission.patch, submission.client_patch_id)
+        execution.push(Entry(revision, state_hash, record, change, undo, size))
+        return record, pending
+
+    async def _earlier_result(self, execution: Execution, submission: Submission) -> SubmitResult | None:
+        """The result of an earlier submit under the same idempotency key, or None if there was none.
+
+        Returns None only right after checking memory with no await since, so the caller can merge at once.
+        """
+        key = submission.key
+        while True:
+            pending = execution.pending_patches.get(key)
+            if pending is not None:
+                with contextlib.suppress(StorageError):  # if the original never committed, this one may apply
+                    await pending.follow()
+                continue
+            revision = execution.patch_ids.get(key)
+            if revision is not None:
+                return _duplicate(await self._timeline.record(execution, revision), submission)
+            if execution.patch_ids_complete:
+                return None
+            record = await self._log.find_patch(execution.id, *key)
+            if record is not None:
+                return _duplicate(record, submission)
+            if key not in execution.pending_patches and key not in execution.patch_ids:
+                return None
+
+    def _committed(self, item: Pending) -> None:
+        execution = item.execution
+        if item.revision is not None:
+            execution.mark_committed(item.revision.revision)
+            if item.revision.client_patch_id:
+                execution.pending_patches.pop((item.revision.agent_id, item.revision.client_patch_id), None)
+            self._revisions.publish(execution.id, item.revision)
+        if item.snapshot is not None and self._config.retain_revisions is not None:
+            up_to = item.snapshot.revision - self._config.retain_revisions
+            if up_to > execution.compacted:
+                task = asyncio.create_task(self.compact(execution.id, up_to))
+                self._compactions.add(task)
+                task.add_done_callback(self._compaction_done)
+        if item.observation is not None:
+            self._observations.committed(execution, item.observation)
+
+    async def compact(self, execution_id: str, up_to: int) -> int:
+        """Drop history up to the newest snapshot at or before up_to; returns the new compact revision.
+
+        Reads and watches from before it get the snapshot instead (Watch says so with compact_revision).
+        """
+        execution = await self._get(execution_id)
+        if not 0 <= up_to <= execution.committed:
+            raise OutOfRangeError(f"up_to: {up_to} is outside 0..{execution.committed} (the head)")
+        snapshot = await self._log.latest_snapshot(execution.id, at_most=up_to)
+        if snapshot is None or snapshot.revision <= execution.compacted:
+            return execution.compacted
+        await self._log.compact(execution.id, snapshot.revision)
+        execution.compacted = max(execution.compacted, snapshot.revision)  # another compaction may have gone further
+        execution.patch_ids_complete = False
+        return execution.compacted
+
+    def _compaction_done(self, task: asyncio.Task[int]) -> None:
+        self._compactions.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("compaction failed: %s", task.exception())
+
+    # -- observations ------------------------------------------------------------------------------------
+
+    async def publish_observation(self, execution_id: str, to: str, source: str, kind: str, payload_json: str) -> int:
+        execution = await self._get(execution_id)
+        for attempt in itertools.count(1):
+            try:
+                return await self._observations.publish(execution, to, source, kind, payload_json)
+            except (DuplicateRowError, RolledBackError):  # another server took the sequence number
+                if not self._log.shared or attempt == MAX_COMMIT_RACES:
+                    raise
+                await self._refresh(execution, observations=True)
+        raise AssertionError("unreachable")
+
+    async def observations(
+        self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int
+    ) -> AsyncIterator[ObservationRecord]:
+        """Observations addressed to agent_id, to one of its skills or to everyone, after after_sequence."""
+        execution = await self._get(execution_id)
+        await self._refresh(execution, observations=True)
+        async for observation in self._observations.stream(execution, agent_id, skills, after_sequence):
+            yield observation
+
+    # -- watch and history -------------------------------------------------------------------------------
+
+    async def watch(self, execution_id: str, from_revision: int) -> AsyncIterator[RevisionRecord | WatchSnapshot]:
+        """Every revision after from_revision, in order, exactly once, then live ones as they commit."""
+        execution = await self._get(execution_id)
+        if from_revision < 0:
+            raise InvalidArgumentError(f"from_revision: must be >= 0, got {from_revision}")
+        await self._refresh(execution)
+        subscription = self._revisions.subscribe(execution.id)  # before reading history: no gap, no await
+        caught_up_to = execution.committed
+        cursor = from_revision
+        try:
+            if cursor < execution.compacted:
+                view = await self._timeline.view(execution, execution.compacted)
+                yield WatchSnapshot(view.revision, view.state_json, view.state_hash, execution.compacted)
+                cursor = execution.compacted
+            while cursor < caught_up_to:
+                for record in await self._timeline.records(execution, cursor, caught_up_to, 512):
+                    yield record
+                    cursor = record.revision
+            async for record in follow(subscription, cursor, lambda r: r.revision, "watch", "from_revision"):
+                yield record
+        finally:
+            self._revisions.unsubscribe(subscription)
+
+    async def history(
+        self, execution_id: str, from_revision: int, to_revision: int, page_size: int, page_token: str
+    ) -> HistoryPage:
+        execution = await self._get(execution_id)
+        await self._refresh(execution)
+        head = execution.committed
+        if page_size < 0:
+            raise InvalidArgumentError(f"page_size: must be >= 0, got {page_size}")
+        if from_revision < 0 or to_revision < 0:
+            raise InvalidArgumentError(f"from_revision, to_revision: must be >= 0, got {from_revision}, {to_revision}")
+        if to_revision and from_revision > to_revision:
+            raise InvalidArgumentError(f"to_revision: {to_revision} is before from_revision {from_revision}")
+        size = min(page_size or 100, self._limits.max_history_page)
+        last = min(to_revision or head, head)
+        after = (
+            decode_page_token(page_token, execution.id, "GetHistory", int) if page_token else max(from_revision, 1) - 1
+        )
+        after = max(after, execution.compacted)
+        records = await self._timeline.records(execution, after, last, size) if after < last else []
+        more = bool(records) and records[-1].revision < last
+        token = encode_page_token(execution.id, records[-1].revision) if more else ""
+        return HistoryPage(records, token, head, execution.compacted)
+
+
+def _raise_not_found(execution_id: str) -> NoReturn:
+    raise NotFoundError(f"execution {execution_id!r} not found")
+
+
+def _retrieve_exception(task: asyncio.Task[Execution]) -> None:
+    """Mark a failed recovery's error retrieved: its callers got it, and the next use tries again."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _effective(head: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    change = effective(head, patch)
+    return {} if isinstance(change, NoChange) else change
+
+
+def _duplicate(record: RevisionRecord, submission: Submission) -> SubmitResult:
+    if (record.base_revision, record.patch_json, record.action_json) != (
+        submission.base_revision,
+        submission.patch_json,
+        submission.action_json,
+    ):
+        raise AlreadyExistsError(
+            f"client_patch_id: {submission.client_patch_id!r} was already used by agent {submission.agent_id!r} "
+            f"for a different patch (revision {record.revision})"
+        )
+    resolutions = decode_resolutions(record.resolutions_json)
+    return SubmitResult(record.revision, record.state_hash, record.applied_patch_json, resolutions, duplicate=True)

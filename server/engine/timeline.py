@@ -1,0 +1,110 @@
+"""An execution's past: states, changes and records at any retained revision, from memory or the log.
+
+The window of recent revisions answers most questions; anything older is replayed from the newest
+snapshot before it, checking the hash chain as it goes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection
+from typing import Any
+
+from ..errors import OutOfRangeError
+from ..storage.records import RevisionRecord
+from ..storage.revision_log.base import RevisionLog
+from . import canonical
+from .execution import Execution, Replayed, replay
+from .merge import Change
+from .results import StateView
+
+
+class Timeline:
+    """Reads the past of executions held in memory, falling back to their revision log."""
+
+    def __init__(self, log: RevisionLog) -> None:
+        self._log = log
+
+    async def view(self, execution: Execution, revision: int) -> StateView:
+        """The state at a committed revision as canonical JSON, from memory or replayed from the log."""
+        if revision < execution.compacted:  # even if memory still holds it: what is readable must not vary
+            raise OutOfRangeError(
+                f"revision {revision} was compacted away; the oldest retained is {execution.compacted}"
+            )
+        found = execution.entry(revision)
+        if found is not None:
+            return StateView(revision, canonical.dumps_str(execution.state_at(revision)), found.state_hash)
+        snapshot = await self._log.latest_snapshot(execution.id, at_most=revision)
+        if snapshot is None:
+            raise OutOfRangeError(f"no snapshot at or before revision {revision}")
+        records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=revision)
+        *_, (entry, state) = replay(snapshot, records)
+        return StateView(revision, canonical.dumps_str(state), entry.state_hash)
+
+    def changes_since(
+        self, execution: Execution, base: int, keys: Collection[str]
+    ) -> tuple[dict[str, Any], list[Change]] | None:
+        """The state at `base` (at least its members `keys`) and every change after it up to head.
+
+        None if memory holds neither the base nor a replay from it.
+        """
+        window = execution.window
+        if execution.entry(base) is not None:
+            after_base = itertools.islice(window, len(window) - (execution.head.revision - base), None)
+            return execution.members_at(base, keys), [e.change for e in after_base if e.change is not None]
+        cached = self._usable_replay(execution, base)
+        if cached is not None:
+            later = [e.change for e in window if e.revision > cached.through and e.change is not None]
+            return cached.state, cached.changes + later
+        return None
+
+    @staticmethod
+    def _usable_replay(execution: Execution, base: int) -> Replayed | None:
+        """The last replay of the log, if it is from `base` and still reaches the window."""
+        cached = execution.replayed
+        if cached is not None and cached.base == base and execution.window[0].revision <= cached.through + 1:
+            return cached
+        return None
+
+    async def replay_to(self, execution: Execution, base: int) -> None:
+        """Replay the log from the snapshot before `base` to the durable head, for a base older than the window.
+
+        Keeps only the state at `base` and the changes after it; concurrent callers share one replay.
+        """
+        async with execution.replaying:
+            if execution.entry(base) is not None or self._usable_replay(execution, base) is not None:
+                return  # replayed while this caller waited
+            if base < execution.compacted:
+                raise OutOfRangeError(
+                    f"base_revision: {base} was compacted away (the oldest retained is {execution.compacted}); "
+                    "re-read the state and retry"
+                )
+            snapshot = await self._log.latest_snapshot(execution.id, at_most=base)
+            if snapshot is None:
+                raise OutOfRangeError(f"base_revision: no snapshot at or before {base}")
+            through = execution.committed
+            records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=through)
+            state: dict[str, Any] = {}
+            changes = []
+            for entry, after in replay(snapshot, records):
+                if entry.revision == base:
+                    state = after
+                elif entry.revision > base and entry.change is not None:
+                    changes.append(entry.change)
+            execution.replayed = Replayed(base, state, changes, through)
+
+    async def record(self, execution: Execution, revision: int) -> RevisionRecord:
+        entry = execution.entry(revision)
+        if entry is not None and entry.record is not None:
+            return entry.record
+        return (await self._log.read_revisions(execution.id, after=revision - 1, up_to=revision))[0]
+
+    async def records(self, execution: Execution, after: int, up_to: int, limit: int) -> list[RevisionRecord]:
+        """Committed revisions in (after, up_to], at most limit, from the window when it holds them."""
+        if execution.entry(after + 1) is not None:
+            first = execution.window[0].revision
+            stop = min(up_to, after + limit)
+            return [
+                r for r in (execution.window[i - first].record for i in range(after + 1, stop + 1)) if r is not None
+            ]
+        return await self._log.read_revisions(execution.id, after=after, up_to=up_to, limit=limit)

@@ -1,0 +1,224 @@
+"""Assembles the gRPC server: the state service, the skill registry, health checking and reflection on one port."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from skillstate.skills.v1 import skills_pb2
+from skillstate.state.v1 import state_pb2
+
+from ..auth.credentials import CredentialStore, MemoryCredentialStore
+from ..auth.guard import DEFAULT_IN_FLIGHT, Guard, Mode
+from ..engine.state_engine import EngineConfig, StateEngine
+from ..metrics import NO_METRICS, Metrics, PrometheusMetrics
+from ..skills.graph import Extractor
+from ..skills.registry import SkillRegistry
+from ..storage.backends import open_credential_store, open_log, open_skill_store
+from ..storage.revision_log.base import RevisionLog
+from ..storage.skill_store.base import MemorySkillStore, SkillStore
+from .skills_service import SkillRegistryServicer, add_skill_registry_service
+from .state_service import StateServicer, add_state_service
+
+log = logging.getLogger("skillstate.server")
+
+SERVICE_NAME = state_pb2.DESCRIPTOR.services_by_name["StateService"].full_name
+SKILLS_SERVICE_NAME = skills_pb2.DESCRIPTOR.services_by_name["SkillRegistryService"].full_name
+DEFAULT_LISTEN = "127.0.0.1:50051"
+DEFAULT_DB = "skillstate.db"
+
+
+@dataclass(frozen=True)
+class ServerTLS:
+    """The server's certificate chain and key (PEM); with `client_ca`, clients must present a certificate
+    it signed (mutual TLS)."""
+
+    cert_chain: bytes
+    private_key: bytes
+    client_ca: bytes | None = None
+
+    @classmethod
+    def from_files(cls, cert: str | Path, key: str | Path, client_ca: str | Path | None = None) -> ServerTLS:
+        return cls(Path(cert).read_bytes(), Path(key).read_bytes(), Path(client_ca).read_bytes() if client_ca else None)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.ssl_server_credentials(
+            [(self.private_key, self.cert_chain)],
+            root_certificates=self.client_ca,
+            require_client_auth=self.client_ca is not None,
+        )
+
+
+def is_loopback(listen: str) -> bool:
+    """Whether a host:port listens on the loopback interface only."""
+    host = listen.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def auth_mode(listen: str, insecure_no_auth: bool = False) -> Mode:
+    """Open on loopback until a credential is issued; elsewhere only with the explicit opt-out."""
+    if insecure_no_auth:
+        return Mode.OPEN
+    return Mode.AUTO if is_loopback(listen) else Mode.REQUIRED
+
+
+@dataclass
+class RunningServer:
+    """A started server; `port` is the bound port (useful with port 0)."""
+
+    server: grpc.aio.Server
+    engine: StateEngine
+    registry: SkillRegistry
+    port: int
+    guard: Guard
+    credentials: CredentialStore
+    metrics_http: Any = None
+    """The /metrics HTTP server, when there is one."""
+
+    @property
+    def metrics_port(self) -> int | None:
+        return int(self.metrics_http.server_port) if self.metrics_http is not None else None
+
+    async def stop(self, grace: float | None = 1.0) -> None:
+        """Stop taking calls, let running ones finish for `grace` seconds, then commit and close the log."""
+        if self.metrics_http is not None:
+            self.metrics_http.shutdown()
+            self.metrics_http.server_close()
+        await self.server.stop(grace)
+        await self.engine.close()
+        await self.registry.close()
+        await self.credentials.close()
+
+
+async def start_server(
+    log_: RevisionLog,
+    listen: str = DEFAULT_LISTEN,
+    config: EngineConfig = EngineConfig(),
+    skills: SkillStore | None = None,
+    extractor: Extractor | None = None,
+    *,
+    credentials: CredentialStore | None = None,
+    auth: Mode | None = None,
+    tls: ServerTLS | None = None,
+    in_flight_limit: int = DEFAULT_IN_FLIGHT,
+    metrics_listen: str | None = None,
+) -> RunningServer:
+    """Recover the engine and the skill library and start serving on `listen` (host:port; 0 picks a port).
+
+    Without a skill store the library lives in memory only, and so do credentials without a credential
+    store; `auth` defaults to `auth_mode(listen)`. `extractor` replaces Sec2Graph's rule-based roles and
+    contracts (server/skills/llm_extract.py). `metrics_listen` (host:port) serves Prometheus metrics.
+    """
+    credentials = credentials or MemoryCredentialStore()
+    guard = Guard(credentials, auth or auth_mode(listen), in_flight_limit=in_flight_limit)
+    prometheus = PrometheusMetrics() if metrics_listen else None
+    metrics: Metrics = prometheus or NO_METRICS
+    engine = StateEngine(log_, config, metrics)
+    registry = SkillRegistry(skills or MemorySkillStore(), extractor=extractor)
+    async with contextlib.AsyncExitStack() as undo:  # what started is closed again if a later step fails
+        await credentials.open()
+        undo.push_async_callback(credentials.close)
+        await engine.start()
+        undo.push_async_callback(engine.close)
+        await registry.start()
+        undo.push_async_callback(registry.close)
+        running = await _serve_grpc(engine, registry, guard, metrics, listen, config, tls)
+        undo.pop_all()
+    http = prometheus.serve(metrics_listen) if prometheus and metrics_listen else None
+    return RunningServer(running[0], engine, registry, running[1], guard, credentials, http)
+
+
+async def _serve_grpc(
+    engine: StateEngine,
+    registry: SkillRegistry,
+    guard: Guard,
+    metrics: Metrics,
+    listen: str,
+    config: EngineConfig,
+    tls: ServerTLS | None,
+) -> tuple[grpc.aio.Server, int]:
+    size = config.limits.max_message_bytes
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", size),
+            ("grpc.max_send_message_length", size),
+            ("grpc.so_reuseport", 0),  # a second server on a taken port must fail, not share its traffic
+        ]
+    )
+    add_state_service(StateServicer(engine), server, guard, metrics)
+    add_skill_registry_service(SkillRegistryServicer(registry, metrics), server, guard, metrics)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = (SERVICE_NAME, SKILLS_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME)
+    reflection.enable_server_reflection(names, server)
+    try:
+        port = server.add_secure_port(listen, tls.credentials()) if tls else server.add_insecure_port(listen)
+    except RuntimeError:
+        port = 0
+    if port == 0:
+        raise OSError(f"cannot listen on {listen} (address in use or not available)")
+    await server.start()
+    for name in ("", SERVICE_NAME, SKILLS_SERVICE_NAME):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return server, port
+
+
+async def serve(
+    db: str = DEFAULT_DB,
+    listen: str = DEFAULT_LISTEN,
+    config: EngineConfig = EngineConfig(),
+    extractor: Extractor | None = None,
+    *,
+    insecure_no_auth: bool = False,
+    tls: ServerTLS | None = None,
+    in_flight_limit: int = DEFAULT_IN_FLIGHT,
+    max_db_bytes: int | None = None,
+    metrics_listen: str | None = None,
+) -> None:
+    """Run until SIGINT or SIGTERM, then shut down gracefully."""
+    running = await start_server(
+        open_log(db, max_db_bytes), listen, config, open_skill_store(db), extractor,
+        credentials=open_credential_store(db), auth=auth_mode(listen, insecure_no_auth), tls=tls,
+        in_flight_limit=in_flight_limit, metrics_listen=metrics_listen,
+    )  # fmt: skip
+    host = listen.rsplit(":", 1)[0]
+    scheme = "TLS" + (" with client certificates" if tls and tls.client_ca else "") if tls else "plaintext"
+    log.info("skillstate state server listening on %s:%d (log: %s, %s)", host, running.port, db, scheme)
+    await _say_how_calls_are_admitted(running.guard)
+    if metrics_listen is not None:
+        log.info("Prometheus metrics on http://%s:%s/metrics", metrics_listen.rpartition(":")[0], running.metrics_port)
+    print(f"skillstate serving on {host}:{running.port} (log: {db}, {scheme})", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+    await running.stop()
+
+
+async def _say_how_calls_are_admitted(guard: Guard) -> None:
+    if guard.mode is Mode.OPEN:
+        log.warning("authentication is OFF (--insecure-no-auth): any client may read and write every execution")
+    elif await guard.is_open():
+        log.warning(
+            "serving without authentication: loopback only and no credential issued yet "
+            "(`skillstate auth issue` turns it on)"
+        )
+    else:
+        log.info("every call needs a credential (authorization: Bearer <token>)")

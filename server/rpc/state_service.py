@@ -1,0 +1,160 @@
+"""The gRPC face of the engine: check the request, call the engine, map its error, fill the reply."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from skillstate.state.v1 import state_pb2 as pb
+from skillstate.state.v1 import state_pb2_grpc as pb_grpc
+
+from ..auth.guard import CALLER, Guard
+from ..engine.merge import Resolution, decode_resolutions
+from ..engine.policy import MergePolicy
+from ..engine.results import WatchSnapshot
+from ..engine.state_engine import StateEngine
+from ..metrics import Metrics
+from ..storage.records import ObservationRecord, RevisionRecord
+from .handlers import add_service, stream, unary
+
+
+def add_state_service(servicer: StateServicer, server: grpc.aio.Server, guard: Guard, metrics: Metrics) -> None:
+    add_service(servicer, server, pb, "StateService", guard, metrics)
+
+
+class StateServicer(pb_grpc.StateServiceServicer):
+    """Implements skillstate.state.v1.StateService over a StateEngine."""
+
+    def __init__(self, engine: StateEngine) -> None:
+        self._engine = engine
+
+    @unary
+    async def CreateExecution(self, request: pb.CreateExecutionRequest, context: Any) -> pb.CreateExecutionResponse:
+        created = await self._engine.create_execution(
+            request.execution_id, request.schema_json, request.initial_state_json
+        )
+        return pb.CreateExecutionResponse(
+            execution_id=created.execution_id, revision=created.revision, state_hash=created.state_hash
+        )
+
+    @unary
+    async def GetState(self, request: pb.GetStateRequest, context: Any) -> pb.GetStateResponse:
+        at = request.at_revision if request.HasField("at_revision") else None
+        view = await self._engine.get_state(request.execution_id, at)
+        return pb.GetStateResponse(revision=view.revision, state_json=view.state_json, state_hash=view.state_hash)
+
+    @unary
+    async def SubmitPatch(self, request: pb.SubmitPatchRequest, context: Any) -> pb.SubmitPatchResponse:
+        result = await self._engine.submit_patch(
+            request.execution_id,
+            request.agent_id,
+            request.base_revision,
+            request.patch_json,
+            request.client_patch_id,
+            request.action_json,
+            CALLER.get().skills,
+        )
+        return pb.SubmitPatchResponse(
+            revision=result.revision,
+            state_hash=result.state_hash,
+            applied_patch_json=result.applied_patch_json,
+            resolutions=[_resolution(r) for r in result.resolutions],
+            duplicate=result.duplicate,
+        )
+
+    @stream
+    async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.WatchResponse]:
+        async for item in self._engine.watch(request.execution_id, request.from_revision):
+            if isinstance(item, WatchSnapshot):
+                snapshot = pb.Snapshot(revision=item.revision, state_json=item.state_json, state_hash=item.state_hash)
+                yield pb.WatchResponse(snapshot=snapshot, compact_revision=item.compact_revision)
+            else:
+                yield _watch_event(item)
+
+    @unary
+    async def GetHistory(self, request: pb.GetHistoryRequest, context: Any) -> pb.GetHistoryResponse:
+        page = await self._engine.history(
+            request.execution_id, request.from_revision, request.to_revision, request.page_size, request.page_token
+        )
+        return pb.GetHistoryResponse(
+            revisions=[revision_event(r) for r in page.revisions],
+            next_page_token=page.next_page_token,
+            head_revision=page.head_revision,
+            compact_revision=page.compact_revision,
+        )
+
+    @unary
+    async def Compact(self, request: pb.CompactRequest, context: Any) -> pb.CompactResponse:
+        compacted = await self._engine.compact(request.execution_id, request.up_to_revision)
+        return pb.CompactResponse(compact_revision=compacted)
+
+    @unary
+    async def PublishObservation(
+        self, request: pb.PublishObservationRequest, context: Any
+    ) -> pb.PublishObservationResponse:
+        sequence = await self._engine.publish_observation(
+            request.execution_id, request.to, request.source, request.kind, request.payload_json
+        )
+        return pb.PublishObservationResponse(sequence=sequence)
+
+    @stream
+    async def StreamObservations(
+        self, request: pb.StreamObservationsRequest, context: Any
+    ) -> AsyncIterator[pb.StreamObservationsResponse]:
+        stream = self._engine.observations(
+            request.execution_id, request.agent_id, list(request.skills), request.after_sequence
+        )
+        async for observation in stream:
+            yield pb.StreamObservationsResponse(observation=_observation(observation))
+
+
+_POLICY = {policy: pb.MergePolicy.Value(f"MERGE_POLICY_{policy.name}") for policy in MergePolicy}
+
+
+def _resolution(resolution: Resolution) -> pb.Resolution:
+    return pb.Resolution(
+        path=resolution.path,
+        policy=_POLICY[resolution.policy],
+        outcome=pb.ResolutionOutcome.Value(f"RESOLUTION_OUTCOME_{resolution.outcome}"),
+    )
+
+
+def _timestamp(seconds: float) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromNanoseconds(int(seconds * 1e9))
+    return stamp
+
+
+def revision_event(record: RevisionRecord) -> pb.RevisionEvent:
+    return pb.RevisionEvent(
+        revision=record.revision,
+        agent_id=record.agent_id,
+        base_revision=record.base_revision,
+        applied_patch_json=record.applied_patch_json,
+        action_json=record.action_json,
+        state_hash=record.state_hash,
+        commit_time=_timestamp(record.committed_at),
+        client_patch_id=record.client_patch_id,
+        resolutions=[_resolution(r) for r in decode_resolutions(record.resolutions_json)],
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _watch_event(record: RevisionRecord) -> pb.WatchResponse:
+    """One message per revision, shared by every watcher that streams it (it is never mutated)."""
+    return pb.WatchResponse(event=revision_event(record))
+
+
+def _observation(record: ObservationRecord) -> pb.Observation:
+    return pb.Observation(
+        sequence=record.sequence,
+        to=record.to,
+        source=record.source,
+        kind=record.kind,
+        payload_json=record.payload_json,
+        publish_time=_timestamp(record.published_at),
+    )

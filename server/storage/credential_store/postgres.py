@@ -1,0 +1,66 @@
+"""The credential store on PostgreSQL, beside a PostgreSQL revision log: every replica reads the same
+credentials, and `skillstate auth --db postgresql://...` issues and revokes them there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...auth.credentials import Credential, CredentialStore, Right
+from ..revision_log.postgres import Database
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS credentials (
+    token_id      TEXT PRIMARY KEY,
+    secret_sha256 TEXT NOT NULL,
+    agent         TEXT NOT NULL,
+    executions    TEXT[] NOT NULL,
+    skills        TEXT[] NOT NULL,
+    rights        TEXT[] NOT NULL,
+    issued_at     DOUBLE PRECISION NOT NULL,
+    expires_at    DOUBLE PRECISION,
+    revoked_at    DOUBLE PRECISION
+);
+"""
+_COLUMNS = "token_id, secret_sha256, agent, executions, skills, rights, issued_at, expires_at, revoked_at"
+
+
+class PostgresCredentialStore(CredentialStore):
+    def __init__(self, dsn: str, *, schema: str | None = None) -> None:
+        self._db = Database(dsn, schema, _DDL, "credential store")
+
+    async def open(self) -> None:
+        await self._db.open()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def all(self) -> list[Credential]:
+        return [_credential(row) for row in await self._db.fetch(f"SELECT {_COLUMNS} FROM credentials ORDER BY 7, 1")]
+
+    async def lookup(self, token_id: str) -> tuple[Credential, str] | None:
+        rows = await self._db.fetch(f"SELECT {_COLUMNS} FROM credentials WHERE token_id = $1", token_id)
+        return (_credential(rows[0]), rows[0][1]) if rows else None
+
+    async def any_issued(self) -> bool:
+        return bool(await self._db.fetch("SELECT 1 FROM credentials LIMIT 1"))
+
+    async def _add(self, credential: Credential, secret_digest: str) -> None:
+        c = credential
+        await self._db.fetch(
+            f"INSERT INTO credentials ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL)",
+            c.token_id, secret_digest, c.agent, list(c.executions), list(c.skills),
+            sorted(r.value for r in c.rights), c.issued_at, c.expires_at,
+        )  # fmt: skip
+
+    async def _mark_revoked(self, token_id: str, at: float) -> None:
+        await self._db.fetch(
+            "UPDATE credentials SET revoked_at = $1 WHERE token_id = $2 AND revoked_at IS NULL", at, token_id
+        )
+
+
+def _credential(row: Any) -> Credential:
+    token_id, _, agent, executions, skills, rights, issued_at, expires_at, revoked_at = row
+    return Credential(
+        token_id, agent, tuple(executions), tuple(skills), frozenset(Right(r) for r in rights),
+        issued_at, expires_at, revoked_at,
+    )  # fmt: skip

@@ -1,0 +1,94 @@
+"""The narrow interface every durable backend implements, and the contract the test suite holds it to.
+
+A backend stores executions, revisions, snapshots and observations; it never merges or validates. The
+engine keeps hot state in memory and reads the log back only to recover, to serve old history, or to
+resolve a patch whose base is older than the in-memory window.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator
+
+from ..records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+
+
+class RevisionLog(abc.ABC):
+    """Durable storage of executions and their revision logs.
+
+    Contract (tests/server/storage/contract.py): calls may overlap (a compaction during a commit);
+    `commit` is atomic; a second row with the same
+    (execution_id, revision), (execution_id, snapshot revision) or (execution_id, sequence) raises
+    DuplicateRowError and commits nothing of its batch; reads only ever see committed batches.
+    """
+
+    shared = False
+    """Whether other servers may commit to this log too (replicas on PostgreSQL): the engine then treats
+    what it holds in memory as a cache of the log, catching up before it answers a read and after it loses
+    a commit to another server."""
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Prepare the backend (connect, create tables); idempotent."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release every resource; the log is unusable afterwards."""
+
+    @abc.abstractmethod
+    async def create_execution(self, execution: ExecutionRecord, genesis: SnapshotRecord) -> None:
+        """Store a new execution with its revision-0 snapshot; AlreadyExistsError if the id is taken."""
+
+    @abc.abstractmethod
+    async def list_executions(self) -> list[ExecutionRecord]:
+        """Every execution, ordered by id."""
+
+    @abc.abstractmethod
+    async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
+        """One execution, or None."""
+
+    async def changes(self) -> AsyncIterator[str]:
+        """Ids of executions that other servers committed to, as they commit (a shared log only); may
+        repeat an id and may miss one when the connection drops, so a reader also polls."""
+        return
+        yield
+
+    @abc.abstractmethod
+    async def commit(self, batch: Batch) -> None:
+        """Make the whole batch durable in one transaction, or none of it."""
+
+    @abc.abstractmethod
+    async def head_revision(self, execution_id: str) -> int:
+        """The newest committed revision (0 when only the initial state exists)."""
+
+    @abc.abstractmethod
+    async def read_revisions(
+        self, execution_id: str, after: int, up_to: int | None = None, limit: int | None = None
+    ) -> list[RevisionRecord]:
+        """Revisions r with after < r <= up_to (no upper bound when None), ascending, at most `limit`."""
+
+    @abc.abstractmethod
+    async def latest_snapshot(self, execution_id: str, at_most: int | None = None) -> SnapshotRecord | None:
+        """The newest snapshot whose revision is <= at_most (any when None)."""
+
+    @abc.abstractmethod
+    async def find_patch(self, execution_id: str, agent_id: str, client_patch_id: str) -> RevisionRecord | None:
+        """The revision an agent committed under an idempotency key, if any."""
+
+    @abc.abstractmethod
+    async def read_observations(
+        self, execution_id: str, after: int, limit: int | None = None
+    ) -> list[ObservationRecord]:
+        """Observations with sequence > after, ascending, at most `limit`."""
+
+    @abc.abstractmethod
+    async def last_observation_sequence(self, execution_id: str) -> int:
+        """The greatest observation sequence stored (0 when none)."""
+
+    @abc.abstractmethod
+    async def compact(self, execution_id: str, up_to: int) -> None:
+        """Drop revisions <= up_to and older snapshots; needs a snapshot at up_to (OutOfRangeError if none)."""
+
+    @abc.abstractmethod
+    async def compact_revision(self, execution_id: str) -> int:
+        """Revisions up to this one were compacted away (0 when the whole log is retained)."""

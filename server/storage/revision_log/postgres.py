@@ -1,0 +1,400 @@
+"""A RevisionLog on PostgreSQL, through asyncpg: for deployments that outgrow one machine's disk, and the
+store that server replicas share.
+
+Selected by a URL (`skillstate serve --db postgresql://user:pass@host/db`). A group commit is one
+transaction of one multi-row INSERT per table (`unnest` of column arrays: one round trip per table, however
+many rows); PostgreSQL's `synchronous_commit` (on by default) makes it durable before the reply. The unique
+keys (execution, revision), (execution, snapshot revision) and (execution, sequence) are what serializes
+commits to one execution: a second row for a revision is DuplicateRowError and nothing of its batch.
+
+`schema` puts the tables in a PostgreSQL schema of their own (tests give each test one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+
+from ...errors import (
+    AlreadyExistsError,
+    DuplicateRowError,
+    NotFoundError,
+    OutOfRangeError,
+    StorageError,
+    StorageFullError,
+)
+from ..records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+from .base import RevisionLog
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS skillstate_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS executions (
+    execution_id     TEXT PRIMARY KEY,
+    schema_json      TEXT NOT NULL,
+    created_at       DOUBLE PRECISION NOT NULL,
+    compact_revision BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS revisions (
+    execution_id       TEXT NOT NULL REFERENCES executions(execution_id),
+    revision           BIGINT NOT NULL,
+    agent_id           TEXT NOT NULL,
+    base_revision      BIGINT NOT NULL,
+    patch_json         TEXT NOT NULL,
+    applied_patch_json TEXT NOT NULL,
+    action_json        TEXT NOT NULL,
+    client_patch_id    TEXT NOT NULL,
+    resolutions_json   TEXT NOT NULL,
+    state_hash         TEXT NOT NULL,
+    committed_at       DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (execution_id, revision)
+);
+CREATE INDEX IF NOT EXISTS revisions_by_patch_id
+    ON revisions (execution_id, agent_id, client_patch_id) WHERE client_patch_id <> '';
+CREATE TABLE IF NOT EXISTS snapshots (
+    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
+    revision     BIGINT NOT NULL,
+    state_json   TEXT NOT NULL,
+    state_hash   TEXT NOT NULL,
+    PRIMARY KEY (execution_id, revision)
+);
+CREATE TABLE IF NOT EXISTS observations (
+    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
+    sequence     BIGINT NOT NULL,
+    to_address   TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    published_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (execution_id, sequence)
+);
+"""
+
+_REVISION_COLUMNS = (
+    "execution_id", "revision", "agent_id", "base_revision", "patch_json", "applied_patch_json", "action_json",
+    "client_patch_id", "resolutions_json", "state_hash", "committed_at",
+)  # fmt: skip
+_REVISION_TYPES = ("text", "bigint", "text", "bigint", "text", "text", "text", "text", "text", "text", "float8")
+_SNAPSHOT_COLUMNS = ("execution_id", "revision", "state_json", "state_hash")
+_SNAPSHOT_TYPES = ("text", "bigint", "text", "text")
+_OBSERVATION_COLUMNS = ("execution_id", "sequence", "to_address", "source", "kind", "payload_json", "published_at")
+_OBSERVATION_TYPES = ("text", "bigint", "text", "text", "text", "text", "float8")
+
+CHANNEL = "skillstate_commits"
+"""Each commit notifies this channel with `<server>:<execution id>` for every execution it wrote."""
+
+
+def _unnest_insert(table: str, columns: tuple[str, ...], types: tuple[str, ...]) -> str:
+    arrays = ", ".join(f"${i}::{kind}[]" for i, kind in enumerate(types, start=1))
+    return f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({arrays})"
+
+
+_INSERT_REVISIONS = _unnest_insert("revisions", _REVISION_COLUMNS, _REVISION_TYPES)
+_INSERT_SNAPSHOTS = _unnest_insert("snapshots", _SNAPSHOT_COLUMNS, _SNAPSHOT_TYPES)
+_INSERT_OBSERVATIONS = _unnest_insert("observations", _OBSERVATION_COLUMNS, _OBSERVATION_TYPES)
+
+
+def describe(dsn: str, schema: str | None = None) -> str:
+    """The database, without its password, for messages."""
+    where = re.sub(r"://([^:@/]+):[^@/]*@", r"://\1:***@", dsn)
+    return f"{where} (schema {schema})" if schema else where
+
+
+async def open_pool(dsn: str, schema: str | None, size: int) -> asyncpg.Pool:
+    """A connection pool whose sessions use `schema` (created if missing) for unqualified table names."""
+    if schema is not None and not _IDENTIFIER.match(schema):
+        raise StorageError(f"schema {schema!r}: expected a lower-case SQL identifier")
+    pool = await asyncpg.create_pool(
+        dsn, min_size=1, max_size=size, server_settings={"search_path": schema} if schema else {}
+    )
+    if schema:
+        try:
+            await pool.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        except BaseException:
+            await pool.close()
+            raise
+    return pool
+
+
+ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
+"""What asyncpg raises when the database or the connection fails."""
+
+
+class Database:
+    """A pool on one PostgreSQL database (and schema) whose tables are made on open: what the revision log,
+    the skill store and the credential store on PostgreSQL share."""
+
+    def __init__(self, dsn: str, schema: str | None, ddl: str, what: str, pool_size: int = 2) -> None:
+        self.dsn, self.schema, self._ddl, self._what, self._pool_size = dsn, schema, ddl, what, pool_size
+        self._pool: asyncpg.Pool | None = None
+
+    @property
+    def where(self) -> str:
+        return describe(self.dsn, self.schema)
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        try:
+            self._pool = await open_pool(self.dsn, self.schema, self._pool_size)
+            await self._pool.execute(self._ddl)
+        except ERRORS as e:
+            await self.close()
+            raise StorageError(f"cannot open {self.where}: {e}") from e
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    @property
+    def is_open(self) -> bool:
+        return self._pool is not None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise StorageError(f"the {self._what} is not open")
+        return self._pool
+
+    async def fetch(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        try:
+            return [tuple(row) for row in await self.pool.fetch(sql, *params)]
+        except ERRORS as e:
+            raise StorageError(f"{self._what} at {self.where}: {e}") from e
+
+    async def value(self, sql: str, *params: Any) -> Any:
+        try:
+            return await self.pool.fetchval(sql, *params)
+        except ERRORS as e:
+            raise StorageError(f"{self._what} at {self.where}: {e}") from e
+
+
+async def new_schema(url: str, schema: str) -> str:
+    """Make an empty schema and return the URL whose tables go there (`?search_path=`)."""
+    if not _IDENTIFIER.match(schema):
+        raise StorageError(f"schema {schema!r}: expected a lower-case SQL identifier")
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute(f"CREATE SCHEMA {schema}")
+    finally:
+        await connection.close()
+    return f"{url}{'&' if '?' in url else '?'}search_path={schema}"
+
+
+class PostgresRevisionLog(RevisionLog):
+    """A RevisionLog in a PostgreSQL database (tables created if missing), shared by any number of servers."""
+
+    shared = True
+
+    def __init__(self, dsn: str, *, schema: str | None = None, pool_size: int = 4) -> None:
+        self._db = Database(dsn, schema, _DDL, "revision log", pool_size)
+        self._server = uuid.uuid4().hex[:12]
+        """This server's name in commit notices, so that it does not follow its own commits."""
+
+    async def open(self) -> None:
+        await self._db.open()
+        try:
+            version = await self._db.value("SELECT value FROM skillstate_meta WHERE key = 'schema_version'")
+            if version not in (None, str(SCHEMA_VERSION)):
+                raise StorageError(f"{self._where}: schema version {version} is not {SCHEMA_VERSION}")
+            await self._db.value(
+                "INSERT INTO skillstate_meta VALUES ('schema_version', $1) ON CONFLICT DO NOTHING", str(SCHEMA_VERSION)
+            )
+        except StorageError:
+            await self._db.close()
+            raise
+
+    @property
+    def _where(self) -> str:
+        return self._db.where
+
+    @property
+    def _channel(self) -> str:
+        return f"{CHANNEL}_{self._db.schema}" if self._db.schema else CHANNEL
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def changes(self) -> AsyncIterator[str]:
+        """LISTEN on the commit channel from a connection of its own (reopened when it drops)."""
+        arrived: asyncio.Queue[str] = asyncio.Queue()
+
+        def notice(_connection: Any, _pid: int, _channel: str, payload: str) -> None:
+            server, _, execution_id = payload.partition(":")
+            if server != self._server:
+                arrived.put_nowait(execution_id)
+
+        while self._db.is_open:
+            try:
+                connection = await asyncpg.connect(self._db.dsn)
+            except (OSError, asyncpg.PostgresError) as e:
+                log.warning("cannot listen for other servers' commits at %s: %s", self._where, e)
+                await asyncio.sleep(1.0)
+                continue
+            try:
+                await connection.add_listener(self._channel, notice)
+                while not connection.is_closed():
+                    try:
+                        yield await asyncio.wait_for(arrived.get(), 1.0)
+                    except TimeoutError:
+                        continue
+            finally:
+                with contextlib.suppress(Exception):
+                    await connection.close()
+
+    async def create_execution(self, execution: ExecutionRecord, genesis: SnapshotRecord) -> None:
+        try:
+            await self._transaction(
+                ("INSERT INTO executions (execution_id, schema_json, created_at) VALUES ($1, $2, $3)",
+                 (execution.execution_id, execution.schema_json, execution.created_at)),
+                (_INSERT_SNAPSHOTS, _columns([_snapshot_row(genesis)], len(_SNAPSHOT_COLUMNS))),
+            )  # fmt: skip
+        except DuplicateRowError as e:
+            raise AlreadyExistsError(f"execution {execution.execution_id!r} already exists") from e
+
+    async def list_executions(self) -> list[ExecutionRecord]:
+        rows = await self._db.fetch(
+            "SELECT execution_id, schema_json, created_at FROM executions ORDER BY execution_id"
+        )
+        return [ExecutionRecord(*row) for row in rows]
+
+    async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
+        rows = await self._db.fetch(
+            "SELECT execution_id, schema_json, created_at FROM executions WHERE execution_id = $1", execution_id
+        )
+        return ExecutionRecord(*rows[0]) if rows else None
+
+    async def commit(self, batch: Batch) -> None:
+        written = sorted({r.execution_id for r in batch.revisions} | {o.execution_id for o in batch.observations})
+        statements: list[tuple[str, Any]] = [
+            ("SELECT pg_notify($1, $2)", (self._channel, f"{self._server}:{execution_id}")) for execution_id in written
+        ]
+        for sql, rows, width in (
+            (_INSERT_REVISIONS, [_revision_row(r) for r in batch.revisions], len(_REVISION_COLUMNS)),
+            (_INSERT_SNAPSHOTS, [_snapshot_row(s) for s in batch.snapshots], len(_SNAPSHOT_COLUMNS)),
+            (_INSERT_OBSERVATIONS, [_observation_row(o) for o in batch.observations], len(_OBSERVATION_COLUMNS)),
+        ):
+            if rows:
+                statements.append((sql, _columns(rows, width)))
+        await self._transaction(*statements)
+
+    async def _transaction(self, *statements: tuple[str, Any]) -> None:
+        try:
+            async with self._db.pool.acquire() as connection, connection.transaction():
+                for sql, parameters in statements:
+                    await connection.execute(sql, *parameters)
+        except asyncpg.UniqueViolationError as e:
+            raise DuplicateRowError(f"a row with the same key is already stored: {e.detail or e}") from e
+        except asyncpg.ForeignKeyViolationError as e:
+            raise NotFoundError("a row refers to an unknown execution") from e
+        except asyncpg.DiskFullError as e:
+            raise StorageFullError(f"{self._where} is full: nothing of this commit was written ({e})") from e
+        except ERRORS as e:
+            raise StorageError(f"commit to {self._where} failed: {e}") from e
+
+    async def head_revision(self, execution_id: str) -> int:
+        await self._require(execution_id)
+        head = await self._db.value("SELECT MAX(revision) FROM revisions WHERE execution_id = $1", execution_id)
+        return int(head) if head is not None else await self.compact_revision(execution_id)
+
+    async def read_revisions(
+        self, execution_id: str, after: int, up_to: int | None = None, limit: int | None = None
+    ) -> list[RevisionRecord]:
+        await self._require(execution_id)
+        rows = await self._db.fetch(
+            f"SELECT {', '.join(_REVISION_COLUMNS)} FROM revisions WHERE execution_id = $1 AND revision > $2 "
+            "AND ($3::bigint IS NULL OR revision <= $3) ORDER BY revision LIMIT $4",
+            execution_id, after, up_to, limit,
+        )  # fmt: skip
+        return [RevisionRecord(*row) for row in rows]
+
+    async def latest_snapshot(self, execution_id: str, at_most: int | None = None) -> SnapshotRecord | None:
+        await self._require(execution_id)
+        rows = await self._db.fetch(
+            f"SELECT {', '.join(_SNAPSHOT_COLUMNS)} FROM snapshots WHERE execution_id = $1 "
+            "AND ($2::bigint IS NULL OR revision <= $2) ORDER BY revision DESC LIMIT 1",
+            execution_id, at_most,
+        )  # fmt: skip
+        return SnapshotRecord(*rows[0]) if rows else None
+
+    async def find_patch(self, execution_id: str, agent_id: str, client_patch_id: str) -> RevisionRecord | None:
+        await self._require(execution_id)
+        rows = await self._db.fetch(
+            f"SELECT {', '.join(_REVISION_COLUMNS)} FROM revisions "
+            "WHERE execution_id = $1 AND agent_id = $2 AND client_patch_id = $3",
+            execution_id, agent_id, client_patch_id,
+        )  # fmt: skip
+        return RevisionRecord(*rows[0]) if rows else None
+
+    async def read_observations(
+        self, execution_id: str, after: int, limit: int | None = None
+    ) -> list[ObservationRecord]:
+        await self._require(execution_id)
+        rows = await self._db.fetch(
+            f"SELECT {', '.join(_OBSERVATION_COLUMNS)} FROM observations WHERE execution_id = $1 AND sequence > $2 "
+            "ORDER BY sequence LIMIT $3",
+            execution_id, after, limit,
+        )  # fmt: skip
+        return [ObservationRecord(*row) for row in rows]
+
+    async def last_observation_sequence(self, execution_id: str) -> int:
+        await self._require(execution_id)
+        last = await self._db.value("SELECT MAX(sequence) FROM observations WHERE execution_id = $1", execution_id)
+        return int(last or 0)
+
+    async def compact(self, execution_id: str, up_to: int) -> None:
+        await self._require(execution_id)
+        found = await self._db.value(
+            "SELECT COUNT(*) FROM snapshots WHERE execution_id = $1 AND revision = $2", execution_id, up_to
+        )
+        if not found:
+            raise OutOfRangeError(f"no snapshot at revision {up_to} to compact to")
+        await self._transaction(
+            ("DELETE FROM revisions WHERE execution_id = $1 AND revision <= $2", (execution_id, up_to)),
+            ("DELETE FROM snapshots WHERE execution_id = $1 AND revision < $2", (execution_id, up_to)),
+            (
+                "UPDATE executions SET compact_revision = GREATEST(compact_revision, $1) WHERE execution_id = $2",
+                (up_to, execution_id),
+            ),
+        )
+
+    async def compact_revision(self, execution_id: str) -> int:
+        value = await self._db.value("SELECT compact_revision FROM executions WHERE execution_id = $1", execution_id)
+        if value is None:
+            raise NotFoundError(f"execution {execution_id!r} not found")
+        return int(value)
+
+    async def _require(self, execution_id: str) -> None:
+        await self.compact_revision(execution_id)
+
+
+def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    """Rows as one array per column, for `unnest`."""
+    return [[row[i] for row in rows] for i in range(width)] if rows else [[] for _ in range(width)]
+
+
+def _revision_row(r: RevisionRecord) -> tuple[Any, ...]:
+    return (
+        r.execution_id, r.revision, r.agent_id, r.base_revision, r.patch_json, r.applied_patch_json,
+        r.action_json, r.client_patch_id, r.resolutions_json, r.state_hash, r.committed_at,
+    )  # fmt: skip
+
+
+def _snapshot_row(s: SnapshotRecord) -> tuple[Any, ...]:
+    return (s.execution_id, s.revision, s.state_json, s.state_hash)
+
+
+def _observation_row(o: ObservationRecord) -> tuple[Any, ...]:
+    return (o.execution_id, o.sequence, o.to, o.source, o.kind, o.payload_json, o.published_at)
