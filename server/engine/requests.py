@@ -1,15 +1,11 @@
-"""Checks of request fields: ids, labels, addresses, page tokens, and a whole SubmitPatch request."""
+"""Checks of request fields: ids, labels, addresses, and a whole SubmitPatch request."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import orjson
+from typing import Any
 
 from ..errors import InvalidArgumentError
 from ..limits import Limits
@@ -17,7 +13,6 @@ from . import canonical
 
 _EXECUTION_ID = re.compile(r"[A-Za-z0-9._:-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-Cursor = TypeVar("Cursor", int, str)
 
 
 def new_execution_id() -> str:
@@ -50,22 +45,6 @@ def check_address(value: str, limits: Limits) -> str:
     if value.startswith("skill:") and len(value) == len("skill:"):
         raise InvalidArgumentError("to: `skill:` must be followed by a skill name")
     return value
-
-
-def encode_page_token(owner: str, after: int | str) -> str:
-    """An opaque page token: whose pages it continues (an execution id, or `skills`) and the last item served."""
-    return base64.urlsafe_b64encode(orjson.dumps([owner, after])).decode()
-
-
-def decode_page_token(token: str, owner: str, rpc: str, cursor: type[Cursor]) -> Cursor:
-    """What a page token continues after; InvalidArgumentError if `rpc` did not return it for `owner`."""
-    try:
-        token_owner, after = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-    except (binascii.Error, orjson.JSONDecodeError, ValueError, TypeError) as e:
-        raise InvalidArgumentError(f"page_token: not a token returned by {rpc}") from e
-    if token_owner != owner or type(after) is not cursor or (isinstance(after, int) and after < 0):
-        raise InvalidArgumentError(f"page_token: not a token {rpc} returned for these pages")
-    return after
 
 
 @dataclass(frozen=True, slots=True)

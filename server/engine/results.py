@@ -34,7 +34,8 @@ class SubmitResult:
 @dataclass(frozen=True, slots=True)
 class HistoryPage:
     revisions: list[RevisionRecord]
-    next_page_token: str
+    more: bool
+    """Whether revisions after the last of this page are in the range asked for."""
     head_revision: int
     compact_revision: int
 

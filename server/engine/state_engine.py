@@ -42,7 +42,7 @@ from .hub import Hub, follow
 from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
 from .mergepatch import NoChange, effective, path_of, strip_nulls, written_paths
 from .observations import Observations
-from .requests import Submission, check_execution_id, decode_page_token, encode_page_token, new_execution_id
+from .requests import Submission, check_execution_id, new_execution_id
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
 from .statesize import size_change
 from .timeline import Timeline
@@ -521,8 +521,10 @@ class StateEngine:
             self._revisions.unsubscribe(subscription)
 
     async def history(
-        self, execution_id: str, from_revision: int, to_revision: int, page_size: int, page_token: str
+        self, execution_id: str, from_revision: int, to_revision: int, page_size: int, after: int | None = None
     ) -> HistoryPage:
+        """A page of committed revisions from from_revision (or after `after`, continuing a page) through
+        to_revision (0: the head)."""
         execution = await self._get(execution_id)
         await self._refresh(execution)
         head = execution.committed
@@ -534,14 +536,12 @@ class StateEngine:
             raise InvalidArgumentError(f"to_revision: {to_revision} is before from_revision {from_revision}")
         size = min(page_size or 100, self._limits.max_history_page)
         last = min(to_revision or head, head)
-        after = (
-            decode_page_token(page_token, execution.id, "GetHistory", int) if page_token else max(from_revision, 1) - 1
-        )
-        after = max(after, execution.compacted)
+        if after is not None and after < 0:
+            raise InvalidArgumentError(f"after: must be >= 0, got {after}")
+        after = max(max(from_revision, 1) - 1 if after is None else after, execution.compacted)
         records = await self._timeline.records(execution, after, last, size) if after < last else []
         more = bool(records) and records[-1].revision < last
-        token = encode_page_token(execution.id, records[-1].revision) if more else ""
-        return HistoryPage(records, token, head, execution.compacted)
+        return HistoryPage(records, more, head, execution.compacted)
 
 
 def _raise_not_found(execution_id: str) -> NoReturn:

@@ -19,6 +19,7 @@ from ..skills.package import Diagnostic
 from ..skills.registry import SkillRegistry, SkillView
 from ..skills.tokens import count_tokens
 from .handlers import add_service, unary
+from .page_tokens import SKILL_PAGES, decode_page_token, encode_page_token
 
 
 def add_skill_registry_service(
@@ -48,7 +49,10 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     @unary
     async def ListSkills(self, request: pb.ListSkillsRequest, context: Any) -> pb.ListSkillsResponse:
-        views, token = await self._registry.page(request.page_size, request.page_token)
+        token = request.page_token
+        after = decode_page_token(token, SKILL_PAGES, "ListSkills", str) if token else ""
+        views, more = await self._registry.page(request.page_size, after)
+        token = encode_page_token(SKILL_PAGES, views[-1].stored.name) if more else ""
         return pb.ListSkillsResponse(skills=[_summary(v) for v in views], next_page_token=token)
 
     @unary

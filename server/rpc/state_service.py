@@ -20,6 +20,7 @@ from ..engine.state_engine import StateEngine
 from ..metrics import Metrics
 from ..storage.records import ObservationRecord, RevisionRecord
 from .handlers import add_service, stream, unary
+from .page_tokens import decode_page_token, encode_page_token
 
 
 def add_state_service(servicer: StateServicer, server: grpc.aio.Server, guard: Guard, metrics: Metrics) -> None:
@@ -77,12 +78,14 @@ class StateServicer(pb_grpc.StateServiceServicer):
 
     @unary
     async def GetHistory(self, request: pb.GetHistoryRequest, context: Any) -> pb.GetHistoryResponse:
+        execution_id, token = request.execution_id, request.page_token
+        after = decode_page_token(token, execution_id, "GetHistory", int) if token else None
         page = await self._engine.history(
-            request.execution_id, request.from_revision, request.to_revision, request.page_size, request.page_token
+            execution_id, request.from_revision, request.to_revision, request.page_size, after
         )
         return pb.GetHistoryResponse(
             revisions=[revision_event(r) for r in page.revisions],
-            next_page_token=page.next_page_token,
+            next_page_token=encode_page_token(execution_id, page.revisions[-1].revision) if page.more else "",
             head_revision=page.head_revision,
             compact_revision=page.compact_revision,
         )

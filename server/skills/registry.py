@@ -16,7 +16,6 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..engine.requests import decode_page_token, encode_page_token
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError, StorageError
 from ..storage.skill_store.base import SkillStore, SkillVersion
 from .bulk import fewer_collections
@@ -33,8 +32,6 @@ MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 MAX_BUDGET = 100_000
 MAX_QUERY_CHARS = 4096
-PAGES = "skills"
-"""The owner ListSkills page tokens name (GetHistory's name their execution)."""
 KEPT_HYDRATIONS = 1024
 """Recent hydrations kept for Expand and ReportOutcome (in memory: a restart forgets them)."""
 
@@ -183,17 +180,15 @@ class SkillRegistry:
         self.macros.remove(name)
         self._generation += 1
 
-    async def page(self, page_size: int = 0, page_token: str = "") -> tuple[list[SkillView], str]:
-        """Current skills by name, a page at a time; the token is opaque to callers."""
+    async def page(self, page_size: int = 0, after: str = "") -> tuple[list[SkillView], bool]:
+        """Current skills named after `after`, by name, a page at a time; and whether more follow."""
         await self.ready()
         size = DEFAULT_PAGE if page_size == 0 else page_size
         if not 1 <= size <= MAX_PAGE:
             raise InvalidArgumentError(f"page_size: must be 0-{MAX_PAGE}, got {page_size}")
-        after = decode_page_token(page_token, PAGES, "ListSkills", str) if page_token else ""
         names = sorted(name for name in self._current if name > after)
         page = [self._current[name] for name in names[:size]]
-        token = encode_page_token(PAGES, page[-1].stored.name) if len(names) > size else ""
-        return page, token
+        return page, len(names) > size
 
     async def get(self, name: str, version: int = 0) -> SkillView:
         """The current version (version 0) or an earlier one, removed or not."""

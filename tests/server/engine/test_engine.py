@@ -205,7 +205,7 @@ async def test_compacted_history_starts_watch_with_a_snapshot(engine: StateEngin
     assert isinstance(first, WatchSnapshot) and first.revision == 10 and json.loads(first.state_json) == {"n": 9}
     assert [(await anext(stream)).revision for _ in range(2)] == [11, 12]  # type: ignore[union-attr]
     await stream.aclose()
-    page = await engine.history("x", 1, 0, 100, "")
+    page = await engine.history("x", 1, 0, 100)
     assert page.compact_revision == 10 and [r.revision for r in page.revisions] == [11, 12]
 
 
@@ -218,7 +218,7 @@ async def test_retention_compacts_behind_each_snapshot(tmp_path: Path) -> None:
     await engine.close()  # waits for the compaction the snapshot at 20 started
     reopened = StateEngine(SqliteRevisionLog(tmp_path / "r.db"))
     await reopened.start()
-    page = await reopened.history("x", 1, 0, 100, "")
+    page = await reopened.history("x", 1, 0, 100)
     assert page.compact_revision == 15 and [r.revision for r in page.revisions] == list(range(16, 23))
     stream = reopened.watch("x", 0)
     first = await anext(stream)
