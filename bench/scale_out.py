@@ -25,9 +25,9 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 import grpc
+from postgres_schema import new_schema
 from state_server import Echo, Operation, Row, bracketed, closed_loop, running_echo, spawn
 
-from skillstate.server.storage.revision_log.postgres import new_schema
 from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 

@@ -13,6 +13,8 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
+from .common import UsageError, print_json
+
 DURATION = re.compile(r"^(\d+)([smhd])$")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -55,10 +57,9 @@ async def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from skillstate.server.auth.credentials import Right
+    from skillstate.server.auth.credentials import issue, revoke
     from skillstate.server.storage.backends import open_credential_store
-
-    from .main import UsageError, print_json
+    from skillstate.server.storage.records import Right
 
     store = open_credential_store(args.db)
     await store.open()
@@ -68,15 +69,15 @@ async def _run(args: argparse.Namespace) -> int:
                 rights = [Right(r.strip()) for r in args.rights.split(",") if r.strip()]
             except ValueError as e:
                 raise UsageError(f"--rights: {e}; choose from {', '.join(r.value for r in Right)}") from None
-            issued = await store.issue(
-                args.agent, args.executions, args.skills, rights, _duration(args.expires_in, UsageError)
+            issued = await issue(
+                store, args.agent, args.executions, args.skills, rights, _duration(args.expires_in, UsageError)
             )
             print_json({"token": issued.token, **_public(issued.credential)})
         elif args.subcommand == "list":
             for credential in await store.all():
                 print(json.dumps(_public(credential), ensure_ascii=False), flush=True)
         elif args.subcommand == "revoke":
-            print_json(_public(await store.revoke(args.token_id)))
+            print_json(_public(await revoke(store, args.token_id)))
     finally:
         await store.close()
     return 0

@@ -151,7 +151,7 @@ async def local_server(address: str | None = None) -> AsyncIterator[str]:
     from skillstate.server.engine.state_engine import EngineConfig
     from skillstate.server.rpc.app import start_server
     from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
-    from skillstate.server.storage.skill_store.base import SqliteSkillStore
+    from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
     with tempfile.TemporaryDirectory(prefix="skillstate-sim-") as directory:
         db = Path(directory) / "sim.db"

@@ -15,7 +15,7 @@ from skillstate.clients import StateClient
 from skillstate.server.engine.state_engine import EngineConfig
 from skillstate.server.rpc.app import RunningServer, start_server
 from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
-from skillstate.server.storage.skill_store.base import SqliteSkillStore
+from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True, max_examples=200)

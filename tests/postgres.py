@@ -33,7 +33,7 @@ def postgres_schema() -> Iterator[tuple[str, str]]:
 @pytest.fixture
 def postgres_url(postgres_schema: tuple[str, str]) -> str:
     """A `--db` URL whose tables go to a fresh schema (`?search_path=`), the schema made beforehand."""
-    from skillstate.server.storage.revision_log.postgres import new_schema
+    from bench.postgres_schema import new_schema
 
     with ThreadPoolExecutor(1) as thread:
         return thread.submit(asyncio.run, new_schema(*postgres_schema)).result()

@@ -18,15 +18,17 @@ from grpc_reflection.v1alpha import reflection
 from skillstate.skills.v1 import skills_pb2
 from skillstate.state.v1 import state_pb2
 
-from ..auth.credentials import CredentialStore, MemoryCredentialStore
 from ..auth.guard import DEFAULT_IN_FLIGHT, Guard, Mode
 from ..engine.state_engine import EngineConfig, StateEngine
 from ..metrics import NO_METRICS, Metrics, PrometheusMetrics
 from ..skills.graph import Extractor
 from ..skills.registry import SkillRegistry
 from ..storage.backends import open_credential_store, open_log, open_skill_store
+from ..storage.credential_store.base import CredentialStore
+from ..storage.credential_store.memory import MemoryCredentialStore
 from ..storage.revision_log.base import RevisionLog
-from ..storage.skill_store.base import MemorySkillStore, SkillStore
+from ..storage.skill_store.base import SkillStore
+from ..storage.skill_store.memory import MemorySkillStore
 from .skills_service import SkillRegistryServicer, add_skill_registry_service
 from .state_service import StateServicer, add_state_service
 

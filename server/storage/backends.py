@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..auth.credentials import CredentialStore, MemoryCredentialStore, SqliteCredentialStore
+from .credential_store.base import CredentialStore
+from .credential_store.memory import MemoryCredentialStore
+from .credential_store.sqlite import SqliteCredentialStore
 from .revision_log.base import RevisionLog
 from .revision_log.memory import MemoryRevisionLog
 from .revision_log.sqlite import SqliteRevisionLog
-from .skill_store.base import MemorySkillStore, SkillStore, SqliteSkillStore
+from .skill_store.base import SkillStore
+from .skill_store.memory import MemorySkillStore
+from .skill_store.sqlite import SqliteSkillStore
 
 MEMORY = ":memory:"
 

@@ -1,8 +1,14 @@
-"""The rows of the durable log, as plain immutable values shared by every backend."""
+"""What the stores keep, as plain immutable values shared by every backend: the rows of the revision log,
+skill versions and credentials; and the column order both SQL backends write the log's rows in."""
 
 from __future__ import annotations
 
+import enum
+import fnmatch
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,3 +72,81 @@ class Batch:
 
     def __bool__(self) -> bool:
         return bool(self.revisions or self.snapshots or self.observations)
+
+
+REVISION_COLUMNS = (
+    "execution_id", "revision", "agent_id", "base_revision", "patch_json", "applied_patch_json", "action_json",
+    "client_patch_id", "resolutions_json", "state_hash", "committed_at",
+)  # fmt: skip
+SNAPSHOT_COLUMNS = ("execution_id", "revision", "state_json", "state_hash")
+OBSERVATION_COLUMNS = ("execution_id", "sequence", "to_address", "source", "kind", "payload_json", "published_at")
+
+
+def revision_row(r: RevisionRecord) -> tuple[Any, ...]:
+    """The record's values in REVISION_COLUMNS order."""
+    return (
+        r.execution_id, r.revision, r.agent_id, r.base_revision, r.patch_json, r.applied_patch_json,
+        r.action_json, r.client_patch_id, r.resolutions_json, r.state_hash, r.committed_at,
+    )  # fmt: skip
+
+
+def snapshot_row(s: SnapshotRecord) -> tuple[Any, ...]:
+    return (s.execution_id, s.revision, s.state_json, s.state_hash)
+
+
+def observation_row(o: ObservationRecord) -> tuple[Any, ...]:
+    return (o.execution_id, o.sequence, o.to, o.source, o.kind, o.payload_json, o.published_at)
+
+
+@dataclass(frozen=True)
+class SkillVersion:
+    """One registered version of a skill package, with every file it was registered with."""
+
+    name: str
+    version: int
+    digest: str
+    folder: str
+    registered_at: float
+    files: Mapping[str, bytes] = field(repr=False)
+    removed_at: float | None = None
+
+
+class Right(enum.Enum):
+    """What a credential may do. The first four apply to the executions it names."""
+
+    READ = "read"
+    """GetState, Watch, GetHistory, StreamObservations."""
+    WRITE = "write"
+    """SubmitPatch; ReportOutcome to the skill registry."""
+    PUBLISH = "publish"
+    """PublishObservation."""
+    ADMIN = "admin"
+    """CreateExecution, Compact."""
+    REGISTRY = "registry"
+    """RegisterSkill, RemoveSkill (the library is shared by every execution)."""
+
+
+DEFAULT_RIGHTS = frozenset({Right.READ, Right.WRITE})
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """One issued token, without its secret (server/auth/credentials.py issues them)."""
+
+    token_id: str
+    agent: str
+    """The identity every call made with the token carries: its agent_id, whatever the request claims."""
+    executions: tuple[str, ...]
+    """Execution ids the token's rights apply to; shell-style patterns (`order-*`, `*`)."""
+    skills: tuple[str, ...]
+    """Skills the agent runs: it receives observations sent to `skill:NAME` and owns paths owned by it."""
+    rights: frozenset[Right] = DEFAULT_RIGHTS
+    issued_at: float = field(default_factory=time.time)
+    expires_at: float | None = None
+    revoked_at: float | None = None
+
+    def covers(self, execution_id: str) -> bool:
+        return any(fnmatch.fnmatchcase(execution_id, pattern) for pattern in self.executions)
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at

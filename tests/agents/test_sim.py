@@ -180,9 +180,11 @@ async def test_the_project_skills_declare_what_their_agents_read(server_address:
 
 async def test_agents_on_a_server_that_requires_credentials_each_call_as_themselves(db_path: Path) -> None:
     from skillstate.agents.sim import ENVIRONMENT, WAREHOUSE_AGENTS
-    from skillstate.server.auth.credentials import Right, SqliteCredentialStore
+    from skillstate.server.auth.credentials import issue
     from skillstate.server.auth.guard import Mode
     from skillstate.server.rpc.app import start_server
+    from skillstate.server.storage.credential_store.sqlite import SqliteCredentialStore
+    from skillstate.server.storage.records import Right
     from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
     store = SqliteCredentialStore(db_path)
@@ -190,16 +192,16 @@ async def test_agents_on_a_server_that_requires_credentials_each_call_as_themsel
     address = f"127.0.0.1:{server.port}"
     try:
         rights = {Right.ADMIN, Right.PUBLISH, Right.READ, Right.REGISTRY}
-        tokens = {ENVIRONMENT: (await store.issue("warehouse", ["ex-*"], rights=rights)).token}
+        tokens = {ENVIRONMENT: (await issue(store, "warehouse", ["ex-*"], rights=rights)).token}
         for agent, skill in WAREHOUSE_AGENTS.items():
-            tokens[agent] = (await store.issue(agent, ["ex-*"], [skill], {Right.READ, Right.WRITE})).token
+            tokens[agent] = (await issue(store, agent, ["ex-*"], [skill], {Right.READ, Right.WRITE})).token
         result = await run_simulation(address, SimConfig(horizon=12, seed=2), tokens=tokens)
         assert (result.score, result.handled) == (1.0, 12)
         async with StateClient(address, token=tokens[ENVIRONMENT]) as client:
             history = [event async for event in client.history(result.execution_id)]
         assert {event.agent_id for event in history} == set(WAREHOUSE_AGENTS)
 
-        tokens["shipping"] = (await store.issue("shipping", ["ex-*"], [], {Right.READ, Right.WRITE})).token
+        tokens["shipping"] = (await issue(store, "shipping", ["ex-*"], [], {Right.READ, Right.WRITE})).token
         with pytest.raises(PermissionDeniedError, match="skills: shipping does not run warehouse-shipping"):
             await run_simulation(address, SimConfig(horizon=4, seed=2), tokens=tokens)
     finally:

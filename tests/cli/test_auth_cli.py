@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from skillstate.server.auth.credentials import SqliteCredentialStore
 from skillstate.server.rpc.app import RunningServer, start_server
+from skillstate.server.storage.credential_store.sqlite import SqliteCredentialStore
 from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
 from .test_cli import skillstate

@@ -55,17 +55,19 @@ async def test_a_model_that_cannot_be_called_fails_the_run_with_its_reason(tmp_p
 
 
 async def test_sim_against_a_server_that_requires_credentials(db_path: Path, tmp_path: Path) -> None:
-    from skillstate.server.auth.credentials import Right, SqliteCredentialStore
+    from skillstate.server.auth.credentials import issue
     from skillstate.server.auth.guard import Mode
     from skillstate.server.rpc.app import start_server
+    from skillstate.server.storage.credential_store.sqlite import SqliteCredentialStore
+    from skillstate.server.storage.records import Right
     from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
     store = SqliteCredentialStore(db_path)
     server = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", credentials=store, auth=Mode.REQUIRED)
     try:
         rights = {Right.ADMIN, Right.PUBLISH, Right.READ, Right.REGISTRY}
-        tokens = {"environment": (await store.issue("warehouse", ["*"], rights=rights)).token}
-        tokens["warehouse"] = (await store.issue("warehouse", ["*"], ["warehouse-receiving", "warehouse-shipping",
+        tokens = {"environment": (await issue(store, "warehouse", ["*"], rights=rights)).token}
+        tokens["warehouse"] = (await issue(store, "warehouse", ["*"], ["warehouse-receiving", "warehouse-shipping",
                                                                       "warehouse-maintenance"])).token  # fmt: skip
         (tmp_path / "tokens.json").write_text(json.dumps(tokens))
         args = ("sim", "warehouse", "--agents", "1", "--horizon", "6", "--out", str(tmp_path))

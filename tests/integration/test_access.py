@@ -20,12 +20,14 @@ from skillstate.clients import (
     ValidationError,
     open_channel,
 )
+from skillstate.server.auth import credentials
 from skillstate.server.auth import guard as access
-from skillstate.server.auth.credentials import Right, SqliteCredentialStore
 from skillstate.server.auth.guard import RULES, Mode
 from skillstate.server.rpc.app import RunningServer, auth_mode, start_server
+from skillstate.server.storage.credential_store.sqlite import SqliteCredentialStore
+from skillstate.server.storage.records import Right
 from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
-from skillstate.server.storage.skill_store.base import SqliteSkillStore
+from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
 from .test_skill_registry import package
 
@@ -41,7 +43,7 @@ async def secured(db_path: Path) -> AsyncIterator[RunningServer]:
         SqliteRevisionLog(db_path), "127.0.0.1:0", skills=SqliteSkillStore(db_path), credentials=store,
         auth=Mode.REQUIRED,
     )  # fmt: skip
-    admin = await store.issue("root", ["*"], rights=set(Right))
+    admin = await credentials.issue(store, "root", ["*"], rights=set(Right))
     async with connect(running, admin.token) as (state, skills):
         await state.create_execution(EXECUTION, initial_state={"n": 0})
         await state.create_execution(OTHER, initial_state={"n": 0})
@@ -65,7 +67,7 @@ class connect:
 
 async def issue(server: RunningServer, agent: str, rights: set[Right], executions: tuple[str, ...] = (EXECUTION,),
                 skills: tuple[str, ...] = ()) -> str:  # fmt: skip
-    return (await server.credentials.issue(agent, executions, skills, rights)).token
+    return (await credentials.issue(server.credentials, agent, executions, skills, rights)).token
 
 
 async def first(stream: AsyncIterator[Any]) -> Any:
@@ -215,11 +217,11 @@ async def test_a_wrong_secret_for_a_real_token_id_is_refused(secured: RunningSer
 
 async def test_revoked_and_expired_tokens_stop_working(secured: RunningServer, monkeypatch: Any) -> None:
     monkeypatch.setattr(access, "CACHE_SECONDS", 0.0)  # no wait for the server's credential cache
-    revoked = await secured.credentials.issue("a", [EXECUTION], rights={Right.READ})
-    expiring = await secured.credentials.issue("b", [EXECUTION], rights={Right.READ}, expires_in=0.5)
+    revoked = await credentials.issue(secured.credentials, "a", [EXECUTION], rights={Right.READ})
+    expiring = await credentials.issue(secured.credentials, "b", [EXECUTION], rights={Right.READ}, expires_in=0.5)
     async with connect(secured, revoked.token) as (state, _):
         await state.get_state(EXECUTION)
-        await secured.credentials.revoke(revoked.credential.token_id)
+        await credentials.revoke(secured.credentials, revoked.credential.token_id)
         with pytest.raises(UnauthenticatedError, match="revoked"):
             await state.get_state(EXECUTION)
     async with connect(secured, expiring.token) as (state, _):
@@ -245,7 +247,7 @@ async def test_loopback_is_open_until_the_first_credential(db_path: Path, monkey
         async with connect(running, None) as (state, _):
             await state.create_execution("x")
             await state.submit_patch("x", {"n": 1}, agent_id="anyone", base_revision=0)
-            await store.issue("root", ["*"], rights=set(Right))
+            await credentials.issue(store, "root", ["*"], rights=set(Right))
             with pytest.raises(UnauthenticatedError):
                 await state.get_state("x")
     finally:
@@ -333,8 +335,8 @@ async def test_a_flooding_identity_is_held_to_its_limit_and_others_are_served(db
     store = SqliteCredentialStore(db_path)
     running = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", credentials=store, in_flight_limit=4)
     try:
-        flooder = (await store.issue("flooder", ["*"], rights={Right.WRITE, Right.ADMIN})).token
-        polite = (await store.issue("polite", ["*"], rights={Right.READ, Right.WRITE})).token
+        flooder = (await credentials.issue(store, "flooder", ["*"], rights={Right.WRITE, Right.ADMIN})).token
+        polite = (await credentials.issue(store, "polite", ["*"], rights={Right.READ, Right.WRITE})).token
         async with connect(running, flooder) as (noisy, _), connect(running, polite) as (calm, _):
             await noisy.create_execution("x")
             flood = [  # each waits for its commit to be durable, so they pile up

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from skillstate.server.storage.revision_log.postgres import new_schema
+from bench.postgres_schema import new_schema
 
 from .history import History
 from .model import violations

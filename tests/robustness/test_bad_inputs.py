@@ -21,11 +21,13 @@ from typing import Any
 import grpc
 import pytest
 
-from skillstate.server.auth.credentials import Right, SqliteCredentialStore
+from skillstate.server.auth.credentials import issue, revoke
 from skillstate.server.auth.guard import RULES, Mode
 from skillstate.server.rpc.app import RunningServer, start_server
+from skillstate.server.storage.credential_store.sqlite import SqliteCredentialStore
+from skillstate.server.storage.records import Right
 from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
-from skillstate.server.storage.skill_store.base import SqliteSkillStore
+from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 from skillstate.skills.v1 import skills_pb2, skills_pb2_grpc
 from skillstate.state.v1 import state_pb2, state_pb2_grpc
 
@@ -123,12 +125,12 @@ async def world(db_path: Path) -> AsyncIterator[World]:
         SqliteRevisionLog(db_path), "127.0.0.1:0", skills=SqliteSkillStore(db_path), credentials=store,
         auth=Mode.REQUIRED,
     )  # fmt: skip
-    admin = (await store.issue("root", ["*"], rights=set(Right))).token
-    writer = (await store.issue("writer", ["orders"], rights={Right.READ, Right.WRITE})).token
-    reader = (await store.issue("reader", ["orders"], rights={Right.READ})).token
-    revoked = await store.issue("gone", ["*"], rights=set(Right))
-    await store.revoke(revoked.credential.token_id)
-    expired = await store.issue("late", ["*"], rights=set(Right), expires_in=0.01)
+    admin = (await issue(store, "root", ["*"], rights=set(Right))).token
+    writer = (await issue(store, "writer", ["orders"], rights={Right.READ, Right.WRITE})).token
+    reader = (await issue(store, "reader", ["orders"], rights={Right.READ})).token
+    revoked = await issue(store, "gone", ["*"], rights=set(Right))
+    await revoke(store, revoked.credential.token_id)
+    expired = await issue(store, "late", ["*"], rights=set(Right), expires_in=0.01)
     forged = writer[: writer.rindex("_") + 1] + "A" * 43
     tokens = {"admin": admin, "writer": writer, "reader": reader, "revoked": revoked.token, "expired": expired.token,
               "forged": forged, "anonymous": None, "malformed": "x"}  # fmt: skip

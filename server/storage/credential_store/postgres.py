@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...auth.credentials import Credential, CredentialStore, Right
-from ..revision_log.postgres import Database
+from ..postgres import Database
+from ..records import Credential, Right
+from .base import CredentialStore
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS credentials (
@@ -44,7 +45,7 @@ class PostgresCredentialStore(CredentialStore):
     async def any_issued(self) -> bool:
         return bool(await self._db.fetch("SELECT 1 FROM credentials LIMIT 1"))
 
-    async def _add(self, credential: Credential, secret_digest: str) -> None:
+    async def add(self, credential: Credential, secret_digest: str) -> None:
         c = credential
         await self._db.fetch(
             f"INSERT INTO credentials ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL)",
@@ -52,7 +53,7 @@ class PostgresCredentialStore(CredentialStore):
             sorted(r.value for r in c.rights), c.issued_at, c.expires_at,
         )  # fmt: skip
 
-    async def _mark_revoked(self, token_id: str, at: float) -> None:
+    async def mark_revoked(self, token_id: str, at: float) -> None:
         await self._db.fetch(
             "UPDATE credentials SET revoked_at = $1 WHERE token_id = $2 AND revoked_at IS NULL", at, token_id
         )

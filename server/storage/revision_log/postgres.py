@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -30,13 +29,25 @@ from ...errors import (
     StorageError,
     StorageFullError,
 )
-from ..records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+from ..postgres import ERRORS, Database
+from ..records import (
+    OBSERVATION_COLUMNS,
+    REVISION_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    Batch,
+    ExecutionRecord,
+    ObservationRecord,
+    RevisionRecord,
+    SnapshotRecord,
+    observation_row,
+    revision_row,
+    snapshot_row,
+)
 from .base import RevisionLog
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS skillstate_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -81,14 +92,8 @@ CREATE TABLE IF NOT EXISTS observations (
 );
 """
 
-_REVISION_COLUMNS = (
-    "execution_id", "revision", "agent_id", "base_revision", "patch_json", "applied_patch_json", "action_json",
-    "client_patch_id", "resolutions_json", "state_hash", "committed_at",
-)  # fmt: skip
 _REVISION_TYPES = ("text", "bigint", "text", "bigint", "text", "text", "text", "text", "text", "text", "float8")
-_SNAPSHOT_COLUMNS = ("execution_id", "revision", "state_json", "state_hash")
 _SNAPSHOT_TYPES = ("text", "bigint", "text", "text")
-_OBSERVATION_COLUMNS = ("execution_id", "sequence", "to_address", "source", "kind", "payload_json", "published_at")
 _OBSERVATION_TYPES = ("text", "bigint", "text", "text", "text", "text", "float8")
 
 CHANNEL = "skillstate_commits"
@@ -100,97 +105,9 @@ def _unnest_insert(table: str, columns: tuple[str, ...], types: tuple[str, ...])
     return f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({arrays})"
 
 
-_INSERT_REVISIONS = _unnest_insert("revisions", _REVISION_COLUMNS, _REVISION_TYPES)
-_INSERT_SNAPSHOTS = _unnest_insert("snapshots", _SNAPSHOT_COLUMNS, _SNAPSHOT_TYPES)
-_INSERT_OBSERVATIONS = _unnest_insert("observations", _OBSERVATION_COLUMNS, _OBSERVATION_TYPES)
-
-
-def describe(dsn: str, schema: str | None = None) -> str:
-    """The database, without its password, for messages."""
-    where = re.sub(r"://([^:@/]+):[^@/]*@", r"://\1:***@", dsn)
-    return f"{where} (schema {schema})" if schema else where
-
-
-async def open_pool(dsn: str, schema: str | None, size: int) -> asyncpg.Pool:
-    """A connection pool whose sessions use `schema` (created if missing) for unqualified table names."""
-    if schema is not None and not _IDENTIFIER.match(schema):
-        raise StorageError(f"schema {schema!r}: expected a lower-case SQL identifier")
-    pool = await asyncpg.create_pool(
-        dsn, min_size=1, max_size=size, server_settings={"search_path": schema} if schema else {}
-    )
-    if schema:
-        try:
-            await pool.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-        except BaseException:
-            await pool.close()
-            raise
-    return pool
-
-
-ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
-"""What asyncpg raises when the database or the connection fails."""
-
-
-class Database:
-    """A pool on one PostgreSQL database (and schema) whose tables are made on open: what the revision log,
-    the skill store and the credential store on PostgreSQL share."""
-
-    def __init__(self, dsn: str, schema: str | None, ddl: str, what: str, pool_size: int = 2) -> None:
-        self.dsn, self.schema, self._ddl, self._what, self._pool_size = dsn, schema, ddl, what, pool_size
-        self._pool: asyncpg.Pool | None = None
-
-    @property
-    def where(self) -> str:
-        return describe(self.dsn, self.schema)
-
-    async def open(self) -> None:
-        if self._pool is not None:
-            return
-        try:
-            self._pool = await open_pool(self.dsn, self.schema, self._pool_size)
-            await self._pool.execute(self._ddl)
-        except ERRORS as e:
-            await self.close()
-            raise StorageError(f"cannot open {self.where}: {e}") from e
-
-    async def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
-
-    @property
-    def is_open(self) -> bool:
-        return self._pool is not None
-
-    @property
-    def pool(self) -> asyncpg.Pool:
-        if self._pool is None:
-            raise StorageError(f"the {self._what} is not open")
-        return self._pool
-
-    async def fetch(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        try:
-            return [tuple(row) for row in await self.pool.fetch(sql, *params)]
-        except ERRORS as e:
-            raise StorageError(f"{self._what} at {self.where}: {e}") from e
-
-    async def value(self, sql: str, *params: Any) -> Any:
-        try:
-            return await self.pool.fetchval(sql, *params)
-        except ERRORS as e:
-            raise StorageError(f"{self._what} at {self.where}: {e}") from e
-
-
-async def new_schema(url: str, schema: str) -> str:
-    """Make an empty schema and return the URL whose tables go there (`?search_path=`)."""
-    if not _IDENTIFIER.match(schema):
-        raise StorageError(f"schema {schema!r}: expected a lower-case SQL identifier")
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute(f"CREATE SCHEMA {schema}")
-    finally:
-        await connection.close()
-    return f"{url}{'&' if '?' in url else '?'}search_path={schema}"
+_INSERT_REVISIONS = _unnest_insert("revisions", REVISION_COLUMNS, _REVISION_TYPES)
+_INSERT_SNAPSHOTS = _unnest_insert("snapshots", SNAPSHOT_COLUMNS, _SNAPSHOT_TYPES)
+_INSERT_OBSERVATIONS = _unnest_insert("observations", OBSERVATION_COLUMNS, _OBSERVATION_TYPES)
 
 
 class PostgresRevisionLog(RevisionLog):
@@ -259,7 +176,7 @@ class PostgresRevisionLog(RevisionLog):
             await self._transaction(
                 ("INSERT INTO executions (execution_id, schema_json, created_at) VALUES ($1, $2, $3)",
                  (execution.execution_id, execution.schema_json, execution.created_at)),
-                (_INSERT_SNAPSHOTS, _columns([_snapshot_row(genesis)], len(_SNAPSHOT_COLUMNS))),
+                (_INSERT_SNAPSHOTS, _columns([snapshot_row(genesis)], len(SNAPSHOT_COLUMNS))),
             )  # fmt: skip
         except DuplicateRowError as e:
             raise AlreadyExistsError(f"execution {execution.execution_id!r} already exists") from e
@@ -282,9 +199,9 @@ class PostgresRevisionLog(RevisionLog):
             ("SELECT pg_notify($1, $2)", (self._channel, f"{self._server}:{execution_id}")) for execution_id in written
         ]
         for sql, rows, width in (
-            (_INSERT_REVISIONS, [_revision_row(r) for r in batch.revisions], len(_REVISION_COLUMNS)),
-            (_INSERT_SNAPSHOTS, [_snapshot_row(s) for s in batch.snapshots], len(_SNAPSHOT_COLUMNS)),
-            (_INSERT_OBSERVATIONS, [_observation_row(o) for o in batch.observations], len(_OBSERVATION_COLUMNS)),
+            (_INSERT_REVISIONS, [revision_row(r) for r in batch.revisions], len(REVISION_COLUMNS)),
+            (_INSERT_SNAPSHOTS, [snapshot_row(s) for s in batch.snapshots], len(SNAPSHOT_COLUMNS)),
+            (_INSERT_OBSERVATIONS, [observation_row(o) for o in batch.observations], len(OBSERVATION_COLUMNS)),
         ):
             if rows:
                 statements.append((sql, _columns(rows, width)))
@@ -314,7 +231,7 @@ class PostgresRevisionLog(RevisionLog):
     ) -> list[RevisionRecord]:
         await self._require(execution_id)
         rows = await self._db.fetch(
-            f"SELECT {', '.join(_REVISION_COLUMNS)} FROM revisions WHERE execution_id = $1 AND revision > $2 "
+            f"SELECT {', '.join(REVISION_COLUMNS)} FROM revisions WHERE execution_id = $1 AND revision > $2 "
             "AND ($3::bigint IS NULL OR revision <= $3) ORDER BY revision LIMIT $4",
             execution_id, after, up_to, limit,
         )  # fmt: skip
@@ -323,7 +240,7 @@ class PostgresRevisionLog(RevisionLog):
     async def latest_snapshot(self, execution_id: str, at_most: int | None = None) -> SnapshotRecord | None:
         await self._require(execution_id)
         rows = await self._db.fetch(
-            f"SELECT {', '.join(_SNAPSHOT_COLUMNS)} FROM snapshots WHERE execution_id = $1 "
+            f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM snapshots WHERE execution_id = $1 "
             "AND ($2::bigint IS NULL OR revision <= $2) ORDER BY revision DESC LIMIT 1",
             execution_id, at_most,
         )  # fmt: skip
@@ -332,7 +249,7 @@ class PostgresRevisionLog(RevisionLog):
     async def find_patch(self, execution_id: str, agent_id: str, client_patch_id: str) -> RevisionRecord | None:
         await self._require(execution_id)
         rows = await self._db.fetch(
-            f"SELECT {', '.join(_REVISION_COLUMNS)} FROM revisions "
+            f"SELECT {', '.join(REVISION_COLUMNS)} FROM revisions "
             "WHERE execution_id = $1 AND agent_id = $2 AND client_patch_id = $3",
             execution_id, agent_id, client_patch_id,
         )  # fmt: skip
@@ -343,7 +260,7 @@ class PostgresRevisionLog(RevisionLog):
     ) -> list[ObservationRecord]:
         await self._require(execution_id)
         rows = await self._db.fetch(
-            f"SELECT {', '.join(_OBSERVATION_COLUMNS)} FROM observations WHERE execution_id = $1 AND sequence > $2 "
+            f"SELECT {', '.join(OBSERVATION_COLUMNS)} FROM observations WHERE execution_id = $1 AND sequence > $2 "
             "ORDER BY sequence LIMIT $3",
             execution_id, after, limit,
         )  # fmt: skip
@@ -383,18 +300,3 @@ class PostgresRevisionLog(RevisionLog):
 def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
     """Rows as one array per column, for `unnest`."""
     return [[row[i] for row in rows] for i in range(width)] if rows else [[] for _ in range(width)]
-
-
-def _revision_row(r: RevisionRecord) -> tuple[Any, ...]:
-    return (
-        r.execution_id, r.revision, r.agent_id, r.base_revision, r.patch_json, r.applied_patch_json,
-        r.action_json, r.client_patch_id, r.resolutions_json, r.state_hash, r.committed_at,
-    )  # fmt: skip
-
-
-def _snapshot_row(s: SnapshotRecord) -> tuple[Any, ...]:
-    return (s.execution_id, s.revision, s.state_json, s.state_hash)
-
-
-def _observation_row(o: ObservationRecord) -> tuple[Any, ...]:
-    return (o.execution_id, o.sequence, o.to, o.source, o.kind, o.payload_json, o.published_at)

@@ -7,8 +7,9 @@ from typing import Any
 import asyncpg
 
 from ...errors import DuplicateRowError, StorageError
-from ..revision_log.postgres import ERRORS, Database
-from .base import _CURRENT_VERSIONS, SkillStore, SkillVersion
+from ..postgres import ERRORS, Database
+from ..records import SkillVersion
+from .base import CURRENT_VERSIONS, SkillStore
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS skill_versions (
@@ -78,7 +79,7 @@ class PostgresSkillStore(SkillStore):
         return [await self._with_files(row) for row in rows]
 
     async def current_versions(self) -> dict[str, int]:
-        return {name: int(version) for name, version in await self._db.fetch(_CURRENT_VERSIONS)}
+        return {name: int(version) for name, version in await self._db.fetch(CURRENT_VERSIONS)}
 
     async def get(self, name: str, version: int) -> SkillVersion | None:
         rows = await self._db.fetch(

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from skillstate.server.errors import DuplicateRowError
-from skillstate.server.storage.skill_store.base import MemorySkillStore, SkillStore, SkillVersion, SqliteSkillStore
+from skillstate.server.storage.records import SkillVersion
+from skillstate.server.storage.skill_store.base import SkillStore
+from skillstate.server.storage.skill_store.memory import MemorySkillStore
+from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
 from ...postgres import postgres_schema  # noqa: F401 - a fixture
 

@@ -1,0 +1,126 @@
+"""The server's SQLite file as every store on it sees it: one connection, one set of settings, and SQLite's
+errors translated into the storage errors of server/errors.py at this boundary."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from ..errors import DuplicateRowError, NotFoundError, StorageError, StorageFullError
+
+SETTINGS = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"
+
+Statement = tuple[str, Sequence[Any]]
+"""SQL and its parameters."""
+
+
+def insert(table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Statement | None:
+    """One INSERT of every row (a single statement is atomic on its own), or None when there are none.
+
+    Callers keep rows x columns under SQLite's limit on bound parameters (250,000 in the SQLite Python ships).
+    """
+    if not rows:
+        return None
+    placeholders = "(" + ",".join("?" * len(columns)) + ")"
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES {','.join([placeholders] * len(rows))}"
+    return sql, [value for row in rows for value in row]
+
+
+class Database:
+    """One connection to a SQLite file in autocommit mode (a transaction says BEGIN), its tables made on open.
+
+    Errors come out as StorageError naming the file: a repeated key as DuplicateRowError, a row naming an
+    unknown execution as NotFoundError, a full disk (or the `max_bytes` cap) as StorageFullError.
+    """
+
+    def __init__(self, path: str | Path, ddl: str = "", what: str = "database", max_bytes: int | None = None) -> None:
+        self.path, self._ddl, self._what, self._max_bytes = str(path), ddl, what, max_bytes
+        self._connection: aiosqlite.Connection | None = None
+        self._writing = asyncio.Lock()
+        """One transaction at a time on the connection: a commit and a compaction may be called together."""
+
+    async def open(self) -> None:
+        """Connect, apply the settings and make the tables; idempotent, and nothing is left open on failure."""
+        if self._connection is not None:
+            return
+        try:
+            connection = await aiosqlite.connect(self.path, isolation_level=None)
+        except sqlite3.Error as e:
+            raise StorageError(f"cannot open {self.path}: {e}") from e
+        try:
+            await connection.executescript(SETTINGS + self._ddl)
+            if self._max_bytes is not None:
+                page_size = (await connection.execute_fetchall("PRAGMA page_size"))[0][0]
+                await connection.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // page_size)}")
+        except BaseException as e:
+            await connection.close()  # an open connection keeps a worker thread alive
+            if isinstance(e, sqlite3.Error):
+                raise StorageError(f"cannot open {self.path}: {e}") from e
+            raise
+        self._connection = connection
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+
+    @property
+    def _open_connection(self) -> aiosqlite.Connection:
+        if self._connection is None:
+            raise StorageError(f"the {self._what} is not open")
+        return self._connection
+
+    async def rows(self, sql: str, *params: Any) -> list[Any]:
+        try:
+            return list(await self._open_connection.execute_fetchall(sql, params))
+        except sqlite3.Error as e:
+            raise StorageError(f"{self._what}: read from {self.path} failed: {e}") from e
+
+    async def value(self, sql: str, *params: Any) -> Any:
+        """The first column of the first row, or None when there is no row."""
+        rows = await self.rows(sql, *params)
+        return rows[0][0] if rows else None
+
+    async def script(self, sql: str) -> None:
+        """Run statements separated by semicolons (tables, pragmas) outside any transaction."""
+        try:
+            await self._open_connection.executescript(sql)
+        except sqlite3.Error as e:
+            raise StorageError(f"{self._what}: {self.path}: {e}") from e
+
+    async def execute(self, sql: str, *params: Any) -> None:
+        await self.transaction((sql, params))
+
+    async def transaction(self, *statements: Statement | None) -> None:
+        """Run the statements (None ones skipped) atomically: alone in autocommit when there is one, else
+        between BEGIN IMMEDIATE and COMMIT, a thread hop each."""
+        present = [s for s in statements if s is not None]
+        connection = self._open_connection
+        async with self._writing:
+            try:
+                if len(present) == 1:
+                    await connection.execute(*present[0])
+                    return
+                await connection.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in present:
+                        await connection.execute(*statement)
+                    await connection.execute("COMMIT")
+                except BaseException:
+                    if connection.in_transaction:  # SQLite ends it by itself after some errors
+                        await connection.execute("ROLLBACK")
+                    raise
+            except sqlite3.IntegrityError as e:
+                if "FOREIGN KEY" in str(e):
+                    raise NotFoundError("a row refers to an unknown execution") from e
+                raise DuplicateRowError(f"a row with the same key is already stored: {e}") from e
+            except sqlite3.Error as e:
+                if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                    cap = f" (its cap is {self._max_bytes:,} bytes)" if self._max_bytes else ""
+                    raise StorageFullError(f"{self.path} is full{cap}: nothing of this commit was written") from e
+                raise StorageError(f"{self._what}: write to {self.path} failed: {e}") from e
