@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from synthetic import generate_library, generate_queries
+
 from skillstate.server.skills.bm25 import BM25Index
 from skillstate.server.skills.bulk import fewer_collections
 from skillstate.server.skills.compressed import library_stats
@@ -35,9 +37,9 @@ from skillstate.server.skills.files import read_package_dir
 from skillstate.server.skills.graph import SkillGraph, build_graph
 from skillstate.server.skills.hydrate import hydrate
 from skillstate.server.skills.library import SkillLibrary
-from skillstate.server.skills.motifs import REFERENCE_TOKENS, MacroIndex
+from skillstate.server.skills.macro_index import MacroIndex
+from skillstate.server.skills.macros import REFERENCE_TOKENS
 from skillstate.server.skills.package import SkillPackage, load_package
-from skillstate.server.skills.synthetic import generate_library, generate_queries
 from skillstate.server.skills.text import terms
 from skillstate.server.skills.tokens import count_tokens
 

@@ -14,7 +14,7 @@ from ..auth.guard import Guard
 from ..errors import InvalidArgumentError
 from ..metrics import NO_METRICS, Metrics
 from ..skills.contracts import Contract
-from ..skills.motifs import Level
+from ..skills.macros import Level
 from ..skills.package import Diagnostic
 from ..skills.registry import SkillRegistry, SkillView
 from ..skills.tokens import count_tokens

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from .graph import Edge, EdgeKind, SkillGraph
-from .motifs import Compression, Macro, Occurrence, Port
+from .macros import Compression, Macro, Occurrence, Port
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from .graph import EdgeKind, SkillGraph
 from .library import NodeKey, SkillLibrary
-from .motifs import Level, MacroIndex
+from .macro_index import MacroIndex
+from .macros import Level
 from .render import MacroBlock, macro_block, render_context
 from .roles import Role
 from .text import terms

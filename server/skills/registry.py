@@ -23,7 +23,8 @@ from .compressed import LibraryStats, library_stats
 from .graph import Extractor, SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
 from .library import SkillLibrary, node_tokens
-from .motifs import Compression, Level, MacroIndex, key_from_json, key_to_json
+from .macro_index import MacroIndex
+from .macros import Compression, Level, key_from_json, key_to_json
 from .package import Diagnostic, PackageLimits, SkillPackage, load_package
 from .render import MacroBlock, render_macro
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .graph import SectionNode, SkillGraph
-from .motifs import Level, Macro, Occurrence
+from .macros import Level, Macro, Occurrence
 
 MAX_CONTRACT_ITEMS = 6
 _FIRST_SENTENCE = re.compile(r"^(.{1,200}?[.!?:])(?:\s|$)", re.DOTALL)

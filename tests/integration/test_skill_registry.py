@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from bench.synthetic import generate_library
 from skillstate.clients import NotFoundError, SkillRegistryClient, ValidationError
-from skillstate.server.skills.synthetic import generate_library
 
 from ..conftest import RestartableServer
 

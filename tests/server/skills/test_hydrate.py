@@ -5,12 +5,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.synthetic import generate_library
 from skillstate.server.skills.graph import EdgeKind, build_graph
 from skillstate.server.skills.hydrate import BACKWARD, FORWARD, hydrate
 from skillstate.server.skills.library import SkillLibrary
-from skillstate.server.skills.motifs import Level, MacroIndex
+from skillstate.server.skills.macro_index import MacroIndex
+from skillstate.server.skills.macros import Level
 from skillstate.server.skills.package import load_package
-from skillstate.server.skills.synthetic import generate_library
 from skillstate.server.skills.tokens import count_tokens
 
 TOPICS = ["invoice", "shipment", "refund", "spreadsheet", "dashboard", "migration", "release", "backup"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from bench.synthetic import generate_library
 from skillstate.server.skills.compressed import compress_skill, expand, library_stats
 from skillstate.server.skills.graph import EdgeKind, build_graph
 from skillstate.server.skills.library import node_tokens
-from skillstate.server.skills.motifs import compress
+from skillstate.server.skills.macro_index import compress
 from skillstate.server.skills.package import load_package
-from skillstate.server.skills.synthetic import generate_library
 
 from .test_corpus import CORPUS, corpus_graphs
 

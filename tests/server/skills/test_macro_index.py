@@ -5,12 +5,14 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from bench.synthetic import generate_library
 from skillstate.server.skills.compressed import compress_skill, expand
 from skillstate.server.skills.graph import SkillGraph, build_graph
 from skillstate.server.skills.library import node_tokens
-from skillstate.server.skills.motifs import MIN_OCCURRENCES, REFERENCE_TOKENS, Level, MacroIndex, compress, ports_of
+from skillstate.server.skills.macro_index import MacroIndex, compress
+from skillstate.server.skills.macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Level
+from skillstate.server.skills.motif_discovery import ports_of
 from skillstate.server.skills.package import load_package
-from skillstate.server.skills.synthetic import generate_library
 
 GRAPHS = [build_graph(load_package(s.files, s.folder)) for s in generate_library(60, seed=7)]
 TOKENS = {g.skill: node_tokens(g) for g in GRAPHS}
