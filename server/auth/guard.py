@@ -20,9 +20,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.requests import new_execution_id
 from ..errors import LimitExceededError, PermissionDeniedError, UnauthenticatedError
-from .credentials import Credential, CredentialStore, Right, matches, split_token
+from ..storage.credential_store.base import CredentialStore
+from ..storage.records import Credential, Right
+from .credentials import matches, split_token
 
 log = logging.getLogger("skillstate.access")
 
@@ -56,11 +57,18 @@ class Identity:
         return self.agent if self.agent is not None else "(open)"
 
     def may(self, right: Right, execution_id: str | None) -> bool:
+        """Whether the caller has `right` over the execution (None: over some execution, or none needed)."""
         if self.credential is None:
             return True
         if right not in self.credential.rights:
             return False
         return execution_id is None or self.credential.covers(execution_id)
+
+    def check(self, right: Right, execution_id: str | None) -> None:
+        """Raise PermissionDeniedError unless the caller `may`."""
+        if not self.may(right, execution_id):
+            where = f" on execution {execution_id!r}" if execution_id is not None else ""
+            raise PermissionDeniedError(f"{self.name} may not {right.value}{where}")
 
 
 OPEN_IDENTITY = Identity(agent=None, skills=frozenset())
@@ -80,8 +88,8 @@ class Rule:
     skills_field: str | None = None
     """A request field listing skills the caller acts for: each must be one of the credential's."""
     names_new: bool = False
-    """The request creates what execution_field names; left empty, the id is chosen here, so that the
-    credential is checked against the id the execution will have."""
+    """The request creates what execution_field names. Left empty, the engine chooses the id, and the handler
+    checks the credential against it (`Identity.check`) before anything is created."""
 
 
 RULES: dict[str, Rule] = {
@@ -136,20 +144,19 @@ class Guard:
                 self._closed, self._checked_at = await self._store.any_issued(), now
         return not self._closed
 
-    async def admit(self, method: str, request: Any, metadata: Any, peer: str) -> Identity:
+    async def admit(self, method: str, request: Any, metadata: Any) -> Identity:
         """The caller's identity, once it may make this call; raises UnauthenticatedError or
-        PermissionDeniedError (both logged). Binds the request's agent id to the credential's. `request` is
-        None when it did not decode (its handler then refuses it)."""
-        rule = RULES[method]
+        PermissionDeniedError (the caller logs them with `refused`). Binds the request's agent id to the
+        credential's. `request` is None when it did not decode (its handler then refuses it)."""
         if await self.is_open():
             return OPEN_IDENTITY
-        try:
-            identity = await self._authenticate(metadata)
-            _authorize(rule, request, identity)
-        except (UnauthenticatedError, PermissionDeniedError) as e:
-            self._refusals.log(f"refused {method} from {peer}: {e}")
-            raise
+        identity = await self._authenticate(metadata)
+        _authorize(RULES[method], request, identity)
         return identity
+
+    def refused(self, method: str, peer: str, error: UnauthenticatedError | PermissionDeniedError) -> None:
+        """Log a refusal, by admission or by the handler (an owned path), within RefusalLog's rate."""
+        self._refusals.log(f"refused {method} from {peer}: {error}")
 
     @contextmanager
     def in_flight(self, identity: Identity, peer: str) -> Iterator[None]:
@@ -228,12 +235,11 @@ class RefusalLog:
 def _authorize(rule: Rule, request: Any, identity: Identity) -> None:
     """Check the rule; a request that did not decode (None) is checked for the right alone."""
     field = rule.execution_field
-    if field and request is not None and rule.names_new and not getattr(request, field):
-        setattr(request, field, new_execution_id())
     execution_id = getattr(request, field) if field and request is not None else None
-    if rule.right is not None and not identity.may(rule.right, execution_id):
-        where = f" on execution {execution_id!r}" if execution_id is not None else ""
-        raise PermissionDeniedError(f"{identity.name} may not {rule.right.value}{where}")
+    if rule.names_new and not execution_id:
+        execution_id = None  # the engine chooses the id; the handler checks the credential against it
+    if rule.right is not None:
+        identity.check(rule.right, execution_id)
     if request is None:
         return
     if rule.agent_field:

@@ -12,7 +12,7 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -147,9 +147,19 @@ class StateEngine:
 
     # -- executions and reads ----------------------------------------------------------------------------
 
-    async def create_execution(self, execution_id: str, schema_json: str, initial_state_json: str) -> Created:
+    async def create_execution(
+        self,
+        execution_id: str,
+        schema_json: str,
+        initial_state_json: str,
+        check_id: Callable[[str], None] | None = None,
+    ) -> Created:
+        """Create an execution, choosing its id when `execution_id` is empty; `check_id` may refuse the id
+        (by raising) before anything is created."""
         limits = self._limits
         execution_id = check_execution_id(execution_id, limits) if execution_id else new_execution_id()
+        if check_id is not None:
+            check_id(execution_id)
         schema = canonical.parse_object(schema_json or "{}", "schema_json", limits, max_bytes=limits.max_schema_bytes)
         state = strip_nulls(canonical.parse_object(initial_state_json or "{}", "initial_state_json", limits))
         execution = Execution(execution_id, schema, time.time(), self._config.window)

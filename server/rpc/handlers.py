@@ -1,9 +1,8 @@
-"""gRPC plumbing shared by the services: one table from engine errors to status codes, handler wrappers
-that apply it, and registration that answers an undecodable request INVALID_ARGUMENT instead of UNKNOWN."""
+"""gRPC plumbing shared by the services: one table from engine errors to status codes, and one layer around
+every method that admits the call, maps its error and measures it (etcd's v3rpc interceptors and util.go)."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -73,88 +72,76 @@ class Undecodable:
         return InvalidArgumentError(f"request is not a valid {self.message_type}: {self.reason}")
 
 
-def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
-    @functools.wraps(method)
-    async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> R:
-        try:
-            if isinstance(request, Undecodable):
-                raise request.error()
-            return await method(self, request, context)
-        except StateError as e:
-            await context.abort(status_of(e), str(e))
-            raise  # unreachable: abort raises
-        except Exception:
-            log.exception("%s failed", method.__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__} (logged by the server)")
-            raise
+@dataclass(frozen=True, slots=True)
+class Call:
+    """What every handler of one RPC shares: its name, the guard that admits its calls, the metrics."""
 
-    return handler
+    name: str
+    guard: Guard
+    metrics: Metrics
 
+    async def admit(self, request: Any, context: grpc.aio.ServicerContext) -> Identity:
+        """The caller, bound to the task (CALLER) for the handler; a request that did not decode is refused
+        once the caller is known to have the right to make the call at all."""
+        message = None if isinstance(request, Undecodable) else request
+        identity = await self.guard.admit(self.name, message, context.invocation_metadata())
+        if isinstance(request, Undecodable):
+            raise request.error()
+        CALLER.set(identity)
+        return identity
 
-def stream(method: Callable[..., AsyncIterator[R]]) -> Callable[..., AsyncIterator[R]]:
-    @functools.wraps(method)
-    async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[R]:
-        try:
-            if isinstance(request, Undecodable):
-                raise request.error()
-            async for message in method(self, request, context):
-                yield message
-        except StateError as e:
-            await context.abort(status_of(e), str(e))
-        except Exception:
-            log.exception("%s failed", method.__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method.__name__} (logged by the server)")
+    async def fail(self, error: Exception, context: grpc.aio.ServicerContext) -> None:
+        """Answer with the error's status: an engine error's from the table, anything else INTERNAL (logged)."""
+        if isinstance(error, StateError):
+            if isinstance(error, UnauthenticatedError | PermissionDeniedError):
+                self.guard.refused(self.name, context.peer(), error)
+            await context.abort(status_of(error), str(error))
+        log.error("%s failed", self.name, exc_info=error)
+        await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {self.name} (logged by the server)")
 
-    return handler
+    def done(self, started: float, context: grpc.aio.ServicerContext) -> None:
+        code = context.code()
+        status = "OK" if code is None else code.name if isinstance(code, grpc.StatusCode) else str(code)
+        self.metrics.rpc(self.name, time.perf_counter() - started, status)
 
 
-def _guarded_unary(
-    handler: Callable[[Any, grpc.aio.ServicerContext], Awaitable[R]], name: str, guard: Guard, metrics: Metrics
+def _unary(
+    implementation: Callable[[Any, grpc.aio.ServicerContext], Awaitable[R]], call: Call
 ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[R]]:
-    async def admitted(request: Any, context: grpc.aio.ServicerContext) -> R:
+    async def handle(request: Any, context: grpc.aio.ServicerContext) -> R:
         started = time.perf_counter()
         try:
-            identity = await _admit(guard, name, request, context)
-            with guard.in_flight(identity, context.peer()):
-                CALLER.set(identity)
-                return await handler(request, context)
-        except StateError as e:
-            await context.abort(status_of(e), str(e))
+            identity = await call.admit(request, context)
+            with call.guard.in_flight(identity, context.peer()):
+                return await implementation(request, context)
+        except Exception as e:
+            if isinstance(e, grpc.aio.AbortError):
+                raise
+            await call.fail(e, context)
             raise  # unreachable: abort raises
         finally:
-            metrics.rpc(name, time.perf_counter() - started, _status(context))
+            call.done(started, context)
 
-    return admitted
+    return handle
 
 
-def _guarded_stream(
-    handler: Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[R]], name: str, guard: Guard, metrics: Metrics
+def _stream(
+    implementation: Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[R]], call: Call
 ) -> Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[R]]:
-    async def admitted(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[R]:
+    async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[R]:
         started = time.perf_counter()
         try:
-            try:
-                identity = await _admit(guard, name, request, context)
-            except StateError as e:
-                await context.abort(status_of(e), str(e))
-                raise  # unreachable: abort raises
-            CALLER.set(identity)
-            async for message in handler(request, context):
+            await call.admit(request, context)
+            async for message in implementation(request, context):
                 yield message
+        except Exception as e:
+            if isinstance(e, grpc.aio.AbortError):
+                raise
+            await call.fail(e, context)
         finally:
-            metrics.rpc(name, time.perf_counter() - started, _status(context))
+            call.done(started, context)
 
-    return admitted
-
-
-def _status(context: grpc.aio.ServicerContext) -> str:
-    code = context.code()
-    return "OK" if code is None else code.name if isinstance(code, grpc.StatusCode) else str(code)
-
-
-async def _admit(guard: Guard, name: str, request: Any, context: grpc.aio.ServicerContext) -> Identity:
-    message = None if isinstance(request, Undecodable) else request
-    return await guard.admit(name, message, context.invocation_metadata(), context.peer())
+    return handle
 
 
 def _lenient_parser(message_class: Any) -> Callable[[bytes], Any]:
@@ -170,24 +157,19 @@ def _lenient_parser(message_class: Any) -> Callable[[bytes], Any]:
 def add_service(
     servicer: Any, server: grpc.aio.Server, module: ModuleType, service_name: str, guard: Guard, metrics: Metrics
 ) -> None:
-    """Register a servicer like the generated add_XServicer_to_server, except that every call is admitted by
-    the guard first, and a request that fails to decode reaches the servicer as Undecodable and is answered
-    INVALID_ARGUMENT, not UNKNOWN."""
+    """Register a servicer like the generated add_XServicer_to_server, with one layer around every method:
+    the guard admits the call (identity, rights, calls in flight), an error becomes its status code, and the
+    call is measured. A request that fails to decode is answered INVALID_ARGUMENT, not UNKNOWN."""
     service = module.DESCRIPTOR.services_by_name[service_name]
     handlers = {}
     for method in service.methods:
         implementation = getattr(servicer, method.name)
+        call = Call(method.name, guard, metrics)
         handler: Any
         if method.server_streaming:
-            make, handler = (
-                grpc.unary_stream_rpc_method_handler,
-                _guarded_stream(implementation, method.name, guard, metrics),
-            )
+            make, handler = grpc.unary_stream_rpc_method_handler, _stream(implementation, call)
         else:
-            make, handler = (
-                grpc.unary_unary_rpc_method_handler,
-                _guarded_unary(implementation, method.name, guard, metrics),
-            )
+            make, handler = grpc.unary_unary_rpc_method_handler, _unary(implementation, call)
         handlers[method.name] = make(
             handler,
             request_deserializer=_lenient_parser(getattr(module, method.input_type.name)),

@@ -18,7 +18,7 @@ from ..skills.macros import Level
 from ..skills.package import Diagnostic
 from ..skills.registry import SkillRegistry, SkillView
 from ..skills.tokens import count_tokens
-from .handlers import add_service, unary
+from .handlers import add_service
 from .page_tokens import SKILL_PAGES, decode_page_token, encode_page_token
 
 
@@ -35,7 +35,6 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
         self._registry = registry
         self._metrics = metrics
 
-    @unary
     async def RegisterSkill(self, request: pb.RegisterSkillRequest, context: Any) -> pb.RegisterSkillResponse:
         registered = await self._registry.register(dict(request.files), request.folder, request.strict)
         return pb.RegisterSkillResponse(
@@ -47,7 +46,6 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
             digest=registered.digest,
         )
 
-    @unary
     async def ListSkills(self, request: pb.ListSkillsRequest, context: Any) -> pb.ListSkillsResponse:
         token = request.page_token
         after = decode_page_token(token, SKILL_PAGES, "ListSkills", str) if token else ""
@@ -55,7 +53,6 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
         token = encode_page_token(SKILL_PAGES, views[-1].stored.name) if more else ""
         return pb.ListSkillsResponse(skills=[_summary(v) for v in views], next_page_token=token)
 
-    @unary
     async def GetSkill(self, request: pb.GetSkillRequest, context: Any) -> pb.GetSkillResponse:
         view = await self._registry.get(request.name, request.version)
         package, graph = view.package, view.graph
@@ -91,11 +88,9 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
             folder=package.folder,
         )
 
-    @unary
     async def RemoveSkill(self, request: pb.RemoveSkillRequest, context: Any) -> pb.RemoveSkillResponse:
         return pb.RemoveSkillResponse(removed_version=await self._registry.remove(request.name))
 
-    @unary
     async def Hydrate(self, request: pb.HydrateRequest, context: Any) -> pb.HydrateResponse:
         started = time.perf_counter()
         hydration = await self._registry.hydrate(request.query, request.budget_tokens, list(request.skill_names))
@@ -135,7 +130,6 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
             ],
         )
 
-    @unary
     async def Expand(self, request: pb.ExpandRequest, context: Any) -> pb.ExpandResponse:
         if request.level and request.level not in _LEVEL_OF:
             raise InvalidArgumentError(f"level: {request.level} is not a render level")
@@ -143,7 +137,6 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
         text = await self._registry.expand(request.hydration_id, request.macro_id, level)
         return pb.ExpandResponse(text=text, token_count=count_tokens(text))
 
-    @unary
     async def ReportOutcome(self, request: pb.ReportOutcomeRequest, context: Any) -> pb.ReportOutcomeResponse:
         revisions = await self._registry.report_outcome(request.hydration_id, request.success, request.failed_macro_ids)
         return pb.ReportOutcomeResponse(
@@ -157,7 +150,6 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
             ]
         )
 
-    @unary
     async def GetLibraryStats(self, request: pb.GetLibraryStatsRequest, context: Any) -> pb.GetLibraryStatsResponse:
         stats, compression = await self._registry.stats()
         return pb.GetLibraryStatsResponse(

@@ -18,8 +18,8 @@ from ..engine.policy import MergePolicy
 from ..engine.results import WatchSnapshot
 from ..engine.state_engine import StateEngine
 from ..metrics import Metrics
-from ..storage.records import ObservationRecord, RevisionRecord
-from .handlers import add_service, stream, unary
+from ..storage.records import ObservationRecord, RevisionRecord, Right
+from .handlers import add_service
 from .page_tokens import decode_page_token, encode_page_token
 
 
@@ -33,22 +33,23 @@ class StateServicer(pb_grpc.StateServiceServicer):
     def __init__(self, engine: StateEngine) -> None:
         self._engine = engine
 
-    @unary
     async def CreateExecution(self, request: pb.CreateExecutionRequest, context: Any) -> pb.CreateExecutionResponse:
+        caller = CALLER.get()
         created = await self._engine.create_execution(
-            request.execution_id, request.schema_json, request.initial_state_json
+            request.execution_id,
+            request.schema_json,
+            request.initial_state_json,
+            check_id=lambda chosen: caller.check(Right.ADMIN, chosen),
         )
         return pb.CreateExecutionResponse(
             execution_id=created.execution_id, revision=created.revision, state_hash=created.state_hash
         )
 
-    @unary
     async def GetState(self, request: pb.GetStateRequest, context: Any) -> pb.GetStateResponse:
         at = request.at_revision if request.HasField("at_revision") else None
         view = await self._engine.get_state(request.execution_id, at)
         return pb.GetStateResponse(revision=view.revision, state_json=view.state_json, state_hash=view.state_hash)
 
-    @unary
     async def SubmitPatch(self, request: pb.SubmitPatchRequest, context: Any) -> pb.SubmitPatchResponse:
         result = await self._engine.submit_patch(
             request.execution_id,
@@ -67,7 +68,6 @@ class StateServicer(pb_grpc.StateServiceServicer):
             duplicate=result.duplicate,
         )
 
-    @stream
     async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.WatchResponse]:
         async for item in self._engine.watch(request.execution_id, request.from_revision):
             if isinstance(item, WatchSnapshot):
@@ -76,7 +76,6 @@ class StateServicer(pb_grpc.StateServiceServicer):
             else:
                 yield _watch_event(item)
 
-    @unary
     async def GetHistory(self, request: pb.GetHistoryRequest, context: Any) -> pb.GetHistoryResponse:
         execution_id, token = request.execution_id, request.page_token
         after = decode_page_token(token, execution_id, "GetHistory", int) if token else None
@@ -90,12 +89,10 @@ class StateServicer(pb_grpc.StateServiceServicer):
             compact_revision=page.compact_revision,
         )
 
-    @unary
     async def Compact(self, request: pb.CompactRequest, context: Any) -> pb.CompactResponse:
         compacted = await self._engine.compact(request.execution_id, request.up_to_revision)
         return pb.CompactResponse(compact_revision=compacted)
 
-    @unary
     async def PublishObservation(
         self, request: pb.PublishObservationRequest, context: Any
     ) -> pb.PublishObservationResponse:
@@ -104,7 +101,6 @@ class StateServicer(pb_grpc.StateServiceServicer):
         )
         return pb.PublishObservationResponse(sequence=sequence)
 
-    @stream
     async def StreamObservations(
         self, request: pb.StreamObservationsRequest, context: Any
     ) -> AsyncIterator[pb.StreamObservationsResponse]:

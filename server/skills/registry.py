@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError, StorageError
-from ..storage.skill_store.base import SkillStore, SkillVersion
+from ..storage.records import SkillVersion
+from ..storage.skill_store.base import SkillStore
 from .bulk import fewer_collections
 from .compressed import LibraryStats, library_stats
 from .graph import Extractor, SkillGraph, build_graph

@@ -55,7 +55,7 @@ class Database:
         try:
             await connection.executescript(SETTINGS + self._ddl)
             if self._max_bytes is not None:
-                page_size = (await connection.execute_fetchall("PRAGMA page_size"))[0][0]
+                (page_size,) = next(iter(await connection.execute_fetchall("PRAGMA page_size")))
                 await connection.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // page_size)}")
         except BaseException as e:
             await connection.close()  # an open connection keeps a worker thread alive

@@ -4,6 +4,7 @@ caller, agent ids bound to credentials, revocation and expiry, and the open mode
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import grpc
 import pytest
 
 from skillstate.clients import (
+    NotFoundError,
     PermissionDeniedError,
     SkillRegistryClient,
     SkillstateError,
@@ -169,6 +171,26 @@ async def test_a_refusal_changes_nothing(secured: RunningServer) -> None:
         with pytest.raises(PermissionDeniedError, match="reader may not write on execution 'orders'"):
             await state.submit_patch(EXECUTION, {"n": 5}, agent_id="reader", base_revision=0)
         assert (await state.get_state(EXECUTION)).revision == 0
+
+
+async def test_an_execution_created_without_an_id_is_checked_against_the_id_the_server_chooses(
+    secured: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The engine chooses the id; a credential whose patterns do not cover it may not create it."""
+    narrow = await issue(secured, "narrow", {Right.ADMIN, Right.READ}, ("orders-*",))
+    anywhere = await issue(secured, "anywhere", {Right.ADMIN, Right.READ}, ("*",))
+    async with connect(secured, narrow) as (state, _):
+        with pytest.raises(PermissionDeniedError, match=r"narrow may not admin on execution 'ex-[0-9a-f]{32}'") as e:
+            await state.create_execution()
+        assert (await state.create_execution("orders-1")).execution_id == "orders-1"
+    assert "refused CreateExecution" in caplog.text
+    refused_id = re.search(r"'(ex-[0-9a-f]{32})'", str(e.value)).group(1)  # type: ignore[union-attr]
+    async with connect(secured, anywhere) as (state, _):
+        with pytest.raises(NotFoundError):
+            await state.get_state(refused_id)
+        created = await state.create_execution()
+        assert re.fullmatch(r"ex-[0-9a-f]{32}", created.execution_id)
+        assert (await state.get_state(created.execution_id)).revision == 0
 
 
 async def test_a_credential_binds_the_agent_id(secured: RunningServer) -> None:

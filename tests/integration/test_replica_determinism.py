@@ -19,8 +19,8 @@ from skillstate.server.storage.revision_log.base import RevisionLog
 from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 
 from ..postgres import DSN, REQUIRED
-from ..server.engine_harness import Write
-from ..server.test_merge_properties import AGENTS, POLICY_VALUES, schema_for
+from ..server.engine.engine_harness import Write
+from ..server.engine.test_merge_properties import AGENTS, POLICY_VALUES, schema_for
 
 if DSN is None:
     pytestmark = pytest.mark.skipif(
