@@ -1,6 +1,6 @@
 """Every model call goes through litellm: any litellm model string works with its usual API key in the
-environment, and `skillstate/...` names the scripted test policy (scripted.py), registered here as a litellm
-custom provider.
+environment, and `skillstate/...` names the scripted test policy (scripted.py), registered as a litellm custom
+provider only when such a model is called.
 
 litellm is imported on first use (it takes seconds and ~200 MB). With no network configured, set
 `SKILLSTATE_OFFLINE=1` (the CLI does when the model is a test policy) so that litellm never reaches for its
@@ -15,10 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .scripted import PROVIDER, answer
+from .scripted import PROVIDER, TOKENIZER_MODEL, register_provider
 
-TOKENIZER_MODEL = "gpt-4o"
-"""The tokenizer the test policy's usage is counted with (o200k_base, shipped with litellm)."""
 RETRY_DELAYS = (1.0, 4.0, 15.0)
 """Seconds to wait before each new try of a call that failed on a transient error (rate limit, timeout,
 connection, 5xx); after the last, the error is raised."""
@@ -43,37 +41,7 @@ def _litellm() -> Any:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
-    if not any(entry.get("provider") == PROVIDER for entry in litellm.custom_provider_map):
-        litellm.custom_provider_map = [
-            *litellm.custom_provider_map,
-            {"provider": PROVIDER, "custom_handler": _scripted_handler(litellm)},
-        ]
     return litellm
-
-
-def _scripted_handler(litellm: Any) -> Any:
-    class ScriptedProvider(litellm.CustomLLM):  # type: ignore[misc]
-        """litellm's door to the scripted test policy."""
-
-        def completion(self, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
-            prompt = "\n".join(str(m.get("content") or "") for m in messages)
-            text = answer(model, prompt)
-            prompt_tokens = litellm.token_counter(model=TOKENIZER_MODEL, messages=messages)
-            completion_tokens = litellm.token_counter(model=TOKENIZER_MODEL, text=text)
-            return litellm.ModelResponse(
-                model=model,
-                choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-                usage=litellm.Usage(
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
-                    total_tokens=prompt_tokens + completion_tokens,
-                ),
-            )
-
-        async def acompletion(self, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
-            return self.completion(model, messages, **kwargs)
-
-    return ScriptedProvider()
 
 
 def count_tokens(model: str, text: str) -> int:
@@ -91,6 +59,8 @@ async def complete(
     """One model call with a single user message; usage as litellm reports it (or counted, when the provider
     reports none). Transient failures are tried again after each of `retry_delays`."""
     litellm = _litellm()
+    if is_test_policy(model):
+        register_provider(litellm)
     options: dict[str, Any] = {"temperature": 0, "timeout": MODEL_TIMEOUT}
     if response_schema is not None and not is_test_policy(model) and litellm.supports_response_schema(model=model):
         options["response_format"] = {

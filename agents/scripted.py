@@ -28,6 +28,8 @@ from .reply import format_reply
 
 PROVIDER = "skillstate"
 SCRIPTED = f"{PROVIDER}/scripted"
+TOKENIZER_MODEL = "gpt-4o"
+"""The tokenizer the test policy's usage is counted with (o200k_base, shipped with litellm)."""
 FAULT_MIX = (("overwrite", 0.68), ("type", 0.20), ("malformed", 0.12))
 
 _STATE_BLOCK = re.compile(re.escape(STATE_HEADER) + r"\s*```json\n(.*?)\n```", re.DOTALL)
@@ -255,3 +257,36 @@ def fault_rate(model: str) -> float:
         if 0 <= rate <= 1:
             return rate
     raise ValueError(f"unknown test policy {model!r}: use {SCRIPTED} or {PROVIDER}/faulty-R with 0 <= R <= 1")
+
+
+def register_provider(litellm: Any) -> None:
+    """Make litellm answer `skillstate/...` models with `answer` (once). litellm comes from the caller, which
+    imports it lazily: it takes seconds and ~200 MB."""
+    if any(entry.get("provider") == PROVIDER for entry in litellm.custom_provider_map):
+        return
+
+    class ScriptedProvider(litellm.CustomLLM):  # type: ignore[misc]
+        """litellm's door to the scripted test policy."""
+
+        def completion(self, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+            prompt = "\n".join(str(m.get("content") or "") for m in messages)
+            text = answer(model, prompt)
+            prompt_tokens = litellm.token_counter(model=TOKENIZER_MODEL, messages=messages)
+            completion_tokens = litellm.token_counter(model=TOKENIZER_MODEL, text=text)
+            return litellm.ModelResponse(
+                model=model,
+                choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                usage=litellm.Usage(
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                    total_tokens=prompt_tokens + completion_tokens,
+                ),
+            )
+
+        async def acompletion(self, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+            return self.completion(model, messages, **kwargs)
+
+    litellm.custom_provider_map = [
+        *litellm.custom_provider_map,
+        {"provider": PROVIDER, "custom_handler": ScriptedProvider()},
+    ]

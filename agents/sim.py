@@ -315,10 +315,7 @@ async def ensure_skills(registry: SkillRegistryClient, names: tuple[str, ...]) -
             folder = PROJECT_SKILLS / name
             if not (folder / "SKILL.md").is_file():
                 raise FileNotFoundError(f"{folder}: the project's skill package is missing") from None
-            files = {
-                f"{name}/{p.relative_to(folder).as_posix()}": p.read_bytes() for p in folder.rglob("*") if p.is_file()
-            }
-            await registry.register_skill(files, folder=name, strict=True)
+            await registry.register_folder(folder, strict=True)
 
 
 async def skill_context(

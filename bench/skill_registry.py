@@ -30,10 +30,10 @@ from pathlib import Path
 
 from synthetic import generate_library, generate_queries
 
+from skillstate.clients import read_package_dir
 from skillstate.server.skills.bm25 import BM25Index
 from skillstate.server.skills.bulk import fewer_collections
 from skillstate.server.skills.compressed import library_stats
-from skillstate.server.skills.files import read_package_dir
 from skillstate.server.skills.graph import SkillGraph, build_graph
 from skillstate.server.skills.hydrate import hydrate
 from skillstate.server.skills.library import SkillLibrary

@@ -1,9 +1,5 @@
-"""The `skillstate` command. Each subcommand imports what it needs only when it runs.
-
-Exit codes (stable, for scripts): 0 success; 1 unexpected failure; 2 usage error; 3 not found;
-4 conflict (re-read and retry); 5 invalid argument; 6 failed precondition or out of range;
-7 already exists; 8 server unavailable; 9 stream fell behind or a limit on concurrent use;
-10 data loss; 11 unauthenticated; 12 permission denied.
+"""The `skillstate` command. Each subcommand imports what it needs only when it runs; what they share,
+exit codes included, is in common.py.
 """
 
 from __future__ import annotations
@@ -16,20 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-EXIT_BY_STATUS = {
-    "NOT_FOUND": 3,
-    "ABORTED": 4,
-    "INVALID_ARGUMENT": 5,
-    "FAILED_PRECONDITION": 6,
-    "OUT_OF_RANGE": 6,
-    "ALREADY_EXISTS": 7,
-    "UNAVAILABLE": 8,
-    "RESOURCE_EXHAUSTED": 9,
-    "DATA_LOSS": 10,
-    "UNAUTHENTICATED": 11,
-    "PERMISSION_DENIED": 12,
-}
-DEFAULT_SERVER = os.environ.get("SKILLSTATE_SERVER", "127.0.0.1:50051")
+from .common import EXIT_BY_STATUS, UsageError, client_options, connection_options, print_json
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,16 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     state = commands.add_parser("state", help="read and change execution state").add_subparsers(
         dest="subcommand", required=True
     )
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--server", default=DEFAULT_SERVER, help="host:port (default: $SKILLSTATE_SERVER or %(default)s)"
-    )
-    common.add_argument(
-        "--token", default=os.environ.get("SKILLSTATE_TOKEN"), help="bearer token (default: $SKILLSTATE_TOKEN)"
-    )
-    common.add_argument("--tls-ca", default=None, metavar="PEM", help="connect with TLS, trusting this CA")
-    common.add_argument("--tls-cert", default=None, metavar="PEM", help="client certificate (mutual TLS)")
-    common.add_argument("--tls-key", default=None, metavar="PEM", help="client private key (mutual TLS)")
+    common = connection_options()
 
     create = state.add_parser("create", parents=[common], help="create an execution")
     create.add_argument("execution_id", nargs="?", default="", help="id (default: server-assigned)")
@@ -157,24 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import auth, sim, skills
 
-    skills.add_parser(commands, common)
+    skills.add_parser(commands)
     sim.add_parsers(commands)
     auth.add_parser(commands)
     return parser
-
-
-def client_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The token and TLS settings of the common options, as client keyword arguments."""
-    from skillstate.clients import ClientTLS
-
-    if bool(args.tls_cert) != bool(args.tls_key):
-        raise UsageError("--tls-cert and --tls-key go together")
-    uses_tls = args.tls_ca or args.tls_cert
-    try:
-        tls = ClientTLS.from_files(args.tls_ca, args.tls_cert, args.tls_key) if uses_tls else None
-    except OSError as e:
-        raise UsageError(f"{e.filename}: {e.strerror}") from None
-    return {"token": args.token or None, "tls": tls}
 
 
 def read_json(text: str | None, what: str) -> Any:
@@ -195,16 +155,8 @@ def read_json(text: str | None, what: str) -> Any:
         raise UsageError(f"{what}: not valid JSON: {e}") from e
 
 
-class UsageError(Exception):
-    """A bad command line; exit code 2."""
-
-
 class ServeError(Exception):
     """The server could not start (address taken, log unusable); exit code 1."""
-
-
-def print_json(value: Any) -> None:
-    print(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str), flush=True)
 
 
 async def run_state(args: argparse.Namespace) -> None:
@@ -257,7 +209,7 @@ async def run_state(args: argparse.Namespace) -> None:
 def run_serve(args: argparse.Namespace) -> None:
     import logging
 
-    from skillstate.server.engine.state_engine import EngineConfig
+    from skillstate.server.engine.config import EngineConfig
     from skillstate.server.rpc.app import serve
 
     if args.retain_revisions is not None and args.retain_revisions < 0:

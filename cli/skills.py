@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .common import EXIT_BY_STATUS, client_options, connection_options, print_json
+
 if TYPE_CHECKING:
     from skillstate.clients import SkillRegistryClient
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    common = connection_options()
     skills = commands.add_parser("skills", help="register skills and hydrate task contexts").add_subparsers(
         dest="subcommand", required=True
     )
@@ -46,26 +48,24 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
 async def run(args: argparse.Namespace) -> int:
     from skillstate.clients import RetryPolicy, SkillRegistryClient
 
-    from .main import client_options
-
     async with SkillRegistryClient(args.server, retry=RetryPolicy(attempts=4), **client_options(args)) as client:
         if args.subcommand == "add":
             return await _add(client, args.paths, args.strict)
         if args.subcommand == "list":
             async for summary in client.list_skills():
-                _print_json(asdict(summary))
+                print_json(asdict(summary))
         elif args.subcommand == "stats":
-            _print_json(asdict(await client.library_stats()))
+            print_json(asdict(await client.library_stats()))
         elif args.subcommand == "show":
-            _print_json(asdict(await client.get_skill(args.name, version=args.version)))
+            print_json(asdict(await client.get_skill(args.name, version=args.version)))
         elif args.subcommand == "remove":
-            _print_json({"name": args.name, "removed_version": await client.remove_skill(args.name)})
+            print_json({"name": args.name, "removed_version": await client.remove_skill(args.name)})
         elif args.subcommand == "expand":
             print(await client.expand(args.hydration_id, args.macro_id, args.level), end="", flush=True)
         elif args.subcommand == "hydrate":
             hydrated = await client.hydrate(args.query, budget_tokens=args.budget, skill_names=args.skills)
             if args.json:
-                _print_json(asdict(hydrated))
+                print_json(asdict(hydrated))
             else:
                 print(hydrated.context, flush=True)
                 covered = f"{len(hydrated.anchors_covered)}/{len(hydrated.anchors)} anchors"
@@ -78,14 +78,12 @@ async def run(args: argparse.Namespace) -> int:
 
 async def _add(client: SkillRegistryClient, paths: list[Path], strict: bool) -> int:
     """Register each folder; a folder that cannot be read or loaded is reported and the rest go on."""
-    from skillstate.clients import SkillstateError
-    from skillstate.server.skills.files import PackageReadError, read_package_dir
+    from skillstate.clients import PackageReadError, SkillstateError
 
     failed = 0
     for path in paths:
         try:
-            sent = read_package_dir(path)
-            registered = await client.register_skill(sent.files, folder=sent.folder, strict=strict)
+            registered = await client.register_folder(path, strict=strict)
         except (PackageReadError, SkillstateError) as e:
             if isinstance(e, SkillstateError) and e.status.name == "UNAVAILABLE":
                 raise
@@ -95,13 +93,5 @@ async def _add(client: SkillRegistryClient, paths: list[Path], strict: bool) -> 
         for warning in registered.warnings:
             where = f"{warning.file}:{warning.line}" if warning.line else warning.file
             print(f"warning: {where}: {warning.rule}: {warning.message}", file=sys.stderr)
-        _print_json({k: v for k, v in asdict(registered).items() if k != "warnings"} | {"path": str(path)})
-    return 5 if failed else 0
-
-
-def _print_json(value: object) -> None:
-    print(json.dumps(value, ensure_ascii=False, sort_keys=True, default=_encode), flush=True)
-
-
-def _encode(value: object) -> object:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        print_json({k: v for k, v in asdict(registered).items() if k != "warnings"} | {"path": str(path)})
+    return EXIT_BY_STATUS["INVALID_ARGUMENT"] if failed else 0

@@ -5,6 +5,7 @@ async with StateClient("127.0.0.1:50051", token=os.environ.get("SKILLSTATE_TOKEN
     result = await client.submit_patch(created.execution_id, {"done": True}, agent_id="a", base_revision=0)
 
 async with SkillRegistryClient("127.0.0.1:50051") as skills:
+    await skills.register_folder("skills/ship-order")
     context = await skills.hydrate("ship the customer's order", budget_tokens=3000)
 """
 
@@ -23,6 +24,7 @@ from ._errors import (
     UnavailableError,
     ValidationError,
 )
+from ._packages import PackageFiles, PackageReadError, read_package_dir
 from ._skill_types import (
     Diagnostic,
     Hydrated,
@@ -62,6 +64,8 @@ __all__ = [
     "NotFoundError",
     "Observation",
     "OutOfRangeError",
+    "PackageFiles",
+    "PackageReadError",
     "PatchResult",
     "PermissionDeniedError",
     "PreconditionError",
@@ -83,4 +87,5 @@ __all__ = [
     "UnavailableError",
     "ValidationError",
     "open_channel",
+    "read_package_dir",
 ]

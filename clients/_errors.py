@@ -12,6 +12,8 @@ SkillstateError                 any failed call (status, message)
 ├── PermissionDeniedError       PERMISSION_DENIED: the credential lacks the right, the agent id or the path
 ├── UnavailableError            UNAVAILABLE: server unreachable or its log failed; safe to retry
 └── DataLossError               DATA_LOSS: the server's log of this execution fails its integrity check
+
+PackageReadError (an OSError, _packages.py) is no call's: a package folder could not be read to be sent.
 """
 
 from __future__ import annotations

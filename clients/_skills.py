@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 
 from skillstate.skills.v1 import skills_pb2 as pb
 from skillstate.skills.v1 import skills_pb2_grpc as pb_grpc
 
 from ._client import RpcClient
+from ._packages import read_package_dir
 from ._skill_types import (
     Diagnostic,
     Hydrated,
@@ -35,6 +37,12 @@ class SkillRegistryClient(RpcClient):
         reply = await self._call(self._stub.RegisterSkill, request)
         warnings = tuple(Diagnostic.from_pb(d) for d in reply.warnings)
         return Registered(reply.name, reply.version, reply.section_count, warnings, reply.unchanged, reply.digest)
+
+    async def register_folder(self, folder: str | Path, *, strict: bool = False) -> Registered:
+        """Register the package in a folder on disk, with the files outside it that its SKILL.md links to
+        (`read_package_dir`, whose PackageReadError says why a folder cannot be sent)."""
+        sent = read_package_dir(folder)
+        return await self.register_skill(sent.files, folder=sent.folder, strict=strict)
 
     async def list_skills(self, page_size: int = 0) -> AsyncIterator[SkillSummary]:
         """Every current skill, by name, fetched a page at a time."""

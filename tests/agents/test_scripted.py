@@ -8,10 +8,10 @@ import pytest
 
 os.environ["SKILLSTATE_OFFLINE"] = "1"
 
-from skillstate.agents.llm import complete
+from skillstate.agents.llm import complete, count_tokens
 from skillstate.agents.prompts import render_observation, skill_state_prompt
 from skillstate.agents.reply import ReplyError, parse_reply
-from skillstate.agents.scripted import fault_rate
+from skillstate.agents.scripted import PROVIDER, SCRIPTED, fault_rate
 
 INSTRUCTIONS = "You run the warehouse. Actions: Store <item> <shelf>, Ship <item> <shelf>, Move <item> <old> <new>."
 
@@ -90,3 +90,20 @@ async def test_a_transient_model_failure_is_tried_again() -> None:
         litellm.custom_provider_map = previous
     assert completion.text == "Action: Wait" and FlakyOnce.calls == 2
     assert completion.prompt_tokens > 0  # counted by the tokenizer when the provider reports no usage
+
+
+async def test_the_test_policy_is_registered_with_litellm_only_when_its_model_is_called() -> None:
+    import litellm
+
+    def registered() -> bool:
+        return any(entry.get("provider") == PROVIDER for entry in litellm.custom_provider_map)
+
+    previous = litellm.custom_provider_map
+    litellm.custom_provider_map = [entry for entry in previous if entry.get("provider") != PROVIDER]
+    try:
+        assert count_tokens(SCRIPTED, "a few words") > 0 and count_tokens("gpt-4o", "a few words") > 0
+        assert not registered()
+        assert (await complete(SCRIPTED, "Instructions: wait.")).text
+        assert registered()
+    finally:
+        litellm.custom_provider_map = previous

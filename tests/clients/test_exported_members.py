@@ -12,6 +12,7 @@ EXPECTED = {
     "Diagnostic", "Hydrated", "HydratedMacro", "LibraryStats", "MacroRevision", "Registered", "Section", "Skill",
     "SkillRegistryClient", "SkillSummary",
     "ClientTLS", "PermissionDeniedError", "UnauthenticatedError", "open_channel",
+    "PackageFiles", "PackageReadError", "read_package_dir",
 }  # fmt: skip
 
 

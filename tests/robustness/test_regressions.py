@@ -12,11 +12,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from skillstate.clients import SkillRegistryClient, StateClient, ValidationError
+from skillstate.clients import SkillRegistryClient, StateClient, ValidationError, read_package_dir
 from skillstate.server.engine import canonical
 from skillstate.server.errors import InvalidArgumentError
 from skillstate.server.limits import DEFAULT_LIMITS
-from skillstate.server.skills.files import read_package_dir
 from skillstate.skills.v1 import skills_pb2
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from skillstate.server.skills.files import read_package_dir
+from skillstate.clients import read_package_dir
 from skillstate.server.skills.graph import SkillGraph, build_graph
 from skillstate.server.skills.package import SkillFormatError, SkillPackage, load_package
 

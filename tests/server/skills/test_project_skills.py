@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillstate.server.skills.files import read_package_dir
+from skillstate.clients import read_package_dir
 from skillstate.server.skills.graph import build_graph
 from skillstate.server.skills.hydrate import hydrate
 from skillstate.server.skills.library import SkillLibrary
