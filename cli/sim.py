@@ -148,7 +148,7 @@ async def local_server(address: str | None = None) -> AsyncIterator[str]:
     if address is not None:
         yield address
         return
-    from skillstate.server.engine.state_engine import EngineConfig
+    from skillstate.server.engine.config import EngineConfig
     from skillstate.server.rpc.app import start_server
     from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
     from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore

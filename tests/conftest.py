@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, settings
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
 from skillstate.clients import StateClient
-from skillstate.server.engine.state_engine import EngineConfig
+from skillstate.server.engine.config import EngineConfig
 from skillstate.server.rpc.app import RunningServer, start_server
 from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore

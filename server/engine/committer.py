@@ -2,8 +2,9 @@
 
 Callers are answered only after their item's transaction committed. While one transaction is in flight
 the next batch accumulates, so throughput rises with concurrency at one fsync per batch. If a commit
-fails, each execution in it rolls back to its durable head, and anything merged on top of the failed
-revisions fails too: nothing that was not made durable is ever acknowledged.
+fails, the owner hears which executions it held (to roll them back to their durable heads, which bumps
+their epoch), and anything merged on top of the failed revisions fails too: nothing that was not made
+durable is ever acknowledged.
 """
 
 from __future__ import annotations
@@ -13,22 +14,33 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 from ..errors import DuplicateRowError, RolledBackError, StorageError
 from ..metrics import NO_METRICS, Metrics
 from ..storage.records import Batch, ObservationRecord, RevisionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
-from .execution import Execution
 
 log = logging.getLogger(__name__)
 
 
+class Versioned(Protocol):
+    """What an item is committed for: an execution whose epoch changes when it rolls back."""
+
+    @property
+    def epoch(self) -> int: ...
+
+
+E = TypeVar("E", bound=Versioned)
+
+
 @dataclass(slots=True)
-class Pending:
+class Pending(Generic[E]):
     """One item waiting to be made durable, and the future its caller awaits."""
 
-    execution: Execution
+    execution: E
     epoch: int
+    """The execution's epoch when the item was merged: if it changed, what the item was merged on is gone."""
     revision: RevisionRecord | None = None
     snapshot: SnapshotRecord | None = None
     observation: ObservationRecord | None = None
@@ -55,21 +67,24 @@ class Pending:
                 future.exception()  # mark retrieved: a caller that went away must not log "never retrieved"
 
 
-class GroupCommitter:
-    """Owns the single writer task; `on_committed` runs for each item, in order, after its commit."""
+class GroupCommitter(Generic[E]):
+    """Owns the single writer task. `on_committed` runs for each item, in order, after its commit;
+    `on_failed` runs once with the executions of a batch that failed to commit, before their callers hear."""
 
     def __init__(
         self,
         log_: RevisionLog,
-        on_committed: Callable[[Pending], None],
+        on_committed: Callable[[Pending[E]], None],
+        on_failed: Callable[[list[E]], None],
         max_batch: int = 1024,
         metrics: Metrics = NO_METRICS,
     ) -> None:
         self._log = log_
         self._metrics = metrics
         self._on_committed = on_committed
+        self._on_failed = on_failed
         self._max_batch = max_batch
-        self._queue: list[Pending] = []
+        self._queue: list[Pending[E]] = []
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -89,9 +104,13 @@ class GroupCommitter:
         if self._task is not None:
             await self._task
 
-    def enqueue(self, item: Pending) -> None:
+    def check_open(self) -> None:
+        """Raise StorageError once closing: nothing more will be committed."""
         if self._closing:
             raise StorageError("the server is shutting down")
+
+    def enqueue(self, item: Pending[E]) -> None:
+        self.check_open()
         self._queue.append(item)
         self._wakeup.set()
 
@@ -106,7 +125,7 @@ class GroupCommitter:
             if self._closing:
                 return
 
-    async def _commit(self, items: list[Pending]) -> None:
+    async def _commit(self, items: list[Pending[E]]) -> None:
         live = []
         for item in items:
             if item.epoch == item.execution.epoch:
@@ -129,8 +148,7 @@ class GroupCommitter:
                 log.info("group commit of %d items lost a race to another server: %s", len(live), e)
             else:
                 log.error("group commit of %d items failed: %s", len(live), e)
-            for execution in {id(i.execution): i.execution for i in live}.values():
-                execution.rollback()
+            self._on_failed(list({id(i.execution): i.execution for i in live}.values()))
             error = e if isinstance(e, StorageError) else StorageError(f"commit failed: {e}")
             for item in live:
                 item.resolve(error)

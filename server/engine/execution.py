@@ -10,25 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Collection, Iterable, Iterator
+import functools
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from ..errors import CorruptLogError
 from ..storage.records import RevisionRecord, SnapshotRecord
 from . import canonical
+from .committer import Pending
 from .merge import Change
-from .mergepatch import MISSING, apply, written_paths
+from .mergepatch import MISSING, written_paths
 from .ownership import OwnerMap
 from .policy import PolicyMap
 from .statesize import size_change, state_bytes
 from .undo import Restore, Undo, apply_in_place, compose, revert_in_place, reverted
 from .validation import SchemaValidator
-
-if TYPE_CHECKING:
-    from .committer import Pending
 
 HASH_DOMAIN = b"skillstate.state.v1"
 MAX_PATCH_IDS = 100_000
@@ -71,44 +70,6 @@ class Entry:
     """Bytes of the state's canonical JSON after this revision (kept for the entries of the window)."""
 
 
-def replay(snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> Iterator[tuple[Entry, dict[str, Any]]]:
-    """Each revision from a snapshot on, with the state after it, checking the hash chain as it goes.
-
-    States share structure (copy-on-write): a caller may keep any of them.
-    """
-    state = orjson.loads(snapshot.state_json)
-    state_hash = snapshot.state_hash
-    yield Entry(snapshot.revision, state_hash, None, None, None), state
-    for record in records:
-        applied, change, state_hash = _verified_step(state, state_hash, record)
-        state = apply(state, applied)
-        yield Entry(record.revision, state_hash, record, change, None), state
-
-
-def _verified_step(
-    before: dict[str, Any], previous_hash: str, record: RevisionRecord
-) -> tuple[dict[str, Any], Change, str]:
-    """A logged revision's applied patch, its Change and its hash, after checking that hash."""
-    applied = orjson.loads(record.applied_patch_json)
-    submitted = orjson.loads(record.patch_json)
-    touched = written_paths(before, applied, submitted)
-    change = Change(record.revision, record.base_revision, record.agent_id, touched, submitted, record.client_patch_id)
-    state_hash = revision_hash(
-        previous_hash,
-        record.revision,
-        record.agent_id,
-        record.base_revision,
-        record.applied_patch_json,
-        record.action_json,
-    )
-    if state_hash != record.state_hash:
-        raise CorruptLogError(
-            f"execution {record.execution_id!r}: hash chain broken at revision {record.revision}; "
-            "the log was altered or corrupted"
-        )
-    return applied, change, state_hash
-
-
 @dataclass(frozen=True, slots=True)
 class Replayed:
     """What a replay of the log found for a base older than the window: enough to merge on that base."""
@@ -128,9 +89,6 @@ class Execution:
         self.id = execution_id
         self.schema = schema
         self.created_at = created_at
-        self.validator = SchemaValidator(schema)
-        self.policies = PolicyMap(schema)
-        self.owners = OwnerMap(schema)
         self.state: dict[str, Any] = {}
         """The head state, changed in place; window entries hold the undos that lead back from it."""
         self.window: collections.deque[Entry] = collections.deque()
@@ -144,7 +102,7 @@ class Execution:
         """(agent_id, client_patch_id) -> revision, for revisions since the log's oldest replayed point."""
         self.patch_ids_complete = True
         """True when patch_ids covers the whole log, so a miss needs no storage lookup."""
-        self.pending_patches: dict[tuple[str, str], Pending] = {}
+        self.pending_patches: dict[tuple[str, str], Pending[Execution]] = {}
         """Idempotency keys of revisions merged but not yet durable -> their place in the group commit."""
         self.last_written: dict[str, int] = {}
         """Top-level member -> the newest revision in the window that wrote at or below it."""
@@ -162,6 +120,24 @@ class Execution:
         """The last sequence handed out, durable or pending."""
         self.observation_committed = 0
         self._settle_waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+    @functools.cached_property
+    def validator(self) -> SchemaValidator:
+        return SchemaValidator(self.schema)
+
+    @functools.cached_property
+    def policies(self) -> PolicyMap:
+        return PolicyMap(self.schema)
+
+    @functools.cached_property
+    def owners(self) -> OwnerMap:
+        """Compiled on first use, as are `validator` and `policies`: an execution that only replays the log
+        (recovery, reads of the past) never needs them."""
+        return OwnerMap(self.schema)
+
+    def compile(self) -> None:
+        """Compile the contract now, so that a new execution's bad schema is refused when it is created."""
+        _ = self.validator, self.policies, self.owners
 
     @property
     def head(self) -> Entry:
@@ -189,10 +165,10 @@ class Execution:
         self.catch_up(records)
 
     def catch_up(self, records: Iterable[RevisionRecord]) -> list[RevisionRecord]:
-        """Apply durable revisions that follow the head (committed elsewhere: at recovery, or by another
-        server on a shared log), checking the hash chain; returns those applied. Revisions the head already
-        holds are skipped: this server may have committed them while the caller read the log. The head
-        must be durable."""
+        """Apply durable revisions that follow the head (committed elsewhere: at recovery, by another server
+        on a shared log, or read back to replay the past), checking the hash chain; returns those applied.
+        Revisions the head already holds are skipped: this server may have committed them while the caller
+        read the log. The head must be durable."""
         assert self.head.revision == self.committed, "catch up only from a durable head"
         applied_records = []
         for record in records:
@@ -200,14 +176,48 @@ class Execution:
                 continue
             if record.revision != self.head.revision + 1:
                 raise CorruptLogError(f"execution {self.id!r}: revision {record.revision} follows {self.head.revision}")
-            applied, change, state_hash = _verified_step(self.state, self.head.state_hash, record)
-            undo = apply_in_place(self.state, applied)
-            size = self.head.size + size_change(self.state, undo)
-            self.push(Entry(record.revision, state_hash, record, change, undo, size))
+            expected = revision_hash(
+                self.head.state_hash, record.revision, record.agent_id, record.base_revision,
+                record.applied_patch_json, record.action_json,
+            )  # fmt: skip
+            if expected != record.state_hash:
+                raise CorruptLogError(
+                    f"execution {self.id!r}: hash chain broken at revision {record.revision}; "
+                    "the log was altered or corrupted"
+                )
+            self.advance(record, orjson.loads(record.applied_patch_json), orjson.loads(record.patch_json))
             applied_records.append(record)
         if applied_records:
             self.mark_committed(self.head.revision)
         return applied_records
+
+    def advance(
+        self,
+        record: RevisionRecord,
+        applied: dict[str, Any],
+        submitted: dict[str, Any],
+        check: Callable[[Undo, int], None] | None = None,
+    ) -> None:
+        """Make `record` the head: apply its effective patch in place and keep the undo in the window. The one
+        way the head moves forward, for a new commit and for revisions read back from the log alike.
+
+        `check` sees the undo and the new state's size; if it raises (a new commit the schema or a limit
+        refuses), the state is reverted and the head stays where it was.
+        """
+        state = self.state
+        touched = written_paths(state, applied, submitted)
+        undo = apply_in_place(state, applied)
+        size = self.head.size + size_change(state, undo)
+        if check is not None:
+            try:
+                check(undo, size)
+            except BaseException:
+                revert_in_place(state, undo)
+                raise
+        change = Change(
+            record.revision, record.base_revision, record.agent_id, touched, submitted, record.client_patch_id
+        )
+        self.push(Entry(record.revision, record.state_hash, record, change, undo, size))
 
     def state_at(self, revision: int) -> dict[str, Any]:
         """The state at a revision the window holds. At head this is the live state: use it before any await."""

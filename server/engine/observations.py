@@ -23,7 +23,7 @@ class Observations:
     """Publishes observations through the group committer and streams them to their addressees."""
 
     def __init__(
-        self, log: RevisionLog, committer: GroupCommitter, limits: Limits, queue_size: int, max_streams: int
+        self, log: RevisionLog, committer: GroupCommitter[Execution], limits: Limits, queue_size: int, max_streams: int
     ) -> None:
         self._log = log
         self._committer = committer

@@ -13,67 +13,41 @@ import itertools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, NoReturn
-
-import orjson
+from typing import Any
 
 from ..errors import (
     AlreadyExistsError,
     BaseAheadError,
     ConflictError,
-    CorruptLogError,
     DuplicateRowError,
     InvalidArgumentError,
     LimitExceededError,
-    NotFoundError,
     OutOfRangeError,
     RolledBackError,
     StorageError,
 )
-from ..limits import DEFAULT_LIMITS, Limits
 from ..metrics import NO_METRICS, Metrics
-from ..storage.records import ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+from ..storage.records import ObservationRecord, RevisionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
 from . import canonical
 from .committer import GroupCommitter, Pending
-from .execution import Entry, Execution, genesis_hash, revision_hash
+from .config import EngineConfig
+from .execution import Execution, genesis_hash, revision_hash
+from .executions import Executions
 from .hub import Hub, follow
-from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
-from .mergepatch import NoChange, effective, path_of, strip_nulls, written_paths
+from .merge import Resolution, decode_resolutions, encode_resolutions, merge
+from .mergepatch import NoChange, effective, path_of, strip_nulls
 from .observations import Observations
+from .replicas import Replicas
 from .requests import Submission, check_execution_id, new_execution_id
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
-from .statesize import size_change
 from .timeline import Timeline
-from .undo import apply_in_place, revert_in_place
+from .undo import Undo
 
 log = logging.getLogger(__name__)
 
 MAX_COMMIT_RACES = 100
 """How often a patch is merged again after another server's commit beat it, before UNAVAILABLE."""
-FOLLOW_INTERVAL = 1.0
-"""Seconds between catch-ups of streamed executions on a shared log when no notice arrives."""
-
-
-@dataclass(frozen=True, slots=True)
-class EngineConfig:
-    """Tuning knobs; docs/limits.md describes each."""
-
-    limits: Limits = DEFAULT_LIMITS
-    window: int = 256
-    """Recent revisions kept in memory per execution (older bases are replayed from the log)."""
-    snapshot_every: int = 1000
-    """A snapshot is stored every this many revisions, bounding recovery and old-state reads."""
-    subscriber_queue: int = 1024
-    """Items a watcher or observation stream may fall behind before it is ended."""
-    max_watchers: int = 1024
-    """Watch streams per execution, and observation streams per execution: one more is RESOURCE_EXHAUSTED."""
-    max_batch: int = 1024
-    """Most items in one group commit."""
-    retain_revisions: int | None = None
-    """Keep at least this many revisions of history; older ones are compacted into a snapshot after each
-    snapshot commits. None keeps the whole log."""
 
 
 class StateEngine:
@@ -84,25 +58,22 @@ class StateEngine:
         self._metrics = metrics
         self._config = config
         self._limits = config.limits
-        self._executions: dict[str, Execution] = {}
-        """Executions in memory. One in the log is loaded on first use, so startup does not wait for all."""
-        self._stored: dict[str, ExecutionRecord] = {}
-        """Executions in the log that are not loaded yet."""
-        self._loading: dict[str, asyncio.Task[Execution]] = {}
-        self._creating: set[str] = set()
+        self._executions = Executions(log, config.window)
         self._revisions: Hub[RevisionRecord] = Hub(config.subscriber_queue, config.max_watchers, "watchers")
-        self._committer = GroupCommitter(log, self._committed, config.max_batch, metrics)
+        self._committer: GroupCommitter[Execution] = GroupCommitter(
+            log, self._committed, self._rolled_back, config.max_batch, metrics
+        )
         self._timeline = Timeline(log)
         self._observations = Observations(
             log, self._committer, config.limits, config.subscriber_queue, config.max_watchers
         )
         self._compactions: set[asyncio.Task[int]] = set()
-        self._follower: asyncio.Task[None] | None = None
+        self._replicas = Replicas(log, self._executions.loaded, self._revisions, self._observations)
         metrics.watch_gauges(
             watchers=self._revisions.count,
             observation_streams=self._observations.stream_count,
             commit_queue_depth=lambda: self._committer.queue_depth,
-            executions_loaded=lambda: len(self._executions),
+            executions_loaded=lambda: len(self._executions.loaded),
         )
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -111,39 +82,19 @@ class StateEngine:
         """Open the log and list its executions; each is recovered from the log on first use."""
         await self._log.open()
         try:
-            self._stored = {record.execution_id: record for record in await self._log.list_executions()}
+            await self._executions.start()
         except BaseException:
             await self._log.close()
             raise
         self._committer.start()
-        if self._log.shared:
-            self._follower = asyncio.create_task(self._follow_other_servers(), name="skillstate-follow")
+        self._replicas.start()
 
     async def close(self) -> None:
         """Commit what is pending, finish compactions, then close the log."""
-        if self._follower is not None:
-            self._follower.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._follower
+        await self._replicas.close()
         await self._committer.close()
         await asyncio.gather(*self._compactions, return_exceptions=True)
         await self._log.close()
-
-    async def _recover(self, record: ExecutionRecord) -> Execution:
-        execution = Execution(
-            record.execution_id, orjson.loads(record.schema_json), record.created_at, self._config.window
-        )
-        snapshot = await self._log.latest_snapshot(record.execution_id)
-        if snapshot is None:
-            raise OutOfRangeError(f"execution {record.execution_id!r} has no snapshot to recover from")
-        records = await self._log.read_revisions(record.execution_id, after=snapshot.revision)
-        execution.recover(snapshot, records)
-        execution.compacted = await self._log.compact_revision(record.execution_id)
-        execution.patch_ids_complete = snapshot.revision == 0
-        execution.observation_sequence = execution.observation_committed = await self._log.last_observation_sequence(
-            record.execution_id
-        )
-        return execution
 
     # -- executions and reads ----------------------------------------------------------------------------
 
@@ -163,138 +114,26 @@ class StateEngine:
         schema = canonical.parse_object(schema_json or "{}", "schema_json", limits, max_bytes=limits.max_schema_bytes)
         state = strip_nulls(canonical.parse_object(initial_state_json or "{}", "initial_state_json", limits))
         execution = Execution(execution_id, schema, time.time(), self._config.window)
+        execution.compile()
         execution.validator.validate(state)
-        if execution_id in self._executions or execution_id in self._stored or execution_id in self._creating:
-            raise AlreadyExistsError(f"execution {execution_id!r} already exists")
         state_hash = genesis_hash(execution_id, schema, state)
-        genesis = SnapshotRecord(execution_id, 0, canonical.dumps_str(state), state_hash)
-        self._creating.add(execution_id)
-        try:
-            await self._log.create_execution(
-                ExecutionRecord(execution_id, canonical.dumps_str(schema), execution.created_at), genesis
-            )
-        finally:
-            self._creating.discard(execution_id)
+        await self._executions.create(
+            execution, SnapshotRecord(execution_id, 0, canonical.dumps_str(state), state_hash)
+        )
         execution.begin(0, state, state_hash)
-        self._executions[execution_id] = execution
         return Created(execution_id, 0, state_hash)
 
-    async def _get(self, execution_id: str) -> Execution:
-        """The execution, recovered from the log on first use; concurrent first uses share one recovery."""
-        execution = self._executions.get(execution_id)
-        if execution is not None:
-            return execution
-        if execution_id not in self._loading and execution_id not in self._stored and self._log.shared:
-            record = await self._log.find_execution(execution_id)  # created by another server since this one started
-            if record is None:
-                _raise_not_found(execution_id)
-            if execution_id not in self._executions and execution_id not in self._loading:
-                self._stored[execution_id] = record
-            return await self._get(execution_id)
-        loading = self._loading.get(execution_id)
-        if loading is None:
-            record = self._stored.get(execution_id)
-            if record is None:
-                _raise_not_found(execution_id)
-            loading = self._loading[execution_id] = asyncio.create_task(self._load(record))
-            loading.add_done_callback(_retrieve_exception)
-        return await asyncio.shield(loading)
-
-    async def _load(self, record: ExecutionRecord) -> Execution:
-        try:
-            execution = await self._recover(record)
-        finally:
-            del self._loading[record.execution_id]
-        del self._stored[record.execution_id]
-        self._executions[record.execution_id] = execution
-        return execution
-
     async def head_revision(self, execution_id: str) -> int:
-        return (await self._get(execution_id)).committed
+        return (await self._executions.get(execution_id)).committed
 
     async def get_state(self, execution_id: str, at_revision: int | None = None) -> StateView:
-        execution = await self._get(execution_id)
+        execution = await self._executions.get(execution_id)
         if at_revision is None or at_revision > execution.committed:
-            await self._refresh(execution)  # linearizable: nothing another server acknowledged is missed
+            await self._replicas.refresh(execution)  # linearizable: nothing another server acknowledged is missed
         revision = execution.committed if at_revision is None else at_revision
         if not 0 <= revision <= execution.committed:
             raise OutOfRangeError(f"at_revision: {revision} is outside 0..{execution.committed} (the head)")
         return await self._timeline.view(execution, revision)
-
-    # -- a log shared with other servers -------------------------------------------------------------------
-
-    async def _refresh(self, execution: Execution, observations: bool = False) -> None:
-        """Catch up with what other servers committed to a shared log: revisions (handed to this server's
-        watchers as if committed here), and with `observations` the observations too. Nothing to do on a
-        log of this server's own."""
-        if not self._log.shared:
-            return
-        execution.refresh_requests += 1
-        ticket = execution.refresh_requests
-        async with execution.refreshing:
-            if execution.refreshed_through >= ticket and not observations:
-                return  # a catch-up that began after this call arrived has just run: it serves this call too
-            serving = execution.refresh_requests
-            while True:
-                while execution.head.revision > execution.committed:  # let local commits settle first
-                    await execution.settled(execution.head.revision)
-                read = await self._log.read_revisions(execution.id, after=execution.committed, limit=1024)
-                if execution.head.revision > execution.committed:
-                    continue  # a local merge started meanwhile: it commits or rolls back, then look again
-                if read and read[0].revision > execution.committed + 1:  # compacted past this server's head
-                    await self._restart_from_snapshot(execution)
-                    continue
-                for record in execution.catch_up(read):
-                    self._revisions.publish(execution.id, record)
-                if len(read) < 1024:
-                    break
-            execution.refreshed_through = serving
-            if not observations:
-                return
-            for observation in await self._log.read_observations(execution.id, after=execution.observation_committed):
-                if observation.sequence > execution.observation_committed:
-                    execution.observation_sequence = max(execution.observation_sequence, observation.sequence)
-                    self._observations.committed(execution, observation)
-
-    async def _restart_from_snapshot(self, execution: Execution) -> None:
-        """Another server compacted the log past this one's head: start over from the newest snapshot. This
-        server's watchers of the execution are cut, to resume from their last revision (they then get the
-        snapshot, as any watcher from before a compaction does)."""
-        snapshot = await self._log.latest_snapshot(execution.id)
-        if snapshot is None or snapshot.revision <= execution.committed:
-            raise CorruptLogError(f"execution {execution.id!r}: revisions after {execution.committed} are missing")
-        records = await self._log.read_revisions(execution.id, after=snapshot.revision)
-        execution.compacted = await self._log.compact_revision(execution.id)
-        execution.restart_from(snapshot, records)
-        self._revisions.cut(execution.id)
-
-    async def _follow_other_servers(self) -> None:
-        """Keep the executions this server streams current with a shared log: at once when the log says
-        another server committed, and every FOLLOW_INTERVAL seconds in case a notice was lost."""
-        changed: asyncio.Queue[str] = asyncio.Queue()
-
-        async def listen() -> None:
-            async for execution_id in self._log.changes():
-                changed.put_nowait(execution_id)
-
-        listener = asyncio.create_task(listen(), name="skillstate-follow-notices")
-        try:
-            while True:
-                try:
-                    named = {await asyncio.wait_for(changed.get(), FOLLOW_INTERVAL)}
-                    while not changed.empty():
-                        named.add(changed.get_nowait())
-                except TimeoutError:
-                    named = self._revisions.keys() | self._observations.streamed()
-                for execution_id in named:
-                    execution = self._executions.get(execution_id)
-                    if execution is not None:
-                        try:
-                            await self._refresh(execution, observations=True)
-                        except StorageError as e:
-                            log.warning("could not catch up execution %r: %s", execution_id, e)
-        finally:
-            listener.cancel()
 
     # -- patches -----------------------------------------------------------------------------------------
 
@@ -313,7 +152,7 @@ class StateEngine:
 
         On a shared log, a commit that another server's commit beat (the same revision number) is merged
         again on the state caught up from the log, as often as it takes."""
-        execution = await self._get(execution_id)
+        execution = await self._executions.get(execution_id)
         submission = Submission.check(agent_id, base_revision, patch_json, client_patch_id, action_json, self._limits)
         execution.owners.check(submission.patch, submission.agent_id, writer_skills)
         for attempt in itertools.count(1):
@@ -322,13 +161,13 @@ class StateEngine:
             except (DuplicateRowError, RolledBackError):
                 if not self._log.shared or attempt == MAX_COMMIT_RACES:
                     raise
-                await self._refresh(execution)
+                await self._replicas.refresh(execution)
         raise AssertionError("unreachable")
 
     async def _submit(self, execution: Execution, submission: Submission) -> SubmitResult:
         base_revision, client_patch_id = submission.base_revision, submission.client_patch_id
         if base_revision > execution.committed:
-            await self._refresh(execution)  # the agent may have read it from another server
+            await self._replicas.refresh(execution)  # the agent may have read it from another server
         if base_revision > execution.committed:
             raise BaseAheadError(f"base_revision: {base_revision} is ahead of the head revision {execution.committed}")
         lag, limit = execution.committed - base_revision, self._limits.max_base_lag
@@ -380,47 +219,42 @@ class StateEngine:
 
     def _append(
         self, execution: Execution, submission: Submission, applied: dict[str, Any], resolutions: list[Resolution]
-    ) -> tuple[RevisionRecord, Pending]:
-        """Apply a merged patch to head, validate it, and queue its revision for commit: all or nothing."""
-        state, revision, previous_hash = execution.state, execution.head.revision + 1, execution.head.state_hash
-        agent_id, base_revision = submission.agent_id, submission.base_revision
+    ) -> tuple[RevisionRecord, Pending[Execution]]:
+        """Make a merged patch the next revision and queue it for commit: all or nothing."""
+        self._committer.check_open()
+        revision, agent_id, base_revision = execution.head.revision + 1, submission.agent_id, submission.base_revision
         applied_json = canonical.dumps_str(applied)  # before the head changes: `applied` may share its objects
-        touched = written_paths(state, applied, submission.patch)
-        undo = apply_in_place(state, applied)
-        try:
-            size = execution.head.size + size_change(state, undo)
+        state_hash = revision_hash(
+            execution.head.state_hash, revision, agent_id, base_revision, applied_json, submission.action_json
+        )
+        record = RevisionRecord(
+            execution_id=execution.id,
+            revision=revision,
+            agent_id=agent_id,
+            base_revision=base_revision,
+            patch_json=submission.patch_json,
+            applied_patch_json=applied_json,
+            action_json=submission.action_json,
+            client_patch_id=submission.client_patch_id,
+            resolutions_json=encode_resolutions(resolutions),
+            state_hash=state_hash,
+            committed_at=time.time(),
+        )
+
+        def admit(undo: Undo, size: int) -> None:
             if size > self._limits.max_state_bytes:
                 raise LimitExceededError(
                     f"state size: this patch would make the state {size:,} bytes, over the limit of "
                     f"{self._limits.max_state_bytes:,}"
                 )
-            execution.validator.validate_change(state, applied, undo)
-            state_hash = revision_hash(
-                previous_hash, revision, agent_id, base_revision, applied_json, submission.action_json
-            )
-            record = RevisionRecord(
-                execution_id=execution.id,
-                revision=revision,
-                agent_id=agent_id,
-                base_revision=base_revision,
-                patch_json=submission.patch_json,
-                applied_patch_json=applied_json,
-                action_json=submission.action_json,
-                client_patch_id=submission.client_patch_id,
-                resolutions_json=encode_resolutions(resolutions),
-                state_hash=state_hash,
-                committed_at=time.time(),
-            )
-            snapshot = None
-            if revision % self._config.snapshot_every == 0:
-                snapshot = SnapshotRecord(execution.id, revision, canonical.dumps_str(state), state_hash)
-            pending = Pending(execution, execution.epoch, revision=record, snapshot=snapshot)
-            self._committer.enqueue(pending)
-        except BaseException:
-            revert_in_place(state, undo)  # refused (or failed) before it joined the log: as if never applied
-            raise
-        change = Change(revision, base_revision, agent_id, touched, submission.patch, submission.client_patch_id)
-        execution.push(Entry(revision, state_hash, record, change, undo, size))
+            execution.validator.validate_change(execution.state, applied, undo)
+
+        execution.advance(record, applied, submission.patch, admit)
+        snapshot = None
+        if revision % self._config.snapshot_every == 0:
+            snapshot = SnapshotRecord(execution.id, revision, canonical.dumps_str(execution.state), state_hash)
+        pending = Pending(execution, execution.epoch, revision=record, snapshot=snapshot)
+        self._committer.enqueue(pending)
         return record, pending
 
     async def _earlier_result(self, execution: Execution, submission: Submission) -> SubmitResult | None:
@@ -446,7 +280,13 @@ class StateEngine:
             if key not in execution.pending_patches and key not in execution.patch_ids:
                 return None
 
-    def _committed(self, item: Pending) -> None:
+    @staticmethod
+    def _rolled_back(executions: list[Execution]) -> None:
+        """A group commit failed: what it held is not durable, so each of its executions forgets it."""
+        for execution in executions:
+            execution.rollback()
+
+    def _committed(self, item: Pending[Execution]) -> None:
         execution = item.execution
         if item.revision is not None:
             execution.mark_committed(item.revision.revision)
@@ -467,7 +307,7 @@ class StateEngine:
 
         Reads and watches from before it get the snapshot instead (Watch says so with compact_revision).
         """
-        execution = await self._get(execution_id)
+        execution = await self._executions.get(execution_id)
         if not 0 <= up_to <= execution.committed:
             raise OutOfRangeError(f"up_to: {up_to} is outside 0..{execution.committed} (the head)")
         snapshot = await self._log.latest_snapshot(execution.id, at_most=up_to)
@@ -486,22 +326,22 @@ class StateEngine:
     # -- observations ------------------------------------------------------------------------------------
 
     async def publish_observation(self, execution_id: str, to: str, source: str, kind: str, payload_json: str) -> int:
-        execution = await self._get(execution_id)
+        execution = await self._executions.get(execution_id)
         for attempt in itertools.count(1):
             try:
                 return await self._observations.publish(execution, to, source, kind, payload_json)
             except (DuplicateRowError, RolledBackError):  # another server took the sequence number
                 if not self._log.shared or attempt == MAX_COMMIT_RACES:
                     raise
-                await self._refresh(execution, observations=True)
+                await self._replicas.refresh(execution, observations=True)
         raise AssertionError("unreachable")
 
     async def observations(
         self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int
     ) -> AsyncIterator[ObservationRecord]:
         """Observations addressed to agent_id, to one of its skills or to everyone, after after_sequence."""
-        execution = await self._get(execution_id)
-        await self._refresh(execution, observations=True)
+        execution = await self._executions.get(execution_id)
+        await self._replicas.refresh(execution, observations=True)
         async for observation in self._observations.stream(execution, agent_id, skills, after_sequence):
             yield observation
 
@@ -509,10 +349,10 @@ class StateEngine:
 
     async def watch(self, execution_id: str, from_revision: int) -> AsyncIterator[RevisionRecord | WatchSnapshot]:
         """Every revision after from_revision, in order, exactly once, then live ones as they commit."""
-        execution = await self._get(execution_id)
+        execution = await self._executions.get(execution_id)
         if from_revision < 0:
             raise InvalidArgumentError(f"from_revision: must be >= 0, got {from_revision}")
-        await self._refresh(execution)
+        await self._replicas.refresh(execution)
         subscription = self._revisions.subscribe(execution.id)  # before reading history: no gap, no await
         caught_up_to = execution.committed
         cursor = from_revision
@@ -535,8 +375,8 @@ class StateEngine:
     ) -> HistoryPage:
         """A page of committed revisions from from_revision (or after `after`, continuing a page) through
         to_revision (0: the head)."""
-        execution = await self._get(execution_id)
-        await self._refresh(execution)
+        execution = await self._executions.get(execution_id)
+        await self._replicas.refresh(execution)
         head = execution.committed
         if page_size < 0:
             raise InvalidArgumentError(f"page_size: must be >= 0, got {page_size}")
@@ -552,16 +392,6 @@ class StateEngine:
         records = await self._timeline.records(execution, after, last, size) if after < last else []
         more = bool(records) and records[-1].revision < last
         return HistoryPage(records, more, head, execution.compacted)
-
-
-def _raise_not_found(execution_id: str) -> NoReturn:
-    raise NotFoundError(f"execution {execution_id!r} not found")
-
-
-def _retrieve_exception(task: asyncio.Task[Execution]) -> None:
-    """Mark a failed recovery's error retrieved: its callers got it, and the next use tries again."""
-    if not task.cancelled():
-        task.exception()
 
 
 def _effective(head: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from collections.abc import Collection
 from typing import Any
 
 from ..errors import OutOfRangeError
-from ..storage.records import RevisionRecord
+from ..storage.records import RevisionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
 from . import canonical
-from .execution import Execution, Replayed, replay
+from .execution import Execution, Replayed
 from .merge import Change
 from .results import StateView
 
@@ -38,8 +38,8 @@ class Timeline:
         if snapshot is None:
             raise OutOfRangeError(f"no snapshot at or before revision {revision}")
         records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=revision)
-        *_, (entry, state) = replay(snapshot, records)
-        return StateView(revision, canonical.dumps_str(state), entry.state_hash)
+        past = _replayed(execution, snapshot, records)
+        return StateView(revision, canonical.dumps_str(past.state), past.head.state_hash)
 
     def changes_since(
         self, execution: Execution, base: int, keys: Collection[str]
@@ -84,14 +84,9 @@ class Timeline:
                 raise OutOfRangeError(f"base_revision: no snapshot at or before {base}")
             through = execution.committed
             records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=through)
-            state: dict[str, Any] = {}
-            changes = []
-            for entry, after in replay(snapshot, records):
-                if entry.revision == base:
-                    state = after
-                elif entry.revision > base and entry.change is not None:
-                    changes.append(entry.change)
-            execution.replayed = Replayed(base, state, changes, through)
+            past = _replayed(execution, snapshot, records)
+            changes = [e.change for e in past.window if e.revision > base and e.change is not None]
+            execution.replayed = Replayed(base, past.state_at(base), changes, through)
 
     async def record(self, execution: Execution, revision: int) -> RevisionRecord:
         entry = execution.entry(revision)
@@ -108,3 +103,11 @@ class Timeline:
                 r for r in (execution.window[i - first].record for i in range(after + 1, stop + 1)) if r is not None
             ]
         return await self._log.read_revisions(execution.id, after=after, up_to=up_to, limit=limit)
+
+
+def _replayed(execution: Execution, snapshot: SnapshotRecord, records: list[RevisionRecord]) -> Execution:
+    """The execution's past, rebuilt from a snapshot and the revisions after it (hash chain checked), with
+    every one of them kept in its window."""
+    past = Execution(execution.id, execution.schema, execution.created_at, window=len(records) + 1)
+    past.recover(snapshot, records)
+    return past

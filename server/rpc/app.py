@@ -19,7 +19,8 @@ from skillstate.skills.v1 import skills_pb2
 from skillstate.state.v1 import state_pb2
 
 from ..auth.guard import DEFAULT_IN_FLIGHT, Guard, Mode
-from ..engine.state_engine import EngineConfig, StateEngine
+from ..engine.config import EngineConfig
+from ..engine.state_engine import StateEngine
 from ..metrics import NO_METRICS, Metrics, PrometheusMetrics
 from ..skills.graph import Extractor
 from ..skills.registry import SkillRegistry

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from skillstate.clients import NotFoundError, OutOfRangeError, Snapshot, StateClient
-from skillstate.server.engine.state_engine import EngineConfig
+from skillstate.server.engine.config import EngineConfig
 
 
 @pytest.fixture

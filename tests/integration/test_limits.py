@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from skillstate.clients import ResourceExhaustedError, StateClient
-from skillstate.server.engine.state_engine import EngineConfig
+from skillstate.server.engine.config import EngineConfig
 from skillstate.server.limits import Limits
 
 from ..conftest import RestartableServer

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skillstate.server.engine.state_engine import EngineConfig, StateEngine
+from skillstate.server.engine.config import EngineConfig
+from skillstate.server.engine.state_engine import StateEngine
 from skillstate.server.errors import ConflictError
 from skillstate.server.storage.revision_log.base import RevisionLog
 from skillstate.server.storage.revision_log.memory import MemoryRevisionLog

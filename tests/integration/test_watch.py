@@ -8,7 +8,7 @@ import grpc
 import pytest
 
 from skillstate.clients import RevisionEvent, StateClient
-from skillstate.server.engine.state_engine import EngineConfig
+from skillstate.server.engine.config import EngineConfig
 from skillstate.server.rpc.app import RunningServer
 from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc

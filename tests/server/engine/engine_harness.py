@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillstate.server.engine.state_engine import EngineConfig, StateEngine
+from skillstate.server.engine.config import EngineConfig
+from skillstate.server.engine.state_engine import StateEngine
 from skillstate.server.errors import ConflictError
 from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 

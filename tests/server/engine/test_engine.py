@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from skillstate.server.engine.config import EngineConfig
 from skillstate.server.engine.results import WatchSnapshot
-from skillstate.server.engine.state_engine import EngineConfig, StateEngine
+from skillstate.server.engine.state_engine import StateEngine
 from skillstate.server.errors import (
     AlreadyExistsError,
     BaseAheadError,
