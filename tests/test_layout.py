@@ -1,4 +1,6 @@
-"""Architecture rules: the contract and the client depend on nothing of ours; the server never loads litellm."""
+"""Architecture rules: the contract and the client depend on nothing of ours; the server's rooms are layered
+(rpc, then auth, skills and engine, then storage, then the foundation: errors, limits, metrics) with no
+import cycles anywhere; the server never loads litellm."""
 
 from __future__ import annotations
 
@@ -8,6 +10,10 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
+
+from .imports import cycles, import_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,6 +48,52 @@ def test_the_server_does_not_import_litellm() -> None:
 def test_the_engines_do_not_import_grpc() -> None:
     modules = loaded_modules("import skillstate.server.engine.state_engine, skillstate.server.skills.registry")
     assert not any(m == "grpc" or m.startswith("grpc.") for m in modules)
+
+
+GRAPH = import_graph()
+SERVER = "skillstate.server"
+FOUNDATION = {f"{SERVER}.errors", f"{SERVER}.limits", f"{SERVER}.metrics", SERVER}
+FORBIDDEN = {
+    "engine": ("grpc", "grpc_health", "grpc_reflection", f"{SERVER}.rpc", f"{SERVER}.auth", f"{SERVER}.skills"),
+    "skills": ("grpc", "grpc_health", "grpc_reflection", f"{SERVER}.rpc", f"{SERVER}.auth", f"{SERVER}.engine"),
+    "auth": ("grpc", f"{SERVER}.rpc", f"{SERVER}.engine", f"{SERVER}.skills"),
+    "storage": (f"{SERVER}.engine", f"{SERVER}.skills", f"{SERVER}.auth", f"{SERVER}.rpc"),
+}
+"""What each room below rpc must not import (a name covers the package and everything in it)."""
+
+
+@pytest.mark.parametrize("room", sorted(FORBIDDEN))
+def test_each_room_imports_only_the_rooms_below_it(room: str) -> None:
+    members = {m: imported for m, imported in GRAPH.items() if m.startswith(f"{SERVER}.{room}")}
+    assert members, f"no modules found in server/{room}"
+    wrong = sorted(
+        f"{m} imports {name}"
+        for m, imported in members.items()
+        for name in imported
+        if any(name == f or name.startswith(f + ".") for f in FORBIDDEN[room])
+    )
+    assert wrong == []
+
+
+def test_the_foundation_imports_nothing_of_ours_but_itself() -> None:
+    for module in FOUNDATION & GRAPH.keys():
+        assert {m for m in GRAPH[module] if m.startswith("skillstate.")} <= FOUNDATION
+
+
+def test_nothing_in_the_server_imports_rpc_but_rpc() -> None:
+    importers = {m for m, imported in GRAPH.items() if any(i.startswith(f"{SERVER}.rpc") for i in imported)}
+    assert {m for m in importers if m.startswith(SERVER)} <= {m for m in GRAPH if m.startswith(f"{SERVER}.rpc")}
+
+
+def test_there_are_no_import_cycles() -> None:
+    assert cycles(GRAPH) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    """The check above can fail: a planted circle through three modules is found, and a chain is not."""
+    planted = {"a": {"b"}, "b": {"c"}, "c": {"a", "grpc"}, "d": {"a"}}
+    assert cycles(planted) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
 
 
 def test_agents_are_clients_of_the_server_and_load_litellm_only_to_call_a_model() -> None:

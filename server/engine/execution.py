@@ -1,6 +1,6 @@
 """One execution in memory: its contract, its head state, and a window of recent revisions.
 
-The head state is changed in place and each revision in the window keeps its undo (server/undo.py), so a
+The head state is changed in place and each revision in the window keeps its undo (server/engine/undo.py), so a
 patch costs what it changes, never the size of the objects it writes into, and the window costs memory in
 proportion to what changed. The window serves stale-base merges, watch catch-up, history and reads of
 recent states without touching storage; anything older is replayed from the log.
