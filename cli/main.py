@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--extractor-cache",
         default=None,
         metavar="PATH",
-        help="where extractions are cached (default: DB.extractions.jsonl beside --db)",
+        help="where extractions are cached (default: DB.extractions.jsonl beside a SQLite --db; none on PostgreSQL)",
     )
     serve.add_argument("--tls-cert", default=None, metavar="PEM", help="the server's certificate chain (turns TLS on)")
     serve.add_argument("--tls-key", default=None, metavar="PEM", help="the server's private key")
@@ -222,8 +222,10 @@ def run_serve(args: argparse.Namespace) -> None:
         from pathlib import Path
 
         from skillstate.server.skills.llm_extract import FileCache, LlmExtractor
+        from skillstate.server.storage.backends import MEMORY, is_postgres_url
 
-        cache_path = args.extractor_cache or (None if args.db == ":memory:" else f"{args.db}.extractions.jsonl")
+        beside_db = args.db != MEMORY and not is_postgres_url(args.db)  # a URL names no folder to write into
+        cache_path = args.extractor_cache or (f"{args.db}.extractions.jsonl" if beside_db else None)
         extractor = LlmExtractor(args.extractor, FileCache(Path(cache_path)) if cache_path else None)
     for option in ("max_in_flight", "subscriber_queue", "max_watchers"):
         if getattr(args, option) < 1:

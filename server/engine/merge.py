@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import ConflictError
+from ..errors import ConflictError, InvalidArgumentError
 from . import canonical
 from .canonical import JSON
 from .mergepatch import (
@@ -184,6 +184,8 @@ class _Merge:
             if e.reason:
                 self.reasons.append(f"{pointer(path)}: {e.reason}")
             return NO_CHANGE
+        except _WrongType as e:
+            raise InvalidArgumentError(f"patch_json: {pointer(path)}: {e}") from None
         self.resolutions.append(Resolution(pointer(path), policy, outcome))
         return NO_CHANGE if _same(head, merged) else member_patch(head, merged)
 
@@ -191,6 +193,18 @@ class _Merge:
 class _Unmergeable(Exception):
     def __init__(self, reason: str = "") -> None:
         self.reason = reason
+
+
+class _WrongType(Exception):
+    """The patch's own value is of a type its path's policy cannot hold: no re-read makes it mergeable."""
+
+
+PATCH = "the patch's value"
+
+
+def _wrong_type(policy: str, needs: str, role: str, value: Any) -> Exception:
+    reason = f"{policy} needs {needs}, {role} is {_kind(value)}"
+    return _WrongType(reason) if role == PATCH and value is not MISSING else _Unmergeable(reason)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -206,9 +220,11 @@ def _lww(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie
 
     That is what "the greatest stamp wins" means for nested writes too, and it cannot depend on arrival.
     """
+    later = float("inf")  # the patch commits after every change so far: an equal stamp ties to the later commit
     writes = sorted(
         [(change.stamp, change.revision, change.submitted_patch) for change in node.changes]
-        + [(m.stamp, m.head_revision + 1, m.patch)]
+        + [(m.stamp, later, m.patch)],
+        key=lambda write: (write[0], write[1]),
     )
     value = base
     for _, _, patch in writes:
@@ -224,12 +240,12 @@ def _number(value: Any, policy: str, role: str, *, missing: Any = MISSING) -> An
     if value is MISSING and missing is not MISSING:
         return missing
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Unmergeable(f"{policy} needs numbers, {role} is {_kind(value)}")
+        raise _wrong_type(policy, "numbers", role, value)
     return value
 
 
 def _counter(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
-    delta = _number(intended, "counter", "the patch's value") - _number(base, "counter", "base", missing=0)
+    delta = _number(intended, "counter", PATCH) - _number(base, "counter", "base", missing=0)
     total = _number(head, "counter", "head", missing=0) + delta
     if isinstance(total, int) and not canonical.MIN_INTEGER <= total <= canonical.MAX_INTEGER:
         raise _Unmergeable(f"counter result {total} is outside the 64-bit integer range")
@@ -242,7 +258,7 @@ def _extreme(pick: Any, name: str) -> Any:
     def resolve(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
         if intended is MISSING:
             raise _Unmergeable(f"{name} cannot merge a deletion")
-        mine = _number(intended, name, "the patch's value")
+        mine = _number(intended, name, PATCH)
         if head is MISSING:
             return mine, "PATCH_WON"
         theirs = _number(head, name, "head")
@@ -256,7 +272,7 @@ def _array(value: Any, policy: str, role: str) -> list[Any]:
     if value is MISSING:
         return []
     if not isinstance(value, list):
-        raise _Unmergeable(f"{policy} needs arrays, {role} is {_kind(value)}")
+        raise _wrong_type(policy, "arrays", role, value)
     return value
 
 
@@ -265,7 +281,7 @@ def _set(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie
         return {canonical.dumps(item): item for item in items}
 
     before = keyed(_array(base, "set", "base"))
-    after = keyed(_array(intended, "set", "the patch's value"))
+    after = keyed(_array(intended, "set", PATCH))
     result = keyed(_array(head, "set", "head"))
     result.update((k, v) for k, v in after.items() if k not in before)
     for k in before.keys() - after.keys():
@@ -275,7 +291,7 @@ def _set(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie
 
 def _append(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
     log = _array(base, "append", "base")
-    mine = _array(intended, "append", "the patch's value")
+    mine = _array(intended, "append", PATCH)
     theirs = _array(head, "append", "head")
     if not _extends(mine, log):
         raise _Unmergeable("append needs the patch's array to extend the log at its base")
@@ -289,9 +305,9 @@ def _extends(longer: list[Any], prefix: list[Any]) -> bool:
 
 
 def _text(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie) -> tuple[Any, str]:
-    for value, role in ((base, "base"), (head, "head"), (intended, "the patch's value")):
+    for value, role in ((intended, PATCH), (base, "base"), (head, "head")):
         if value is not MISSING and not isinstance(value, str):
-            raise _Unmergeable(f"text needs strings, {role} is {_kind(value)}")
+            raise _wrong_type("text", "strings", role, value)
     original = "" if base is MISSING else base
     mine = TextEdit(m.stamp, m.client_patch_id, "" if intended is MISSING else intended)
     concurrent = _concurrent_text_edits(m, path, node, original)

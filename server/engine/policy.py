@@ -34,7 +34,7 @@ class PolicyMap:
 
     def __init__(self, schema: dict[str, Any]) -> None:
         for location, node in walk(schema, ""):
-            if KEYWORD in node and node[KEYWORD] not in _BY_NAME:
+            if KEYWORD in node and (not isinstance(node[KEYWORD], str) or node[KEYWORD] not in _BY_NAME):
                 raise InvalidArgumentError(
                     f"schema_json: {location or '/'}: {KEYWORD} must be one of "
                     f"{', '.join(sorted(_BY_NAME))}, got {node[KEYWORD]!r}"

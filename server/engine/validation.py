@@ -18,6 +18,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 
 from ..errors import InvalidArgumentError, SchemaViolationError
 from .mergepatch import Path, pointer
+from .schemarefs import checked_registry
 from .undo import Undo
 
 MAX_REPORTED = 10
@@ -67,7 +68,7 @@ class SchemaValidator:
         except SchemaError as e:
             where = pointer(tuple(str(p) for p in e.absolute_path)) or "(root)"
             raise InvalidArgumentError(f"schema_json: not a valid Draft 2020-12 schema at {where}: {e.message}") from e
-        self._validator = Draft202012Validator(schema)
+        self._validator = Draft202012Validator(schema, registry=checked_registry(schema))
         self._root = schema
         self._evolved: dict[int, Draft202012Validator] = {}
         """Validators for subschemas of this schema, by id: every one stays alive in _root or _shallow."""

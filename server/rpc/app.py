@@ -27,6 +27,7 @@ from ..skills.registry import SkillRegistry
 from ..storage.backends import open_credential_store, open_log, open_skill_store
 from ..storage.credential_store.base import CredentialStore
 from ..storage.credential_store.memory import MemoryCredentialStore
+from ..storage.redact import redact
 from ..storage.revision_log.base import RevisionLog
 from ..storage.skill_store.base import SkillStore
 from ..storage.skill_store.memory import MemorySkillStore
@@ -201,11 +202,12 @@ async def serve(
     )  # fmt: skip
     host = listen.rsplit(":", 1)[0]
     scheme = "TLS" + (" with client certificates" if tls and tls.client_ca else "") if tls else "plaintext"
-    log.info("skillstate state server listening on %s:%d (log: %s, %s)", host, running.port, db, scheme)
+    where = redact(db)
+    log.info("skillstate state server listening on %s:%d (log: %s, %s)", host, running.port, where, scheme)
     await _say_how_calls_are_admitted(running.guard)
     if metrics_listen is not None:
         log.info("Prometheus metrics on http://%s:%s/metrics", metrics_listen.rpartition(":")[0], running.metrics_port)
-    print(f"skillstate serving on {host}:{running.port} (log: {db}, {scheme})", flush=True)
+    print(f"skillstate serving on {host}:{running.port} (log: {where}, {scheme})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

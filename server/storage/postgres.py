@@ -9,30 +9,19 @@ from typing import Any
 import asyncpg
 
 from ..errors import StorageError
+from .redact import redact
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 def describe(dsn: str, schema: str | None = None) -> str:
     """The database, without its password, for messages."""
-    where = re.sub(r"://([^:@/]+):[^@/]*@", r"://\1:***@", dsn)
-    return f"{where} (schema {schema})" if schema else where
+    return f"{redact(dsn)} (schema {schema})" if schema else redact(dsn)
 
 
-async def open_pool(dsn: str, schema: str | None, size: int) -> asyncpg.Pool:
-    """A connection pool whose sessions use `schema` (created if missing) for unqualified table names."""
-    if schema is not None and not _IDENTIFIER.match(schema):
-        raise StorageError(f"schema {schema!r}: expected a lower-case SQL identifier")
-    pool = await asyncpg.create_pool(
-        dsn, min_size=1, max_size=size, server_settings={"search_path": schema} if schema else {}
-    )
-    if schema:
-        try:
-            await pool.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-        except BaseException:
-            await pool.close()
-            raise
-    return pool
+SCHEMA_LOCK = 0x736B696C6C
+"""The advisory lock every server holds while it makes its tables: replicas started together on an empty
+database would otherwise race in PostgreSQL's catalog (CREATE ... IF NOT EXISTS is not safe concurrently)."""
 
 
 ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
@@ -54,12 +43,25 @@ class Database:
     async def open(self) -> None:
         if self._pool is not None:
             return
+        if self.schema is not None and not _IDENTIFIER.match(self.schema):
+            raise StorageError(f"schema {self.schema!r}: expected a lower-case SQL identifier")
         try:
-            self._pool = await open_pool(self.dsn, self.schema, self._pool_size)
-            await self._pool.execute(self._ddl)
-        except ERRORS as e:
+            self._pool = await asyncpg.create_pool(
+                self.dsn,
+                min_size=1,
+                max_size=self._pool_size,
+                server_settings={"search_path": self.schema} if self.schema else {},
+            )
+            async with self._pool.acquire() as connection, connection.transaction():
+                await connection.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK)
+                if self.schema:
+                    await connection.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+                await connection.execute(self._ddl)
+        except BaseException as e:
             await self.close()
-            raise StorageError(f"cannot open {self.where}: {e}") from e
+            if isinstance(e, ERRORS):
+                raise StorageError(f"cannot open {self.where}: {e}") from e
+            raise
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None

@@ -7,16 +7,29 @@ winning revision was durable, so the loser's immediate re-read saw the old state
 
 from __future__ import annotations
 
+import asyncio
+import sys
+import urllib.parse
 from pathlib import Path
 
 import grpc
 import pytest
 
-from skillstate.clients import SkillRegistryClient, StateClient, ValidationError, read_package_dir
+from skillstate.clients import (
+    ConflictError,
+    NotFoundError,
+    SkillRegistryClient,
+    StateClient,
+    ValidationError,
+    read_package_dir,
+)
 from skillstate.server.engine import canonical
 from skillstate.server.errors import InvalidArgumentError
 from skillstate.server.limits import DEFAULT_LIMITS
 from skillstate.skills.v1 import skills_pb2
+
+from ..integration.test_crash import start_server_process
+from ..postgres import postgres_schema, postgres_url  # noqa: F401 - fixtures
 
 
 def test_002_duplicate_json_keys_are_refused_not_resolved_to_the_last() -> None:
@@ -92,3 +105,116 @@ async def test_009_catching_up_skips_revisions_this_server_committed_while_it_re
         assert (await engine.get_state("x")).state_json == '{"n":2}'
     finally:
         await engine.close()
+
+
+async def test_010_a_schema_referring_to_a_url_is_refused_and_the_server_never_connects(client: StateClient) -> None:
+    """jsonschema's remote `$ref` resolution made the server fetch any URL a schema named, on the event loop
+    and with no timeout (request forgery; a host that never answers froze every execution)."""
+    connections = []
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer.get_extra_info("peername"))
+        writer.close()
+
+    listener = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    try:
+        for schema in (
+            {"properties": {"a": {"$ref": f"http://127.0.0.1:{port}/schema.json"}}},
+            {"$id": f"http://127.0.0.1:{port}/root.json", "properties": {"a": {"$ref": "other.json"}}},
+            {"properties": {"a": {"$dynamicRef": f"http://127.0.0.1:{port}/schema.json#meta"}}},
+        ):
+            with pytest.raises(ValidationError, match="not a reference within the schema"):
+                await client.create_execution("x", schema=schema, initial_state={"a": 1})
+        local = {"$defs": {"n": {"type": "integer"}}, "properties": {"a": {"$ref": "#/$defs/n"}}}
+        await client.create_execution("x", schema=local, initial_state={"a": 1})
+        with pytest.raises(ValidationError, match="/a: 'no' is not of type 'integer'"):
+            await client.submit_patch("x", {"a": "no"}, agent_id="w", base_revision=0)
+    finally:
+        listener.close()
+        await listener.wait_closed()
+    assert connections == []
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"properties": {"a": {"x-merge": ["lww"]}}}, r"/properties/a: x-merge must be one of .* got \['lww'\]"),
+        ({"properties": {"a": {"x-merge": {"p": 1}}}}, "x-merge must be one of"),
+        ({"$ref": "#"}, "a \\$ref cycle"),
+        ({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}]}, "b": {"not": {"$ref": "#/$defs/a"}}}}, "\\$ref cycle"),
+        ({"properties": {"a": {"$dynamicRef": "#nowhere"}}}, "'#nowhere' does not resolve within the schema"),
+        ({"properties": {"a": {"$ref": "#/required"}}, "required": ["a"]}, "'#/required' points at a list"),
+        ({"properties": {"a": {"$ref": "#/$defs/gone"}}}, "'#/\\$defs/gone' does not resolve within the schema"),
+    ],
+)
+async def test_011_a_bad_schema_is_invalid_argument_naming_the_problem_not_internal(
+    client: StateClient, schema: dict[str, object], message: str
+) -> None:
+    """Each of these ended in INTERNAL: at creation (unhashable x-merge, RecursionError, unresolvable
+    $dynamicRef, a $ref to a keyword's value), or, for a $ref to a missing definition, at every patch."""
+    with pytest.raises(ValidationError, match=message):
+        await client.create_execution("x", schema=schema)
+    with pytest.raises(NotFoundError):
+        await client.get_state("x")
+
+
+async def test_012_concurrent_lww_patches_of_one_agent_on_one_base_go_to_the_later_commit(
+    client: StateClient,
+) -> None:
+    """The stamps (base revision, agent) tied and the sort fell through to comparing the patches (dicts)."""
+    await client.create_execution("x", schema={"properties": {"v": {"x-merge": "lww"}}}, initial_state={"v": 0})
+    values = range(1, 21)
+    results = await asyncio.gather(*(client.submit_patch("x", {"v": n}, agent_id="a", base_revision=0) for n in values))
+    assert sorted(r.revision for r in results) == list(range(1, 21))
+    committed_last = max(zip(results, values, strict=True), key=lambda pair: pair[0].revision)[1]
+    assert (await client.get_state("x")).state == {"v": committed_last}
+
+
+async def test_013_replicas_started_together_on_an_empty_database_all_start(postgres_url: str) -> None:  # noqa: F811
+    """Concurrent CREATE TABLE IF NOT EXISTS raced in PostgreSQL's catalog and the losing replicas exited 1."""
+    started = await asyncio.gather(*(start_server_process(postgres_url) for _ in range(4)))  # type: ignore[arg-type]
+    try:
+        for _, port in started:
+            async with StateClient(f"127.0.0.1:{port}") as replica:
+                with pytest.raises(NotFoundError):
+                    await replica.get_state("nothing")
+    finally:
+        for process, _ in started:
+            process.terminate()
+            await process.wait()
+
+
+async def test_014_serve_never_shows_the_database_password(postgres_url: str) -> None:  # noqa: F811
+    """The startup log line and stdout printed the whole --db URL, password included."""
+    password = urllib.parse.urlsplit(postgres_url).password
+    assert password
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "skillstate.cli", "serve", "--db", postgres_url, "--listen", "127.0.0.1:0",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None
+    line = await asyncio.wait_for(process.stdout.readline(), 30)
+    process.terminate()
+    output, errors = await process.communicate()
+    shown = (line + output + errors).decode()
+    assert "serving on" in shown and "listening on" in shown
+    assert f":{password}@" not in shown and ":***@" in shown
+
+
+async def test_015_a_wrong_typed_stale_patch_is_invalid_not_a_conflict(client: StateClient) -> None:
+    """`{"n": "x"}` on a counter path from an old base was ABORTED ("re-read the state and retry"), though
+    no re-read makes it valid: a client following the advice looped."""
+    schema = {"properties": {"n": {"x-merge": "counter"}, "tags": {"x-merge": "set"}, "doc": {"x-merge": "text"}}}
+    await client.create_execution("x", schema=schema, initial_state={"n": 0, "tags": [], "doc": ""})
+    await client.submit_patch("x", {"n": 1, "tags": ["a"], "doc": "hi"}, agent_id="a", base_revision=0)
+    for patch, message in (
+        ({"n": "x"}, "/n: counter needs numbers, the patch's value is string"),
+        ({"tags": "a"}, "/tags: set needs arrays, the patch's value is string"),
+        ({"doc": 5}, "/doc: text needs strings, the patch's value is integer"),
+    ):
+        with pytest.raises(ValidationError, match=message):
+            await client.submit_patch("x", patch, agent_id="b", base_revision=0)
+    with pytest.raises(ConflictError):  # a deletion is not a type error: from head it would apply
+        await client.submit_patch("x", {"n": None}, agent_id="b", base_revision=0)
+    assert (await client.get_state("x")).revision == 1
