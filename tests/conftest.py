@@ -19,8 +19,8 @@ from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True, max_examples=200)
-settings.register_profile("thorough", parent=settings.get_profile("default"), max_examples=2000)  # --hypothesis-profile
-settings.load_profile("ci" if os.environ.get("CI") else "default")
+settings.register_profile("thorough", parent=settings.get_profile("default"), max_examples=2000)
+settings.load_profile("default")  # .ci/run passes --hypothesis-profile=ci; --hypothesis-profile=thorough runs longer
 
 
 @pytest.fixture
@@ -85,8 +85,13 @@ async def restartable(db_path: Path) -> AsyncIterator[RestartableServer]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Say loudly when the PostgreSQL backend went untested (CI sets SKILLSTATE_REQUIRE_POSTGRES instead)."""
-    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "PostgreSQL tests SKIPPED" in str(r.longrepr)]
-    if skipped:
-        fix = "export SKILLSTATE_TEST_POSTGRES=$(scripts/postgres_for_tests.sh)"
-        terminalreporter.write_sep("!", f"{len(skipped)} PostgreSQL tests SKIPPED: {fix}")
+    """Say loudly when the PostgreSQL backend or the skills corpus went untested (CI sets
+    SKILLSTATE_REQUIRE_POSTGRES and SKILLSTATE_REQUIRE_CORPUS, which fail those tests instead)."""
+    untested = {
+        "PostgreSQL tests SKIPPED": "export SKILLSTATE_TEST_POSTGRES=$(scripts/postgres_for_tests.sh)",
+        "skills corpus tests SKIPPED": "put the corpus in ../shared/skills-corpus or set SKILLSTATE_SKILLS_CORPUS",
+    }
+    for reason, fix in untested.items():
+        skipped = [r for r in terminalreporter.stats.get("skipped", []) if reason in str(r.longrepr)]
+        if skipped:
+            terminalreporter.write_sep("!", f"{len(skipped)} {reason}: {fix}")

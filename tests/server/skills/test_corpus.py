@@ -7,40 +7,14 @@ strict loading must reach the same counts, and lenient loading must load every p
 from __future__ import annotations
 
 import collections
-import functools
-import os
 import re
-from pathlib import Path
 
 import pytest
 
 from skillstate.clients import read_package_dir
-from skillstate.server.skills.graph import SkillGraph, build_graph
-from skillstate.server.skills.package import SkillFormatError, SkillPackage, load_package
+from skillstate.server.skills.package import SkillFormatError, load_package
 
-CANDIDATES = (
-    os.environ.get("SKILLSTATE_SKILLS_CORPUS", ""),
-    str(Path(__file__).resolve().parents[4] / "shared" / "skills-corpus"),
-    "/work/shared/skills-corpus",
-)
-CORPUS = next((Path(c) for c in CANDIDATES if c and (Path(c) / "MANIFEST.md").is_file()), None)
-pytestmark = pytest.mark.skipif(CORPUS is None, reason="the skills corpus is not on this machine")
-
-
-@functools.cache
-def corpus_packages() -> tuple[SkillPackage, ...]:
-    """Every corpus package, loaded leniently (read once per test session)."""
-    assert CORPUS is not None
-    packages = []
-    for skill_file in sorted(CORPUS.rglob("SKILL.md")):
-        sent = read_package_dir(skill_file.parent)
-        packages.append(load_package(sent.files, sent.folder))
-    return tuple(packages)
-
-
-def corpus_graphs() -> list[SkillGraph]:
-    """One graph per skill name (the corpus repeats a few names across repositories; the last one wins)."""
-    return list({graph.skill: graph for graph in map(build_graph, corpus_packages())}.values())
+from .corpus import corpus_graphs, corpus_packages, require_corpus
 
 
 def manifest_counts(manifest: str) -> dict[str, tuple[int, int]]:
@@ -52,22 +26,21 @@ def manifest_counts(manifest: str) -> dict[str, tuple[int, int]]:
 
 
 def test_every_package_loads_leniently_and_strict_verdicts_match_the_manifest() -> None:
-    assert CORPUS is not None
-    expected = manifest_counts((CORPUS / "MANIFEST.md").read_text())
+    corpus = require_corpus()
+    expected = manifest_counts((corpus / "MANIFEST.md").read_text())
     totals: collections.Counter[str] = collections.Counter()
     strict_passes: collections.Counter[str] = collections.Counter()
-    for skill_file in sorted(CORPUS.rglob("SKILL.md")):
-        repository = skill_file.relative_to(CORPUS).parts[0]
-        sent = read_package_dir(skill_file.parent)
-        package = load_package(sent.files, sent.folder)  # raises if lenient loading refuses it
-        assert package.description and package.name
+    for loaded in corpus_packages(corpus):  # lenient loading raised already if it refused one
+        repository = loaded.folder.split("/")[0]
+        assert loaded.package.description and loaded.package.name
         totals[repository] += 1
         try:
-            load_package(sent.files, sent.folder, strict=True)
+            load_package(loaded.sent.files, loaded.sent.folder, strict=True)
             strict_passes[repository] += 1
         except SkillFormatError:
             pass
     assert {d: (strict_passes[d], totals[d]) for d in expected} == expected
+    assert sum(totals.values()) == 764 == sum(total for _, total in expected.values())
 
 
 @pytest.mark.parametrize(
@@ -84,8 +57,7 @@ def test_every_package_loads_leniently_and_strict_verdicts_match_the_manifest() 
     ],
 )
 def test_real_failures_are_named_by_their_rule(package: str, rule: str) -> None:
-    assert CORPUS is not None
-    sent = read_package_dir(CORPUS / package)
+    sent = read_package_dir(require_corpus() / package)
     with pytest.raises(SkillFormatError) as caught:
         load_package(sent.files, sent.folder, strict=True)
     assert rule in {d.rule for d in caught.value.diagnostics}
@@ -93,10 +65,9 @@ def test_real_failures_are_named_by_their_rule(package: str, rule: str) -> None:
 
 
 def test_a_link_outside_the_folder_is_sent_with_the_package() -> None:
-    assert CORPUS is not None
     linking = [
         p.parent
-        for p in sorted(CORPUS.glob("anthropics__knowledge-work-plugins/*/skills/*/SKILL.md"))
+        for p in sorted(require_corpus().glob("anthropics__knowledge-work-plugins/*/skills/*/SKILL.md"))
         if "../../CONNECTORS.md" in p.read_text()
     ]
     sent = read_package_dir(linking[0])
@@ -107,14 +78,15 @@ def test_a_link_outside_the_folder_is_sent_with_the_package() -> None:
 
 
 def test_every_corpus_graph_is_its_source_cut_into_nodes() -> None:
-    assert CORPUS is not None
-    for skill_file in sorted(CORPUS.rglob("SKILL.md"))[::7]:  # a spread sample keeps the suite fast
-        sent = read_package_dir(skill_file.parent)
-        package = load_package(sent.files, sent.folder)
-        graph = build_graph(package)
+    corpus = require_corpus()
+    packages, graphs = corpus_packages(corpus), corpus_graphs(corpus)
+    assert len(packages) == len(graphs) == 764
+    for loaded, graph in zip(packages, graphs, strict=True):
+        package = loaded.package
         assert graph.source() == package.body
-        text_lines = sent.files[package.skill_file].decode().replace("\r\n", "\n").splitlines(keepends=True)
+        raw = loaded.sent.files[package.skill_file].decode()
+        text_lines = raw.replace("\r\n", "\n").splitlines(keepends=True)
         for node in graph.nodes:
             first, last = node.provenance.first_line, node.provenance.last_line
-            assert "".join(text_lines[first - 1 : last]) == node.text, (skill_file, node.title)
+            assert "".join(text_lines[first - 1 : last]) == node.text, (loaded.folder, node.title)
         assert all(0 <= e.source < len(graph.nodes) and 0 <= e.target < len(graph.nodes) for e in graph.edges)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from bench.synthetic import generate_library
 from skillstate.server.skills.compressed import compress_skill, expand, library_stats
 from skillstate.server.skills.graph import EdgeKind, build_graph
@@ -11,7 +9,7 @@ from skillstate.server.skills.library import node_tokens
 from skillstate.server.skills.macro_index import compress
 from skillstate.server.skills.package import load_package
 
-from .test_corpus import CORPUS, corpus_graphs
+from .corpus import corpus_graphs, require_corpus
 
 SKILLS = generate_library(120, seed=3)
 GRAPHS = [build_graph(load_package(s.files, s.folder, strict=True)) for s in SKILLS]
@@ -69,9 +67,9 @@ def test_the_generator_and_compression_are_deterministic() -> None:
     assert generate_library(120, seed=4)[0].files != SKILLS[0].files
 
 
-@pytest.mark.skipif(CORPUS is None, reason="the skills corpus is not on this machine")
-def test_reversible_over_the_real_corpus() -> None:
-    graphs = corpus_graphs()
+def test_reversible_over_every_package_of_the_real_corpus() -> None:
+    graphs = corpus_graphs(require_corpus())
+    assert len(graphs) == 764  # each package named by its folder, duplicate skill names included
     compression = compress(graphs, {g.skill: node_tokens(g) for g in graphs})
     assert compression.macros  # near-duplicates exist in real libraries too
     for graph in graphs:
