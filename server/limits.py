@@ -25,6 +25,11 @@ class Limits:
     """Largest gRPC message either way."""
     max_state_bytes: int = (4 << 20) - (4 << 10)
     """Largest state, as canonical JSON: it must fit in one GetState reply."""
+    max_text_diff_cells: int = 25_000_000
+    """Most work one `text` merge may spend diffing its edits from the original (server/engine/textdiff.py):
+    about 0.4 s of a worker thread in the worst case."""
+    max_text_merge_edits: int = 10_000
+    """Most character edits one `text` merge replays into the CRDT, all writers together."""
 
 
 DEFAULT_LIMITS = Limits()

@@ -9,7 +9,7 @@ the semantics and the properties the tests prove.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,6 +140,10 @@ class _RootTrie(_Trie):
         return list(self._changes)
 
 
+TextMerger = Callable[[str, Sequence[TextEdit]], str]
+"""Merges concurrent edits of one string: merge_text, or the engine's TextMerges."""
+
+
 @dataclass(slots=True)
 class _Merge:
     """One merge in progress: what the resolvers need to know, and what they decided."""
@@ -149,6 +153,7 @@ class _Merge:
     stamp: Stamp
     client_patch_id: str
     head_revision: int
+    texts: TextMerger
     resolutions: list[Resolution] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
@@ -315,7 +320,7 @@ def _text(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Tri
         theirs = [TextEdit((m.head_revision, ""), "", "" if head is MISSING else head)]
     else:
         theirs = concurrent
-    return merge_text(original, [*theirs, mine]), "COMBINED"
+    return m.texts(original, [*theirs, mine]), "COMBINED"
 
 
 def _concurrent_text_edits(m: _Merge, path: Path, node: _Trie, original: str) -> list[TextEdit] | None:
@@ -365,12 +370,14 @@ def merge(
     stamp: Stamp,
     policies: PolicyMap,
     client_patch_id: str = "",
+    texts: TextMerger = merge_text,
 ) -> MergeResult:
     """Merge `patch` (written against `base`) into `head`, given the changes committed since the base.
 
-    Raises ConflictError, changing nothing, when any conflict point's policy cannot merge it.
+    Raises ConflictError, changing nothing, when any conflict point's policy cannot merge it. `texts`
+    merges concurrent edits of a string (the engine's keeps large ones off the event loop).
     """
-    run = _Merge(policies, patch, stamp, client_patch_id, head_revision)
+    run = _Merge(policies, patch, stamp, client_patch_id, head_revision, texts)
     applied = run.members((), patch, base, head, _RootTrie(changes))
     if run.conflicts:
         raise ConflictError(run.conflicts, head_revision, run.reasons)

@@ -8,6 +8,7 @@ a caller is answered only after its revision is committed.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import logging
@@ -41,6 +42,7 @@ from .observations import Observations
 from .replicas import Replicas
 from .requests import Submission, check_execution_id, new_execution_id
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
+from .textmerge import Deferred, TextMerges
 from .timeline import Timeline
 from .undo import Undo
 
@@ -53,7 +55,14 @@ MAX_COMMIT_RACES = 100
 class StateEngine:
     """Holds every execution; create with a RevisionLog, `await start()`, and `await close()` at the end."""
 
-    def __init__(self, log: RevisionLog, config: EngineConfig = EngineConfig(), metrics: Metrics = NO_METRICS) -> None:
+    def __init__(
+        self,
+        log: RevisionLog,
+        config: EngineConfig = EngineConfig(),
+        metrics: Metrics = NO_METRICS,
+        worker: concurrent.futures.Executor | None = None,
+    ) -> None:
+        """`worker` runs heavy work (large text merges) off the event loop; by default a thread of its own."""
         self._log = log
         self._metrics = metrics
         self._config = config
@@ -64,6 +73,7 @@ class StateEngine:
             log, self._committed, self._rolled_back, config.max_batch, metrics
         )
         self._timeline = Timeline(log)
+        self._texts = TextMerges(config.limits, worker)
         self._observations = Observations(
             log, self._committer, config.limits, config.subscriber_queue, config.max_watchers
         )
@@ -94,6 +104,7 @@ class StateEngine:
         await self._replicas.close()
         await self._committer.close()
         await asyncio.gather(*self._compactions, return_exceptions=True)
+        self._texts.close()
         await self._log.close()
 
     # -- executions and reads ----------------------------------------------------------------------------
@@ -176,46 +187,58 @@ class StateEngine:
                 f"base_revision: {base_revision} is {lag} revisions behind the head {execution.committed}, "
                 f"more than the limit of {limit}: re-read the state and retry"
             )
-        since_base = None
-        while True:
-            if client_patch_id:
-                earlier = await self._earlier_result(execution, submission)
-                if earlier is not None:
-                    return earlier
-            if execution.untouched_since(base_revision, submission.patch):
-                break  # nothing to merge with: the patch applies to head as it is
-            since_base = self._timeline.changes_since(execution, base_revision, submission.patch.keys())
-            if since_base is not None:
-                break
-            await self._timeline.replay_to(execution, base_revision)  # then look again: the window moved on
-
-        # From here to enqueue there is no await: the merge sees exactly the head it commits on.
-        if since_base is None:
-            applied, resolutions = _effective(execution.state, submission.patch), []
-        else:
-            try:
-                result = merge(
-                    base=since_base[0],
-                    head=execution.state,
-                    head_revision=execution.committed,
-                    changes=since_base[1],
-                    patch=submission.patch,
-                    stamp=(base_revision, submission.agent_id),
-                    policies=execution.policies,
-                    client_patch_id=submission.client_patch_id,
-                )
-            except ConflictError as conflict:  # answered once the revisions it lost to are durable: a re-read sees them
-                self._metrics.conflict([execution.policies.policy_at(path_of(p)).value for p in conflict.paths])
-                await execution.settled(execution.head.revision)
-                raise
-            applied, resolutions = result.applied_patch, result.resolutions
-            for resolution in resolutions:
-                self._metrics.resolved(resolution.policy.value, resolution.outcome.lower())
+        while (merged := await self._merge(execution, submission)) is None:
+            pass  # a large text merge was computed off the loop: merge again, on the head as it is now
+        if isinstance(merged, SubmitResult):
+            return merged  # the same idempotency key was committed before
+        applied, resolutions = merged
         record, pending = self._append(execution, submission, applied, resolutions)
         if client_patch_id:
             execution.pending_patches[submission.key] = pending
         await pending.future
         return SubmitResult(record.revision, record.state_hash, record.applied_patch_json, tuple(resolutions))
+
+    async def _merge(
+        self, execution: Execution, submission: Submission
+    ) -> tuple[dict[str, Any], list[Resolution]] | SubmitResult | None:
+        """The patch merged into head, ready to append with no await in between; the earlier result when
+        its idempotency key was used before; None when a large text merge had to be computed off the loop
+        first (the caller merges again, on the head as it is then)."""
+        base_revision = submission.base_revision
+        while True:
+            if submission.client_patch_id:
+                earlier = await self._earlier_result(execution, submission)
+                if earlier is not None:
+                    return earlier
+            if execution.untouched_since(base_revision, submission.patch):
+                return _effective(execution.state, submission.patch), []  # nothing to merge with
+            since_base = self._timeline.changes_since(execution, base_revision, submission.patch.keys())
+            if since_base is not None:
+                break
+            await self._timeline.replay_to(execution, base_revision)  # then look again: the window moved on
+        # From here to enqueue there is no await: the merge sees exactly the head it commits on.
+        try:
+            result = merge(
+                base=since_base[0],
+                head=execution.state,
+                head_revision=execution.committed,
+                changes=since_base[1],
+                patch=submission.patch,
+                stamp=(base_revision, submission.agent_id),
+                policies=execution.policies,
+                client_patch_id=submission.client_patch_id,
+                texts=self._texts,
+            )
+        except Deferred as deferred:
+            await self._texts.run(deferred)
+            return None
+        except ConflictError as conflict:  # answered once the revisions it lost to are durable: a re-read sees them
+            self._metrics.conflict([execution.policies.policy_at(path_of(p)).value for p in conflict.paths])
+            await execution.settled(execution.head.revision)
+            raise
+        for resolution in result.resolutions:
+            self._metrics.resolved(resolution.policy.value, resolution.outcome.lower())
+        return result.applied_patch, result.resolutions
 
     def _append(
         self, execution: Execution, submission: Submission, applied: dict[str, Any], resolutions: list[Resolution]

@@ -1,17 +1,27 @@
 """Three-way merge of concurrent edits of one string, on pycrdt's Text CRDT.
 
-Each edit is the diff from the common original to one writer's text, replayed by its own CRDT client;
-the CRDT merges them. Client ids are assigned by sorting the edits by stamp, so the same set of edits
-always yields the same string, whatever order they arrived in.
+Each edit is the diff from the common original to one writer's text (textdiff.py), replayed by its own
+CRDT client; the CRDT merges them. Client ids are assigned by sorting the edits by stamp, so the same set
+of edits always yields the same string, whatever order they arrived in.
+
+What a merge costs is bounded before it is paid (`Limits.max_text_diff_cells`, `max_text_merge_edits`):
+past a bound it is refused with LimitExceededError. `TextMerges` keeps large merges off the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import concurrent.futures
 from collections.abc import Sequence
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 
 from pycrdt import Doc, Text
+
+from ..errors import LimitExceededError
+from ..limits import DEFAULT_LIMITS, Limits
+from .textdiff import Edit, cells, spans
+from .textdiff import edits as diff_edits
 
 _ROOT = "text"
 
@@ -25,55 +35,127 @@ class TextEdit:
     text: str
 
 
-def merge_text(original: str, edits: Sequence[TextEdit]) -> str:
+def merge_text(original: str, edits: Sequence[TextEdit], limits: Limits = DEFAULT_LIMITS) -> str:
     """Merge every edit of `original`; inserts at one position come out in stamp order.
 
     Edits that produce the same text are one edit: two writers making the same change make it once.
     """
+    first_of_each_text: dict[str, TextEdit] = {}
+    for edit in sorted(edits, key=lambda e: (e.stamp, e.client_patch_id, e.text)):
+        first_of_each_text.setdefault(edit.text, edit)  # the same edit made twice counts once
+    ordered = list(first_of_each_text.values())
+    differing = [spans(original, edit.text) for edit in ordered]
+    cost = sum(cells(s) for s in differing)
+    if cost > limits.max_text_diff_cells:
+        raise LimitExceededError(
+            f"text merge: diffing these edits of a {len(original):,}-character string would cost {cost:,} cells, "
+            f"over the limit of {limits.max_text_diff_cells:,} (max_text_diff_cells): re-read and write smaller edits"
+        )
+    scripts = [diff_edits(s) for s in differing]
+    count = sum(map(len, scripts))
+    if count > limits.max_text_merge_edits:
+        raise LimitExceededError(
+            f"text merge: the edits make {count:,} changes to the string, over the limit of "
+            f"{limits.max_text_merge_edits:,} (max_text_merge_edits): re-read and write fewer changes at once"
+        )
     seed: Doc[Text] = Doc(client_id=1)
     if original:
         seed.get(_ROOT, type=Text).insert(0, original)
     seed_update, seed_state = seed.get_update(), seed.get_state()
     merged: Doc[Text] = Doc(client_id=1)
     merged.apply_update(seed_update)
-    first_of_each_text: dict[str, TextEdit] = {}
-    for edit in sorted(edits, key=lambda e: (e.stamp, e.client_patch_id, e.text)):
-        first_of_each_text.setdefault(edit.text, edit)  # the same edit made twice counts once
-    ordered = list(first_of_each_text.values())
-    for client_id, edit in enumerate(ordered, start=2):
+    for client_id, script in enumerate(scripts, start=2):
         writer: Doc[Text] = Doc(client_id=client_id)
         writer.apply_update(seed_update)
-        _replay_diff(writer.get(_ROOT, type=Text), original, edit.text)
+        _replay(writer.get(_ROOT, type=Text), original, script)
         merged.apply_update(writer.get_update(seed_state))
     return str(merged.get(_ROOT, type=Text))
 
 
-def _replay_diff(text: Text, old: str, new: str) -> None:
-    """Turn `text` (holding old) into new with character-level inserts and deletes."""
-    prefix = _common_prefix(old, new)
-    suffix = _common_prefix(old[prefix:][::-1], new[prefix:][::-1])
-    old_mid, new_mid = old[prefix : len(old) - suffix], new[prefix : len(new) - suffix]
-    offsets = _utf8_offsets(old, prefix, len(old) - suffix)
-    opcodes = SequenceMatcher(None, old_mid, new_mid, autojunk=False).get_opcodes()
-    for tag, i1, i2, j1, j2 in reversed(opcodes):  # back to front, so earlier offsets stay valid
-        if tag in ("delete", "replace"):
-            del text[offsets[i1] : offsets[i2]]
-        if tag in ("insert", "replace"):
-            text.insert(offsets[i1], new_mid[j1:j2])
+def _replay(text: Text, original: str, edits: list[Edit]) -> None:
+    """Turn `text` (holding original) into the edited string, back to front so earlier offsets stay valid."""
+    offsets = _utf8_offsets(original, sorted({i for start, end, _ in edits for i in (start, end)}))
+    for start, end, inserted in reversed(edits):
+        if end > start:
+            del text[offsets[start] : offsets[end]]
+        if inserted:
+            text.insert(offsets[start], inserted)
 
 
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _utf8_offsets(s: str, start: int, stop: int) -> list[int]:
-    """UTF-8 byte offsets (pycrdt indexes Text by bytes) of s[start + i] for i in 0..stop-start."""
-    offsets = [len(s[:start].encode())]
-    for ch in s[start:stop]:
-        offsets.append(offsets[-1] + len(ch.encode()))
+def _utf8_offsets(s: str, positions: list[int]) -> dict[int, int]:
+    """UTF-8 byte offsets (pycrdt indexes Text by bytes) of the ascending character positions."""
+    offsets, at, byte = {}, 0, 0
+    for position in positions:
+        byte += len(s[at:position].encode())
+        offsets[position], at = byte, position
     return offsets
+
+
+class Deferred(Exception):
+    """A text merge too large to run on the event loop: `TextMerges.run` it, then merge again."""
+
+    def __init__(self, key: _Key, original: str, edits: Sequence[TextEdit]) -> None:
+        super().__init__("a large text merge is computed off the event loop")
+        self.key, self.original, self.edits = key, original, edits
+
+
+_Key = tuple[str, tuple[tuple[tuple[int, str], str, str], ...]]
+
+
+class TextMerges:
+    """The engine's text merges: small ones at once, large ones in a worker thread.
+
+    A merge (merge.py) runs on the event loop with no await, so that it sees exactly the head it commits
+    on. A text merge larger than INLINE_CHARS raises Deferred instead; the engine awaits `run`, which
+    computes it in the worker and keeps the result (or its refusal), then merges again from the start:
+    the same text merge is then answered from what was kept. merge_text is a pure function of its inputs,
+    so where it ran never changes the result.
+    """
+
+    INLINE_CHARS = 16_384
+    """Merges of strings this long in all (the original and every edit) run on the loop (well under a
+    millisecond); longer ones go to the worker."""
+    KEPT = 16
+    """Finished large merges kept for the merge that asked for them (each up to a few MiB)."""
+
+    def __init__(self, limits: Limits, worker: concurrent.futures.Executor | None = None) -> None:
+        self._limits = limits
+        self._owns_worker = worker is None
+        self._worker = worker or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="skillstate-text-merge")
+        self._done: collections.OrderedDict[_Key, str | LimitExceededError] = collections.OrderedDict()
+        self._running: dict[_Key, asyncio.Future[None]] = {}
+
+    def __call__(self, original: str, edits: Sequence[TextEdit]) -> str:
+        if len(original) + sum(len(edit.text) for edit in edits) <= self.INLINE_CHARS:
+            return merge_text(original, edits, self._limits)
+        key: _Key = (original, tuple(sorted((e.stamp, e.client_patch_id, e.text) for e in edits)))
+        done = self._done.get(key)
+        if done is None:
+            raise Deferred(key, original, edits)
+        if isinstance(done, LimitExceededError):
+            raise done
+        return done
+
+    async def run(self, deferred: Deferred) -> None:
+        """Compute a deferred merge in the worker (concurrent requests for the same one share it)."""
+        running = self._running.get(deferred.key)
+        if running is None:
+            loop = asyncio.get_running_loop()
+            running = self._running[deferred.key] = loop.create_future()
+            try:
+                result: str | LimitExceededError = await loop.run_in_executor(
+                    self._worker, merge_text, deferred.original, deferred.edits, self._limits
+                )
+            except LimitExceededError as refused:
+                result = refused
+            finally:
+                del self._running[deferred.key]
+                running.set_result(None)
+            self._done[deferred.key] = result
+            while len(self._done) > self.KEPT:
+                self._done.popitem(last=False)
+        await running
+
+    def close(self) -> None:
+        if self._owns_worker:
+            self._worker.shutdown(wait=True, cancel_futures=True)
