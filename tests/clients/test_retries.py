@@ -20,7 +20,7 @@ async def test_a_submit_during_an_outage_applies_once_when_the_server_returns(re
             await client.publish_observation(execution_id, "*", "hello")
 
         submit = asyncio.create_task(client.submit_patch(execution_id, {"a": 1}, agent_id="x", base_revision=0))
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # not a wait for the server: an outage this long is what the submit must outlast
         assert not submit.done(), "the submit should still be retrying"
         await restartable.start()
         result = await asyncio.wait_for(submit, 15)

@@ -12,6 +12,8 @@ from pathlib import Path
 from skillstate.clients import StateClient, UnavailableError
 from skillstate.clients._client import RetryPolicy
 
+from ..waiting import eventually
+
 WRITERS = 16
 
 
@@ -47,8 +49,7 @@ async def test_sigkill_loses_no_acknowledged_revision(tmp_path: Path) -> None:
                 acknowledged[result.revision] = (result.state_hash, key)
 
         writers = [asyncio.create_task(writer(w)) for w in range(WRITERS)]
-        while len(acknowledged) < 300:
-            await asyncio.sleep(0.01)
+        await eventually(lambda: len(acknowledged) >= 300, timeout=60)
         os.kill(process.pid, signal.SIGKILL)
         await process.wait()
         await asyncio.gather(*writers)

@@ -12,6 +12,7 @@ from skillstate.server.engine.config import EngineConfig
 from skillstate.server.limits import Limits
 
 from ..conftest import RestartableServer
+from ..waiting import eventually
 
 
 @pytest.fixture
@@ -48,28 +49,45 @@ async def test_the_state_size_is_known_again_after_a_restart(db_path: Path, engi
 
 async def test_an_execution_has_at_most_its_watchers(client: StateClient) -> None:
     await client.create_execution("x")
+    await client.submit_patch("x", {"n": 1}, agent_id="a", base_revision=0)  # a watcher's first event
 
-    async def watch() -> None:
-        async for _ in client.watch("x", resume=False):
-            pass
+    async def watcher() -> asyncio.Task[None]:
+        """A watcher of x, once the server holds it (it has had revision 1), or the server's refusal."""
+        subscribed = asyncio.Event()
 
-    watchers = [asyncio.create_task(watch()) for _ in range(2)]
-    await asyncio.sleep(0.2)
+        async def watch() -> None:
+            async for _ in client.watch("x", 0, resume=False):
+                subscribed.set()
+
+        task = asyncio.create_task(watch())
+        waiting = asyncio.create_task(subscribed.wait())
+        await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if task.done():
+            await task  # raises the refusal
+            raise AssertionError("the watch ended")
+        return task
+
+    async def admitted() -> asyncio.Task[None] | None:
+        try:
+            return await watcher()
+        except ResourceExhaustedError:
+            return None
+
+    watchers = [await watcher(), await watcher()]
     with pytest.raises(ResourceExhaustedError, match="watchers: execution 'x' has 2, the limit is 2"):
-        await watch()
+        await watcher()
     watchers[0].cancel()
-    await asyncio.sleep(0.2)
-    third = asyncio.create_task(watch())  # a place was freed
-    await asyncio.sleep(0.2)
-    assert not third.done()
+    third = await eventually(admitted)  # a place is freed once the server has seen the cancellation
     for task in (watchers[1], third):
         task.cancel()
-    with pytest.raises(ResourceExhaustedError, match="observation streams: execution 'x' has 2"):
-        streams = [client.observations("x", f"agent-{i}", resume=False) for i in range(3)]
-        tasks = [asyncio.create_task(anext(stream)) for stream in streams[:2]]
-        await asyncio.sleep(0.2)
-        try:
+    await client.publish_observation("x", "*", "first")  # a stream's first observation
+    streams = [client.observations("x", f"agent-{i}", resume=False) for i in range(3)]
+    try:
+        for stream in streams[:2]:
+            assert (await anext(stream)).payload == "first"  # the server holds the stream
+        with pytest.raises(ResourceExhaustedError, match="observation streams: execution 'x' has 2"):
             await anext(streams[2])
-        finally:
-            for task in tasks:
-                task.cancel()
+    finally:
+        for stream in streams:
+            await stream.aclose()

@@ -14,6 +14,7 @@ from skillstate.clients import ConflictError, NotFoundError, SkillRegistryClient
 from skillstate.server.rpc.app import RunningServer, start_server
 from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
+from ..waiting import eventually
 from .test_skill_registry import package
 
 
@@ -46,7 +47,11 @@ async def test_what_the_server_did_is_in_its_metrics(measured: RunningServer) ->
         with pytest.raises(NotFoundError):
             await client.get_state("missing")
         watching = asyncio.create_task(anext(client.watch("x", 2)))
-        await asyncio.sleep(0.2)
+
+        async def watched() -> bool:
+            return (await scrape(measured))["skillstate_watchers", ()] == 1
+
+        await eventually(watched)
         await registry.register_skill(package("ship-order"))
         await registry.hydrate("ship an order", budget_tokens=1000)
         metrics = await scrape(measured)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from skillstate.clients import Observation, StateClient
 
@@ -36,11 +37,13 @@ async def test_routing_by_agent_skill_and_broadcast(client: StateClient) -> None
 
 async def test_live_delivery_and_resume_after_a_sequence(client: StateClient) -> None:
     execution_id = (await client.create_execution()).execution_id
-    reader = asyncio.create_task(take(client, execution_id, "a", 3))
-    await asyncio.sleep(0.05)
-    for n in range(3):
-        await client.publish_observation(execution_id, "a", n)
-    assert [o.payload for o in await reader] == [0, 1, 2]
+    async with contextlib.aclosing(client.observations(execution_id, "a")) as stream:
+        await client.publish_observation(execution_id, "a", 0)
+        got = [await anext(stream)]  # read from the log: the stream is open, and what follows arrives live
+        for n in (1, 2):
+            await client.publish_observation(execution_id, "a", n)
+            got.append(await asyncio.wait_for(anext(stream), 10))
+    assert [o.payload for o in got] == [0, 1, 2]
     assert [o.payload for o in await take(client, execution_id, "a", 1, after_sequence=2)] == [2]
 
 

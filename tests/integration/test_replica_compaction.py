@@ -11,6 +11,7 @@ from skillstate.server.engine.state_engine import StateEngine
 from skillstate.server.errors import WatcherTooSlowError
 
 from ..postgres import postgres_schema  # noqa: F401 - a fixture
+from ..waiting import eventually
 
 
 async def test_a_replica_behind_a_compaction_restarts_from_the_snapshot(postgres_schema: tuple[str, str]) -> None:  # noqa: F811
@@ -27,13 +28,17 @@ async def test_a_replica_behind_a_compaction_restarts_from_the_snapshot(postgres
         await compacting.create_execution("x", "", "")
         await compacting.submit_patch("x", "a", 0, '{"n": 1}')
         assert (await behind.get_state("x")).revision == 1  # loaded at revision 1
-        watching = behind.watch("x", 1)
+        watching = behind.watch("x", 0)
+        assert (await anext(watching)).revision == 1  # the watcher is subscribed once it has had the history
         first = asyncio.ensure_future(anext(watching))  # waits for revision 2
-        await asyncio.sleep(0.1)
         await behind._replicas.close()  # stop following: only a read catches up now
         for n in range(2, 23):
             await compacting.submit_patch("x", "a", n - 1, f'{{"n": {n}}}')
-        await asyncio.sleep(0.3)  # the compactions after each snapshot
+
+        async def compacted() -> bool:  # after each snapshot (5, 10, 15, 20), up to 2 revisions before it
+            return (await compacting.history("x", 0, 0, 1)).compact_revision == 15
+
+        await eventually(compacted)
         expected = await compacting.get_state("x")
         got = await behind.get_state("x")
         assert (got.revision, got.state_json, got.state_hash) == (22, expected.state_json, expected.state_hash)

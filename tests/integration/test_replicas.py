@@ -5,13 +5,16 @@ readers and watchers see what any replica committed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from skillstate.clients import RevisionEvent, StateClient
 
 from ..postgres import postgres_schema, postgres_url  # noqa: F401 - fixtures
+from ..waiting import eventually
 from .test_crash import start_server_process
 
 COUNTER = {"type": "object", "properties": {"n": {"type": "integer", "x-merge": "counter"}}}
@@ -62,6 +65,7 @@ async def test_watchers_on_one_replica_see_commits_through_all(replicas: list[st
     a, b, c = (StateClient(address) for address in replicas)
     async with a, b, c:
         await a.create_execution("w", schema=COUNTER, initial_state={"n": 0})
+        await a.submit_patch("w", {"n": 1}, agent_id="w", base_revision=0)
         received: list[int] = []
 
         async def watch() -> None:
@@ -72,8 +76,8 @@ async def test_watchers_on_one_replica_see_commits_through_all(replicas: list[st
                     return
 
         watching = asyncio.create_task(watch())
-        await asyncio.sleep(0.2)
-        for i in range(30):
+        await eventually(lambda: received)  # b has sent revision 1: it is watching, and the rest arrive live
+        for i in range(1, 30):
             await (a if i % 2 else c).submit_patch("w", {"n": 1}, agent_id="w", base_revision=0)
         await asyncio.wait_for(watching, 10)
         assert received == list(range(1, 31))
@@ -94,11 +98,11 @@ async def test_observations_cross_replicas(replicas: list[str]) -> None:
     async with a, b, c:
         await a.create_execution("o")
         stream = c.observations("o", "agent")
-        first = asyncio.ensure_future(anext(stream))
-        await asyncio.sleep(0.2)
-        sequences = [await (a if i % 2 else b).publish_observation("o", "agent", {"i": i}) for i in range(6)]
+        sequences = [await b.publish_observation("o", "agent", {"i": 0})]
+        got = [await asyncio.wait_for(anext(stream), 10)]  # c has sent the first: it holds the stream
+        sequences += [await (a if i % 2 else b).publish_observation("o", "agent", {"i": i}) for i in range(1, 6)]
         assert sorted(sequences) == list(range(1, 7))
-        got = [await asyncio.wait_for(first, 10)] + [await asyncio.wait_for(anext(stream), 10) for _ in range(5)]
+        got += [await asyncio.wait_for(anext(stream), 10) for _ in range(5)]
         assert [o.sequence for o in got] == list(range(1, 7)) and [o.payload for o in got] == [
             {"i": i} for i in range(6)
         ]
@@ -113,20 +117,17 @@ async def test_skills_registered_on_one_replica_are_served_by_all(replicas: list
     async with a, b:
         assert [s async for s in b.list_skills()] == []  # b has looked at the library before a registers
         await a.register_skill(package("ship-order"))
-        for _ in range(50):  # within a second or so
-            try:
-                found = await b.get_skill("ship-order")
-                break
-            except NotFoundError:
-                await asyncio.sleep(0.1)
-        else:
-            raise AssertionError("replica b never served the skill replica a registered")
+
+        async def served() -> Any:
+            with contextlib.suppress(NotFoundError):
+                return await b.get_skill("ship-order")
+
+        found = await eventually(served, timeout=5)  # within a second or so
         assert found.summary.name == "ship-order"
         assert (await b.hydrate("ship an order", budget_tokens=1000)).sections
         await a.remove_skill("ship-order")
-        for _ in range(50):
-            if not [s async for s in b.list_skills()]:
-                break
-            await asyncio.sleep(0.1)
-        else:
-            raise AssertionError("replica b kept serving a removed skill")
+
+        async def forgotten() -> bool:
+            return not [s async for s in b.list_skills()]
+
+        await eventually(forgotten, timeout=5)

@@ -14,10 +14,18 @@ from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
 from ..conftest import RestartableServer
+from ..waiting import eventually
 
 
-async def collect(client: StateClient, execution_id: str, until: int, from_revision: int = 0) -> list[RevisionEvent]:
-    events = []
+async def collect(
+    client: StateClient,
+    execution_id: str,
+    until: int,
+    from_revision: int = 0,
+    events: list[RevisionEvent] | None = None,
+) -> list[RevisionEvent]:
+    """The revisions after from_revision through `until`, gathered into `events` (which others may watch)."""
+    events = [] if events is None else events
     async for event in client.watch(execution_id, from_revision):
         assert isinstance(event, RevisionEvent)
         events.append(event)
@@ -28,15 +36,17 @@ async def collect(client: StateClient, execution_id: str, until: int, from_revis
 
 async def test_watchers_see_every_revision_once_in_order(client: StateClient) -> None:
     execution_id = (await client.create_execution()).execution_id
-    early = asyncio.create_task(collect(client, execution_id, 60))
-    await asyncio.sleep(0.05)
 
-    async def agent(name: str) -> None:
-        for i in range(6):
+    async def agent(name: str, steps: range = range(6)) -> None:
+        for i in steps:
             await client.submit_patch(execution_id, {f"{name}-{i}": i}, agent_id=name, base_revision=0)
 
-    writers = [asyncio.create_task(agent(f"a{n}")) for n in range(10)]
-    await asyncio.sleep(0.02)
+    await agent("a0", range(1))  # revision 1
+    seen_early: list[RevisionEvent] = []
+    early = asyncio.create_task(collect(client, execution_id, 60, events=seen_early))
+    await eventually(lambda: seen_early)  # it has had revision 1: subscribed, it gets the rest live
+    writers = [asyncio.create_task(agent(f"a{n}", range(1 if n == 0 else 0, 6))) for n in range(10)]
+    await eventually(lambda: len(seen_early) >= 20)
     late = asyncio.create_task(collect(client, execution_id, 60))  # joins mid-stream: history, then live
     await asyncio.gather(*writers)
     history = [e async for e in client.history(execution_id)]
@@ -76,8 +86,7 @@ async def test_watch_resumes_after_the_server_restarts(restartable: RestartableS
                     return
 
         watcher = asyncio.create_task(watch())
-        while len(watched) < 5:
-            await asyncio.sleep(0.01)
+        await eventually(lambda: len(watched) == 5)
         await restartable.stop()  # the stream is cut
         await restartable.start()
         for i in range(5, 10):

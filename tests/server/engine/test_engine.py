@@ -30,6 +30,8 @@ from skillstate.server.storage.records import Batch
 from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
+from ...waiting import eventually
+
 SCHEMA = {
     "type": "object",
     "properties": {
@@ -268,7 +270,8 @@ async def test_reads_see_only_committed_revisions_while_later_ones_are_pending()
             )
             for i in range(3)
         ]
-        await asyncio.sleep(0.01)  # merged into the head, waiting for their commit
+        execution = await engine._executions.get("x")
+        await eventually(lambda: execution.head.revision == 6)  # merged into the head, waiting for their commit
         assert await engine.get_state("x") == committed
         assert (await engine.get_state("x", 2)).state_json == json.dumps(
             {**INITIAL, "count": 2, "slots": {"s0": 0, "s1": 1}}, separators=(",", ":"), sort_keys=True

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -24,26 +25,25 @@ class TestPostgresRevisionLog(RevisionLogContract):
 
 
 async def test_servers_share_the_log_and_hear_of_each_others_commits(postgres_schema: tuple[str, str]) -> None:  # noqa: F811
-    import asyncio
-
     from skillstate.server.storage.revision_log.postgres import PostgresRevisionLog
 
     dsn, schema = postgres_schema
     first, second = PostgresRevisionLog(dsn, schema=schema), PostgresRevisionLog(dsn, schema=schema)
     await first.open()
     await second.open()
+    heard_by_first, heard_by_second = first.changes(), second.changes()
     try:
         assert first.shared
-        heard_by_second, heard_by_first = second.changes(), first.changes()
-        listening = asyncio.ensure_future(anext(heard_by_second))
-        own = asyncio.ensure_future(anext(heard_by_first))
-        await asyncio.sleep(0.3)  # both are listening
+        await listening(heard_by_first, second, "probe-by-second")
+        await listening(heard_by_second, first, "probe-by-first")
         await first.create_execution(*execution())
         await first.commit(Batch(revisions=[revision(1), revision(2)]))
-        assert await asyncio.wait_for(listening, 5) == "e1"
-        await asyncio.sleep(0.3)
-        assert not own.done(), "a server is not told of its own commits"
-        own.cancel()
+        assert (await heard_until(heard_by_second, "e1"))[-1] == "e1"
+        # PostgreSQL delivers notifications in commit order: had first been told of its own commit, it would
+        # hear of it before this later one of second's
+        await second.create_execution(*execution("after-e1"))
+        await second.commit(Batch(revisions=[revision(1, "after-e1")]))
+        assert "e1" not in await heard_until(heard_by_first, "after-e1"), "a server is not told of its own commits"
         assert [r.revision for r in await second.read_revisions("e1", 0)] == [1, 2]
         await first.close()
         reopened = PostgresRevisionLog(dsn, schema=schema)
@@ -51,8 +51,33 @@ async def test_servers_share_the_log_and_hear_of_each_others_commits(postgres_sc
         assert await reopened.head_revision("e1") == 2
         await reopened.close()
     finally:
+        await heard_by_first.aclose()
+        await heard_by_second.aclose()
         await first.close()
         await second.close()
+
+
+async def listening(changes: AsyncIterator[str], other: RevisionLog, execution_id: str) -> None:
+    """Commit to a new execution through `other` until `changes` reports it: the listener is then in place
+    (it starts listening when first asked for a change, at an unknown moment after)."""
+    await other.create_execution(*execution(execution_id))
+    heard = asyncio.ensure_future(anext(changes))
+    for n in range(1, 200):
+        await other.commit(Batch(revisions=[revision(n, execution_id)]))
+        done, _ = await asyncio.wait({heard}, timeout=0.05)
+        if done:
+            assert heard.result() == execution_id
+            return
+    heard.cancel()
+    raise AssertionError(f"never heard of the commits to {execution_id}")
+
+
+async def heard_until(changes: AsyncIterator[str], execution_id: str) -> list[str]:
+    """What `changes` reports up to and including a commit to execution_id."""
+    heard: list[str] = []
+    while not heard or heard[-1] != execution_id:
+        heard.append(await asyncio.wait_for(anext(changes), 10))
+    return heard
 
 
 async def test_an_unreachable_database_is_a_storage_error_without_its_password() -> None:
