@@ -147,7 +147,7 @@ async def world(db_path: Path) -> AsyncIterator[World]:
     for name in ("ship-order", "pack-box"):
         request = skills_pb2.RegisterSkillRequest(files={f"{name}/SKILL.md": skill_md(name)})
         await this.skills.RegisterSkill(request, metadata=meta)
-    await asyncio.sleep(0.02)  # the expired token's life
+    await asyncio.sleep(0.02)  # not a wait for the server: the "expired" caller's token (0.01 s) is past its life
     yield this
     await this.channel.close()
     await server.stop(grace=0)
@@ -213,6 +213,11 @@ async def call(case: dict[str, Any], world: World) -> grpc.aio.AioRpcError | Non
 def test_the_corpus_reaches_every_rpc() -> None:
     assert {case["rpc"] for case in CORPUS} == set(RULES)
     assert len(CORPUS) >= 100
+
+
+def test_every_case_names_its_expected_message() -> None:
+    """An empty message is in every answer: each case must say what the server's message names."""
+    assert [f"{case['rpc']} / {case['name']}" for case in CORPUS if not case["message"].strip()] == []
 
 
 @pytest.mark.timeout(300)
