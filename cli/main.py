@@ -55,6 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="unary calls one identity may have running at once (default: %(default)s)",
     )
     serve.add_argument(
+        "--seats",
+        type=int,
+        default=64,
+        metavar="N",
+        help="calls running at once, shared fairly: an identity with fewer running goes first (default: %(default)s)",
+    )
+    serve.add_argument(
         "--metrics-listen",
         default=None,
         metavar="HOST:PORT",
@@ -227,7 +234,7 @@ def run_serve(args: argparse.Namespace) -> None:
         beside_db = args.db != MEMORY and not is_postgres_url(args.db)  # a URL names no folder to write into
         cache_path = args.extractor_cache or (f"{args.db}.extractions.jsonl" if beside_db else None)
         extractor = LlmExtractor(args.extractor, FileCache(Path(cache_path)) if cache_path else None)
-    for option in ("max_in_flight", "subscriber_queue", "max_watchers"):
+    for option in ("max_in_flight", "seats", "subscriber_queue", "max_watchers"):
         if getattr(args, option) < 1:
             raise UsageError(f"--{option.replace('_', '-')}: must be >= 1")
     if args.max_db_bytes is not None and args.max_db_bytes < 1 << 16:
@@ -241,6 +248,7 @@ def run_serve(args: argparse.Namespace) -> None:
             serve(
                 db=args.db, listen=args.listen, config=config, extractor=extractor,
                 insecure_no_auth=args.insecure_no_auth, tls=tls, in_flight_limit=args.max_in_flight,
+                seats=args.seats,
                 max_db_bytes=args.max_db_bytes, metrics_listen=args.metrics_listen,
             )
         )  # fmt: skip

@@ -15,8 +15,8 @@ import contextvars
 import enum
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from ..errors import LimitExceededError, PermissionDeniedError, UnauthenticatedE
 from ..storage.credential_store.base import CredentialStore
 from ..storage.records import Credential, Right
 from .credentials import matches, split_token
+from .fairness import DEFAULT_SEATS, FairQueue
 
 log = logging.getLogger("skillstate.access")
 
@@ -31,7 +32,8 @@ CACHE_SECONDS = 2.0
 """How long a looked-up credential is trusted before it is read again: a revocation or an expiry takes
 effect within this time."""
 DEFAULT_IN_FLIGHT = 1024
-"""Unary calls one identity may have running at once; more are refused RESOURCE_EXHAUSTED."""
+"""Unary calls one identity may have running or waiting for a seat at once; more are refused
+RESOURCE_EXHAUSTED."""
 
 
 class Mode(enum.Enum):
@@ -122,11 +124,14 @@ class Guard:
         mode: Mode,
         *,
         in_flight_limit: int = DEFAULT_IN_FLIGHT,
+        seats: int = DEFAULT_SEATS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store, self.mode = store, mode
         self._in_flight_limit = in_flight_limit
         self._in_flight: dict[str, int] = {}
+        """Calls running or waiting for a seat, by identity."""
+        self._fair = FairQueue(seats)
         self._clock = clock
         self._credentials: dict[str, tuple[float, tuple[Credential, str] | None]] = {}
         self._closed, self._checked_at = False, -float("inf")
@@ -158,10 +163,11 @@ class Guard:
         """Log a refusal, by admission or by the handler (an owned path), within RefusalLog's rate."""
         self._refusals.log(f"refused {method} from {peer}: {error}")
 
-    @contextmanager
-    def in_flight(self, identity: Identity, peer: str) -> Iterator[None]:
-        """Count one running call against its identity's limit (on an open server, its connection's)."""
-        key = identity.credential.token_id if identity.credential is not None else peer
+    @asynccontextmanager
+    async def admitted(self, identity: Identity, peer: str) -> AsyncIterator[None]:
+        """Run one call for its identity (on an open server, its connection): refused past the identity's
+        limit of calls in flight, else waiting its turn for a seat (fairness.py)."""
+        key = self._key(identity, peer)
         running = self._in_flight.get(key, 0)
         if running >= self._in_flight_limit:
             raise LimitExceededError(
@@ -169,13 +175,22 @@ class Guard:
             )
         self._in_flight[key] = running + 1
         try:
-            yield
+            async with self._fair.seat(key):
+                yield
         finally:
             left = self._in_flight[key] - 1
             if left:
                 self._in_flight[key] = left
             else:
                 del self._in_flight[key]
+
+    async def turn(self, identity: Identity, peer: str) -> None:
+        """Wait for the identity's turn to send one streamed message."""
+        await self._fair.turn(self._key(identity, peer))
+
+    @staticmethod
+    def _key(identity: Identity, peer: str) -> str:
+        return identity.credential.token_id if identity.credential is not None else peer
 
     async def _authenticate(self, metadata: Any) -> Identity:
         values = [value for key, value in metadata or () if key == "authorization"]

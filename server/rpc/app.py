@@ -18,6 +18,7 @@ from grpc_reflection.v1alpha import reflection
 from skillstate.skills.v1 import skills_pb2
 from skillstate.state.v1 import state_pb2
 
+from ..auth.fairness import DEFAULT_SEATS
 from ..auth.guard import DEFAULT_IN_FLIGHT, Guard, Mode
 from ..engine.config import EngineConfig
 from ..engine.state_engine import StateEngine
@@ -120,6 +121,7 @@ async def start_server(
     auth: Mode | None = None,
     tls: ServerTLS | None = None,
     in_flight_limit: int = DEFAULT_IN_FLIGHT,
+    seats: int = DEFAULT_SEATS,
     metrics_listen: str | None = None,
 ) -> RunningServer:
     """Recover the engine and the skill library and start serving on `listen` (host:port; 0 picks a port).
@@ -129,7 +131,7 @@ async def start_server(
     contracts (server/skills/llm_extract.py). `metrics_listen` (host:port) serves Prometheus metrics.
     """
     credentials = credentials or MemoryCredentialStore()
-    guard = Guard(credentials, auth or auth_mode(listen), in_flight_limit=in_flight_limit)
+    guard = Guard(credentials, auth or auth_mode(listen), in_flight_limit=in_flight_limit, seats=seats)
     prometheus = PrometheusMetrics() if metrics_listen else None
     metrics: Metrics = prometheus or NO_METRICS
     engine = StateEngine(log_, config, metrics)
@@ -191,6 +193,7 @@ async def serve(
     insecure_no_auth: bool = False,
     tls: ServerTLS | None = None,
     in_flight_limit: int = DEFAULT_IN_FLIGHT,
+    seats: int = DEFAULT_SEATS,
     max_db_bytes: int | None = None,
     metrics_listen: str | None = None,
 ) -> None:
@@ -198,7 +201,7 @@ async def serve(
     running = await start_server(
         open_log(db, max_db_bytes), listen, config, open_skill_store(db), extractor,
         credentials=open_credential_store(db), auth=auth_mode(listen, insecure_no_auth), tls=tls,
-        in_flight_limit=in_flight_limit, metrics_listen=metrics_listen,
+        in_flight_limit=in_flight_limit, seats=seats, metrics_listen=metrics_listen,
     )  # fmt: skip
     host = listen.rsplit(":", 1)[0]
     scheme = "TLS" + (" with client certificates" if tls and tls.client_ca else "") if tls else "plaintext"

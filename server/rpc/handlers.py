@@ -112,7 +112,7 @@ def _unary(
         started = time.perf_counter()
         try:
             identity = await call.admit(request, context)
-            with call.guard.in_flight(identity, context.peer()):
+            async with call.guard.admitted(identity, context.peer()):
                 return await implementation(request, context)
         except Exception as e:
             if isinstance(e, grpc.aio.AbortError):
@@ -131,8 +131,10 @@ def _stream(
     async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[R]:
         started = time.perf_counter()
         try:
-            await call.admit(request, context)
+            identity = await call.admit(request, context)
+            peer = context.peer()
             async for message in implementation(request, context):
+                await call.guard.turn(identity, peer)
                 yield message
         except Exception as e:
             if isinstance(e, grpc.aio.AbortError):
