@@ -49,10 +49,12 @@ async def test_sigkill_loses_no_acknowledged_revision(tmp_path: Path) -> None:
                 acknowledged[result.revision] = (result.state_hash, key)
 
         writers = [asyncio.create_task(writer(w)) for w in range(WRITERS)]
-        await eventually(lambda: len(acknowledged) >= 300, timeout=60)
-        os.kill(process.pid, signal.SIGKILL)
-        await process.wait()
-        await asyncio.gather(*writers)
+        try:
+            await eventually(lambda: len(acknowledged) >= 300, timeout=60)
+        finally:
+            os.kill(process.pid, signal.SIGKILL)  # the crash under test (or the end of a run that failed first)
+            await process.wait()
+            await asyncio.gather(*writers)
 
     process, port = await start_server_process(db)
     try:
