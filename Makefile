@@ -12,14 +12,13 @@ check:              ## everything CI runs
 protos:             ## regenerate the committed stubs from proto/
 	python3 scripts/generate_protos.py
 
-bench:              ## every benchmark, each beside same-run baselines (about ten minutes)
-	python3 -m pip install -q -e '.[bench]'
-	python3 bench/state_server.py
-	python3 bench/submit_breakdown.py
-	python3 bench/engine.py
-	python3 bench/skill_registry.py
-	python3 bench/access.py
-	python3 bench/scale_out.py --db "$$(scripts/postgres_for_tests.sh)"
+# every script in bench/ (a module with a __main__ block; the others are helpers they import)
+BENCHES = $(shell grep -l '^if __name__ == "__main__":' bench/*.py)
+
+bench:              ## every benchmark in bench/, each beside same-run baselines (about fifteen minutes)
+	python3 -m pip install -q -e .
+	set -e; for bench in $(filter-out bench/scale_out.py,$(BENCHES)); do echo "== $$bench"; python3 $$bench; done
+	python3 bench/scale_out.py --db "$$(scripts/postgres_for_tests.sh)"  # needs root, as CI has
 
 robustness:         ## seeded fault-injection runs checked against the reference model (about four minutes)
 	python3 -m tests.robustness run --seeds 10 --duration 15 --out robustness-results

@@ -1,7 +1,7 @@
 """What identities and TLS cost: the same load on a server that runs open, one that checks a bearer token
 on every call, and one that also speaks TLS.
 
-    python bench/access.py            # about a minute
+    python bench/access.py            # about two minutes
     python bench/access.py --quick
 
 Each server is `skillstate serve` in its own process on a fresh database; the token server's database
@@ -9,19 +9,23 @@ holds one credential issued by `skillstate auth issue` before it starts, so ever
 and authorized (a cached credential lookup, the rights check, the agent binding). The load is 64 calls in
 flight through the generated stub: SubmitPatch with each agent writing its own member (durable commits)
 and GetState (no storage). Every round is bracketed by two rounds of the raw grpc.aio echo, as in
-bench/state_server.py; the certificate is a self-signed one made with openssl.
+bench/state_server.py, and every round on a checking server also by two rounds on the open one, which runs
+beside it: "vs open" is the median over rounds of the rate to the mean of the open rounds around it. The
+certificate is a self-signed one made with openssl.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from state_server import Echo, Operation, Row, bracketed, closed_loop, running_echo, spawn
@@ -74,19 +78,64 @@ def get_state(stub: pb_grpc.StateServiceStub, execution: str) -> Operation:
     return read
 
 
-async def measure(label: str, address: str, token: str | None, tls: ClientTLS | None, echo: Echo,
-                  total: int, rounds: int) -> list[Row]:  # fmt: skip
-    channel = open_channel(address, token=token, tls=tls)
-    stub = pb_grpc.StateServiceStub(channel)
-    rows = [Row(f"SubmitPatch, {label}", "commits/s"), Row(f"GetState, {label}", "reads/s")]
-    makers: list[Callable[[str], Operation]] = [lambda e: submit_patch(stub, e), lambda e: get_state(stub, e)]
-    async with channel, StateClient(channel=channel) as client:
-        for row, make in zip(rows, makers, strict=True):
-            for _ in range(rounds):
-                execution = (await client.create_execution(initial_state={"hits": 0})).execution_id
-                await bracketed(row, echo.unary_rate, closed_loop(make(execution), IN_FLIGHT, total))
+@dataclass
+class Server:
+    label: str
+    stub: pb_grpc.StateServiceStub
+    client: StateClient
+
+
+@contextlib.asynccontextmanager
+async def serving(label: str, serve: list[str], token: str | None, tls: ClientTLS | None) -> AsyncIterator[Server]:
+    """`skillstate serve` in its own process, and a channel to it carrying the token."""
+    process, address, _ = await spawn(*serve)
+    try:
+        channel = open_channel(address, token=token, tls=tls)
+        async with channel, StateClient(channel=channel) as client:
+            yield Server(label, pb_grpc.StateServiceStub(channel), client)
+    finally:
+        process.kill()
+        await process.wait()
+
+
+Maker = Callable[[pb_grpc.StateServiceStub, str], Operation]
+OPERATIONS: list[tuple[str, str, Maker]] = [
+    ("SubmitPatch", "commits/s", submit_patch),
+    ("GetState", "reads/s", get_state),
+]
+
+
+async def one_round(server: Server, row: Row, make: Maker, echo: Echo, total: int) -> float:
+    """One round on a fresh execution, bracketed by the raw echo; returns its rate."""
+    execution = (await server.client.create_execution(initial_state={"hits": 0})).execution_id
+    await bracketed(row, echo.unary_rate, closed_loop(make(server.stub, execution), IN_FLIGHT, total))
+    return row.rates[-1]
+
+
+async def measure(servers: list[Server], echo: Echo, total: int, rounds: int) -> tuple[list[Row], dict[str, float]]:
+    """Every round of every case bracketed by the raw echo; each round on a checking server also between two
+    rounds on the open one (open, token, open, TLS, open, token, ...). Returns the rows and, per row, the
+    median over its rounds of its rate to the mean of the two open rounds around it."""
+    open_server, *checking = servers
+    rows = {(server.label, op): Row(f"{op}, {server.label}", unit) for op, unit, _ in OPERATIONS for server in servers}
+    vs_open: dict[str, float] = {}
+    for operation, _, make in OPERATIONS:
+        open_row = rows[open_server.label, operation]
+        ratios: dict[str, list[float]] = {server.label: [] for server in checking}
+        before = await one_round(open_server, open_row, make, echo, total)
+        for _ in range(rounds):
+            for server in checking:
+                rate = await one_round(server, rows[server.label, operation], make, echo, total)
+                after = await one_round(open_server, open_row, make, echo, total)
+                ratios[server.label].append(rate / ((before + after) / 2))
+                before = after
+        vs_open[open_row.case] = 1.0
+        for label, measured in ratios.items():
+            vs_open[rows[label, operation].case] = statistics.median(measured)
+        for server in servers:
+            row = rows[server.label, operation]
             print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
-    return rows
+    return [rows[server.label, operation] for server in servers for operation, _, _ in OPERATIONS], vs_open
 
 
 async def main() -> None:
@@ -94,7 +143,6 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     total, rounds = (600, 1) if args.quick else (3000, 3)
-    rows: list[Row] = []
     async with running_echo(total) as echo:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
@@ -107,23 +155,21 @@ async def main() -> None:
                 ("bearer token over TLS", "tls.db", ["--tls-cert", str(cert), "--tls-key", str(key)], tls_token,
                  ClientTLS.from_files(cert)),
             ]  # fmt: skip
-            for label, db, extra, call_token, tls in setups:
-                serve = [*CLI, "serve", "--db", str(folder / db), "--listen", "127.0.0.1:0", "--log-level", "ERROR"]
-                process, address, _ = await spawn(*serve, *extra)
-                try:
-                    rows += await measure(label, address, call_token, tls, echo, total, rounds)
-                finally:
-                    process.kill()
-                    await process.wait()
-    print("\n| case | rate | p50 ms | p99 ms | raw echo (bracketing rounds) | ratio to echo | vs open |")
+            async with contextlib.AsyncExitStack() as stack:
+                servers = []
+                for label, db, extra, call_token, tls in setups:
+                    serve = [*CLI, "serve", "--db", str(folder / db), "--listen", "127.0.0.1:0", "--log-level",
+                             "ERROR", *extra]  # fmt: skip
+                    servers.append(await stack.enter_async_context(serving(label, serve, call_token, tls)))
+                rows, vs_open = await measure(servers, echo, total, rounds)
+    print("\n| case | rate | p50 ms | p99 ms | raw echo (bracketing rounds) | ratio to echo "
+          "| vs open (bracketing rounds) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
-    open_rates = {row.case.split(",")[0]: statistics.median(row.rates) for row in rows[:2]}
     for row in rows:
         ordered = sorted(row.latencies)
-        rate = statistics.median(row.rates)
-        print(f"| {row.case} | {rate:,.0f} {row.unit} | {ordered[len(ordered) // 2] * 1e3:.2f} "
+        print(f"| {row.case} | {statistics.median(row.rates):,.0f} {row.unit} | {ordered[len(ordered) // 2] * 1e3:.2f} "
               f"| {ordered[int(len(ordered) * 0.99)] * 1e3:.2f} | {statistics.median(row.baselines):,.0f}/s "
-              f"| {statistics.median(row.ratios):.2f} | {rate / open_rates[row.case.split(',')[0]]:.2f} |")  # fmt: skip
+              f"| {statistics.median(row.ratios):.2f} | {vs_open[row.case]:.2f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,13 +1,17 @@
 """Benchmark the engine alone (no gRPC): durable commits/s with concurrent writers, wide objects, memory.
 
-    python bench/engine.py
+    python bench/engine.py            # about two minutes
+    python bench/engine.py --quick    # fewer patches, one round
 
 Baselines in the same run: raw aiosqlite commits of one row each (what a naive commit-per-patch costs),
-and for memory, the size of the state itself (what any server holding the state must spend).
+each round on SQLite between two rounds of them, its ratio the median over rounds of its rate to the mean
+of the two around it (as in bench/state_server.py); for memory, the size of the state itself (what any
+server holding the state must spend). Rows on the in-memory log are not durable and get no ratio.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
@@ -25,7 +29,7 @@ from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
 
 sys.path.insert(0, str(Path(__file__).parent))
-from state_server import raw_sqlite_commits
+from state_server import Row, bracketed, raw_sqlite_commits
 
 
 async def concurrent_writers(log: RevisionLog, writers: int, total: int) -> float:
@@ -90,28 +94,48 @@ async def memory_held(path: Path, members: int, patches: int) -> tuple[float, fl
 
 
 async def main() -> None:
-    total = 20_000
-    print("raw aiosqlite commits...", file=sys.stderr)
-    raw = await raw_sqlite_commits(5_000)
-    print("| case | commits/s |\n|---|---|")
-    print(f"| raw aiosqlite, 1 row per commit (baseline) | {raw:,.0f} |")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer patches and one round, for a smoke run")
+    args = parser.parse_args()
+    total, rounds, raw_total, patches = (2_000, 1, 1_000, 200) if args.quick else (20_000, 3, 5_000, 2_000)
+
+    async def raw() -> float:
+        return await raw_sqlite_commits(raw_total)
+
+    print("measuring, each round on SQLite between two rounds of raw aiosqlite commits...", file=sys.stderr)
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         for writers in (1, 64):
             for name in ("memory", "sqlite"):
-                rates = []
-                for round_ in range(3):
+                row = Row(f"engine, {writers} writer(s), {name} log", "commits/s")
+                for round_ in range(rounds):
                     path = Path(tmp) / f"{name}-{writers}-{round_}.db"
                     log = MemoryRevisionLog() if name == "memory" else SqliteRevisionLog(path)
-                    rates.append(await concurrent_writers(log, writers, total // (10 if writers == 1 else 1)))
-                print(f"| engine, {writers} writer(s), {name} log | {statistics.median(rates):,.0f} |", flush=True)
+                    case = concurrent_writers(log, writers, total // (10 if writers == 1 else 1))
+                    if name == "sqlite":  # durable, as the baseline is: the ratio says what group commit buys
+                        await bracketed(row, raw, case)
+                    else:
+                        row.rates.append(await case)
+                rows.append(row)
     for members in (10, 1_000, 10_000, 50_000):
-        rate = statistics.median([await wide_object(members, 5_000) for _ in range(3)])
-        print(f"| engine, one object of {members:,} members, one written per patch | {rate:,.0f} |", flush=True)
-    print("\n| memory after 2,000 patches to one object | engine holds (MiB) | the state alone (MiB) | ratio |")
+        row = Row(f"engine, one object of {members:,} members, one written per patch", "commits/s")
+        row.rates = [await wide_object(members, total // 4) for _ in range(rounds)]
+        rows.append(row)
+    baselines = [b for row in rows for b in row.baselines]
+    print("| case | commits/s | raw aiosqlite (bracketing rounds) | ratio to raw aiosqlite |\n|---|---|---|---|")
+    print(f"| raw aiosqlite, 1 row per commit (baseline) | {statistics.median(baselines):,.0f} | | 1.00 |")
+    for row in rows:
+        rate = f"{statistics.median(row.rates):,.0f}"
+        if row.ratios:
+            print(f"| {row.case} | {rate} | {statistics.median(row.baselines):,.0f}/s | "
+                  f"{statistics.median(row.ratios):.2f} |")  # fmt: skip
+        else:
+            print(f"| {row.case} | {rate} | | |")
+    print(f"\n| memory after {patches:,} patches to one object | engine holds (MiB) | the state alone (MiB) | ratio |")
     print("|---|---|---|---|")
     for members in (1_000, 50_000):
         with tempfile.TemporaryDirectory() as tmp:
-            held, alone = await memory_held(Path(tmp) / "memory.db", members, 2_000)
+            held, alone = await memory_held(Path(tmp) / "memory.db", members, patches)
             print(f"| {members:,} members | {held:.1f} | {alone:.1f} | {held / alone:.2f} |", flush=True)
 
 
