@@ -22,7 +22,7 @@ from ..auth.fairness import DEFAULT_SEATS
 from ..auth.guard import DEFAULT_IN_FLIGHT, Guard, Mode
 from ..engine.config import EngineConfig
 from ..engine.state_engine import StateEngine
-from ..metrics import NO_METRICS, Metrics, PrometheusMetrics
+from ..metrics import NO_METRICS, LoopLagProbe, Metrics, PrometheusMetrics
 from ..skills.graph import Extractor
 from ..skills.registry import SkillRegistry
 from ..storage.backends import open_credential_store, open_log, open_skill_store
@@ -94,6 +94,7 @@ class RunningServer:
     credentials: CredentialStore
     metrics_http: Any = None
     """The /metrics HTTP server, when there is one."""
+    lag_probe: LoopLagProbe | None = None
 
     @property
     def metrics_port(self) -> int | None:
@@ -104,6 +105,8 @@ class RunningServer:
         if self.metrics_http is not None:
             self.metrics_http.shutdown()
             self.metrics_http.server_close()
+        if self.lag_probe is not None:
+            await self.lag_probe.stop()
         await self.server.stop(grace)
         await self.engine.close()
         await self.registry.close()
@@ -145,8 +148,11 @@ async def start_server(
         undo.push_async_callback(registry.close)
         running = await _serve_grpc(engine, registry, guard, metrics, listen, config, tls)
         undo.pop_all()
-    http = prometheus.serve(metrics_listen) if prometheus and metrics_listen else None
-    return RunningServer(running[0], engine, registry, running[1], guard, credentials, http)
+    http = probe = None
+    if prometheus and metrics_listen:
+        http, probe = prometheus.serve(metrics_listen), LoopLagProbe(prometheus)
+        probe.start()
+    return RunningServer(running[0], engine, registry, running[1], guard, credentials, http, probe)
 
 
 async def _serve_grpc(

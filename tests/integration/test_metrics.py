@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -65,3 +66,23 @@ async def test_what_the_server_did_is_in_its_metrics(measured: RunningServer) ->
     assert metrics["skillstate_hydration_seconds_count", ()] == 1
     assert metrics["skillstate_watchers", ()] == 1 and metrics["skillstate_executions_loaded", ()] == 1
     assert metrics["skillstate_commit_seconds_count", ()] >= 1
+
+
+async def test_the_event_loop_lag_is_measured(measured: RunningServer) -> None:
+    """The probe wakes every 0.1 s; holding the loop for 0.5 s (here, on purpose, with a blocking sleep)
+    shows as a lag over 0.25 s (at least 0.4 s, wherever the probe was in its interval)."""
+
+    async def probed() -> bool:
+        return (await scrape(measured)).get(("skillstate_event_loop_lag_seconds_count", ()), 0) >= 1
+
+    await eventually(probed)
+    time.sleep(0.5)  # the stall under measurement: it must block the loop, so no asyncio here
+
+    async def seen() -> bool:
+        metrics = await scrape(measured)
+        return (
+            metrics["skillstate_event_loop_lag_seconds_bucket", (("le", "0.25"),)]
+            < metrics["skillstate_event_loop_lag_seconds_count", ()]
+        )
+
+    await eventually(seen)
