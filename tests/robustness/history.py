@@ -1,11 +1,12 @@
-"""What a robustness run saw: every request with its outcome, every streamed item, every fault, and the
-log and state read back at the end. Written as JSON lines, so a failed run can be checked again later
-(`python -m tests.robustness check FILE`)."""
+"""What a robustness run saw: every request with its outcome, every streamed item, every fault, when the
+traffic ran, and the log and state read back at the end. Written as JSON lines, so a failed run can be
+checked again later (`python -m tests.robustness check FILE`)."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,32 @@ class History:
     @classmethod
     def read(cls, path: Path) -> History:
         return cls(_entries(path.read_text().splitlines()))
+
+
+FAULTS = ("sigkill", "dropped call", "reconnect", "stream cut")
+"""The faults a run must have injected while the agents ran, or it proves nothing about them."""
+
+
+def faults_in_traffic(history: History) -> Counter[str]:
+    """The faults recorded while the agents ran, by kind (a stream cut for falling behind, `RESOURCE_EXHAUSTED`,
+    is a "slow watcher cut"). The kill that ends every run, and the cuts it causes, come after the traffic
+    and are not counted: a run with no fault injected counts none."""
+    counted: Counter[str] = Counter()
+    traffic = history.of("traffic")
+    if len(traffic) != 1 or "end" not in traffic[0]:
+        return counted
+    start, end = traffic[0]["start"], traffic[0]["end"]
+    for fault in history.of("fault"):
+        if fault.get("at") is not None and start <= fault["at"] <= end:
+            behind = fault["what"] == "stream cut" and fault.get("status") == "RESOURCE_EXHAUSTED"
+            counted["slow watcher cut" if behind else fault["what"]] += 1
+    return counted
+
+
+def missing_faults(history: History) -> list[str]:
+    """Each kind of fault the run should have injected during its traffic and did not; empty when it did."""
+    counted = faults_in_traffic(history)
+    return [f"no {what} during the traffic" for what in FAULTS if not counted[what]]
 
 
 def _entries(lines: Iterable[str]) -> list[dict[str, Any]]:

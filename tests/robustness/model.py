@@ -2,7 +2,9 @@
 revisions each applying an RFC 7396 merge patch, and the merge policies' promises. Written from the
 specification (docs/guarantees.md, docs/merge.md), sharing no code with the server.
 
-`violations(history)` lists every broken guarantee; an empty list is a pass.
+`violations(history)` lists every broken guarantee; an empty list is a pass. Each place below that reports
+a violation is one check; docs/guarantees.md lists them all, each with the violation planted in a real
+history that proves it catches what it claims (tests/robustness/test_robustness.py).
 """
 
 from __future__ import annotations
@@ -40,8 +42,11 @@ def violations(history: History) -> list[str]:
     _acknowledged_writes_are_durable(submits, by_revision, found)
     _every_revision_was_requested_once(submits, log, found)
     _reads_are_linearizable(history, submits, states, by_revision, found)
-    _policies_keep_their_promises(submits, log, states[-1] if states else None, found)
-    _extremes_merge_only_concurrent_writes(submits, log, states, found)
+    replayed = log[: len(states) - 1]  # the whole log, unless it has a gap
+    _policies_keep_their_promises(submits, replayed, states[-1], found)
+    _lww_keeps_the_greatest_stamp(submits, replayed, states, found)
+    _extremes_merge_only_concurrent_writes(submits, replayed, states, found)
+    _conflicts_only_where_the_policy_allows(submits, log, states, found)
     _watches_are_ordered_unique_reliable(history, by_revision, found)
     _observations_are_delivered(history, found)
     return found
@@ -73,7 +78,9 @@ def _acknowledged_writes_are_durable(
             continue
         logged = by_revision.get(submit["revision"])
         if logged is None:
-            found.append(f"lost write: {submit['id']} was acknowledged as revision {submit['revision']}")
+            found.append(
+                f"lost write: {submit['id']} was acknowledged as revision {submit['revision']}, which the log lacks"
+            )
         elif (logged["client_patch_id"], logged["state_hash"]) != (submit["id"], submit["hash"]):
             found.append(
                 f"lost write: revision {submit['revision']} was acknowledged to {submit['id']} with hash "
@@ -94,8 +101,13 @@ def _every_revision_was_requested_once(
             found.append(
                 f"revision {revision['revision']} applies {request['id']}, which was refused {request['status']}"
             )
-        elif request["agent"] != revision["agent_id"]:
-            found.append(f"revision {revision['revision']}: agent {revision['agent_id']}, sent by {request['agent']}")
+        elif (request["agent"], request["base"]) != (revision["agent_id"], revision["base_revision"]):
+            found.append(
+                f"revision {revision['revision']}: agent {revision['agent_id']} from base {revision['base_revision']}, "
+                f"sent by {request['agent']} from base {request['base']}"
+            )
+        elif request["policy"] == "invalid":
+            found.append(f"revision {revision['revision']} applies {request['id']}, which the schema refuses")
     found.extend(f"request {key} committed {n} revisions" for key, n in seen.items() if n > 1)
 
 
@@ -136,42 +148,68 @@ def _reads_are_linearizable(
 
 
 def _policies_keep_their_promises(
-    submits: list[dict[str, Any]], log: list[dict[str, Any]], final: dict[str, Any] | None, found: list[str]
+    submits: list[dict[str, Any]], log: list[dict[str, Any]], final: dict[str, Any], found: list[str]
 ) -> None:
-    """counter: every committed delta counted once; set, append and text: every committed element present
-    once; max and min: the extreme of every committed value; lww: every key holds the write with the
-    greatest stamp (base revision, agent)."""
-    if final is None:
-        return
+    """In the final state. counter: every committed delta counted once; set, append and text: every
+    committed element present once, and nothing else; append: in commit order (each commit appends to
+    head)."""
     requests = {s["id"]: s for s in submits}
-    committed = [(r, requests[r["client_patch_id"]]) for r in log if r["client_patch_id"] in requests]
-    by_policy: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
-    for revision, request in committed:
-        by_policy[request["policy"]].append((revision, request))
-    deltas = sum(request["delta"] for _, request in by_policy["counter"])
+    by_policy: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for revision in log:
+        request = requests.get(revision["client_patch_id"])
+        if request is not None:
+            by_policy[request["policy"]].append(request)
+    deltas = sum(request["delta"] for request in by_policy["counter"])
     if final["count"] != deltas:
         found.append(f"counter: the state holds {final['count']}, the committed deltas sum to {deltas}")
-    tags = {request["element"] for _, request in by_policy["set"]}
-    if set(final["tags"]) != tags or len(final["tags"]) != len(tags):
-        found.append(f"set: {len(final['tags'])} elements in the state, {len(tags)} committed")
-    events = Counter(request["element"] for _, request in by_policy["append"])
-    if Counter(final["events"]) != events:
-        found.append(f"append: {len(final['events'])} elements in the state, {sum(events.values())} committed")
-    lines = Counter(final["note"].splitlines())
-    written = Counter(request["element"] for _, request in by_policy["text"])
-    if lines != written:
-        found.append(f"text: {sum(lines.values())} lines in the state, {sum(written.values())} committed")
-    writes: dict[str, list[tuple[tuple[int, str], str]]] = defaultdict(list)
-    for revision, request in by_policy["lww"]:
-        writes[request["key"]].append(((revision["base_revision"], revision["agent_id"]), request["element"]))
-    for key, stamped in writes.items():
-        stamped.sort()
-        if len(stamped) > 1 and stamped[-1][0] == stamped[-2][0]:
-            continue  # two writes with one stamp: either may hold
-        if final["inventory"].get(key) != stamped[-1][1]:
+    held = {"set": final["tags"], "append": final["events"], "text": final["note"].splitlines()}
+    for policy, elements in held.items():
+        written = [request["element"] for request in by_policy[policy]]
+        due = Counter(set(written) if policy == "set" else written)
+        missing, extra = due - Counter(elements), Counter(elements) - due
+        if missing or extra:
             found.append(
-                f"lww: {key} holds {final['inventory'].get(key)!r}, the greatest stamp wrote {stamped[-1][1]!r}"
+                f"{policy}: the state lacks {missing.total()} committed elements{_for_example(missing)} and holds "
+                f"{extra.total()} never committed or held twice{_for_example(extra)}"
             )
+        elif policy == "append" and elements != written:
+            at = next(i for i, (held_here, due) in enumerate(zip(elements, written, strict=True)) if held_here != due)
+            found.append(f"append: every committed element is there once, but not in commit order (from index {at})")
+
+
+def _for_example(elements: Counter[str]) -> str:
+    return f" (e.g. {min(elements)!r})" if elements else ""
+
+
+def _lww_keeps_the_greatest_stamp(
+    submits: list[dict[str, Any]], log: list[dict[str, Any]], states: list[dict[str, Any]], found: list[str]
+) -> None:
+    """lww, revision by revision: every key holds the committed write with the greatest stamp (base revision,
+    agent), a tie (one agent, one base) going to the later commit, and no key nobody wrote. Reports the
+    first revision that breaks it; the ones after it would repeat the report."""
+    requests = {s["id"]: s for s in submits}
+    greatest: dict[str, tuple[tuple[int, str, int], str]] = {}
+    for revision in log:
+        number, request = revision["revision"], requests.get(revision["client_patch_id"])
+        if request is not None and request["policy"] == "lww":
+            stamp = (revision["base_revision"], revision["agent_id"], number)
+            if request["key"] not in greatest or greatest[request["key"]][0] < stamp:
+                greatest[request["key"]] = (stamp, request["element"])
+        held = states[number]["inventory"]
+        expected = {key: element for key, (_, element) in greatest.items()}
+        wrong = sorted(key for key in held.keys() | expected.keys() if held.get(key) != expected.get(key))
+        if wrong:
+            key = wrong[0]
+            found.append(
+                f"lww: revision {number} left {key} {held.get(key)!r}, the greatest stamp wrote {expected.get(key)!r}"
+            )
+            return
+
+
+def _written(revision: dict[str, Any], request: dict[str, Any] | None) -> dict[str, Any]:
+    """What a revision's request wrote (a write of the value already there is a write too); for a revision
+    no request explains, what its applied patch changed."""
+    return request["patch"] if request is not None else revision["applied_patch"]
 
 
 def _extremes_merge_only_concurrent_writes(
@@ -182,19 +220,59 @@ def _extremes_merge_only_concurrent_writes(
     requests = {s["id"]: s for s in submits}
     last_write: dict[str, int] = {}
     for revision in log:
-        request = requests.get(revision["client_patch_id"])
-        number = revision["revision"]
-        if request is None or number >= len(states):
-            return
-        key = {"max": "high", "min": "low"}.get(request["policy"])
-        if key is not None:
+        number, request = revision["revision"], requests.get(revision["client_patch_id"])
+        key = {"max": "high", "min": "low"}.get(request["policy"]) if request is not None else None
+        if request is not None and key is not None:
             raced = last_write.get(key, 0) > request["base"]
             extreme = max if request["policy"] == "max" else min
             expected = extreme(states[number - 1][key], request["value"]) if raced else request["value"]
             if states[number][key] != expected:
                 found.append(f"{request['policy']}: revision {number} made {key} {states[number][key]}, not {expected}")
-        for written in request["patch"]:
+        for written in _written(revision, request):
             last_write[written] = number
+
+
+NEVER_CONFLICT = ("counter", "set", "append", "lww", "max", "min", "text", "invalid")
+"""The writes that can never be refused `ABORTED`, as the agents make them: counter deltas are numbers, set,
+append and text merge any concurrent change, lww, max and min never see a deletion, every append extends the
+log it read (docs/merge.md lists what conflicts: none of it is ever sent); and a patch whose value is of the
+wrong type for its path (`invalid`, a string for the counter) is `INVALID_ARGUMENT` whatever its base."""
+
+
+def _conflicts_only_where_the_policy_allows(
+    submits: list[dict[str, Any]], log: list[dict[str, Any]], states: list[dict[str, Any]], found: list[str]
+) -> None:
+    """reject (the `doc` members): a write that another revision wrote over since its base is refused
+    `ABORTED`, unless it writes the value head already holds; a refusal had such a write to lose to,
+    committed by a request sent before the refusal came back. The other policies are never refused."""
+    requests = {s["id"]: s for s in submits}
+    writers: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    """doc member -> (revision, when its request was sent) of every revision that wrote it"""
+    for revision in log:
+        number, request = revision["revision"], requests.get(revision["client_patch_id"])
+        written = _written(revision, request).get("doc") or {}
+        if request is not None and request["policy"] == "reject" and number < len(states):
+            ((key, value),) = written.items()
+            since = [m for m, _ in writers[key] if m > request["base"]]
+            if since and states[number - 1]["doc"].get(key) != value:
+                found.append(
+                    f"reject: revision {number} merged {request['id']}, written from base {request['base']}, over "
+                    f"revision {since[-1]}'s write of doc.{key}"
+                )
+        for key in written:
+            writers[key].append((number, request["start"] if request is not None else float("-inf")))
+    for submit in submits:
+        if submit["outcome"] != REJECTED or submit["status"] != "ABORTED":
+            continue
+        if submit["policy"] in NEVER_CONFLICT:
+            found.append(f"{submit['policy']}: {submit['id']} was refused ABORTED, a write that never conflicts")
+        elif submit["policy"] == "reject":
+            ((key, _),) = submit["patch"]["doc"].items()
+            if not any(m > submit["base"] and sent < submit["end"] for m, sent in writers[key]):
+                found.append(
+                    f"reject: {submit['id']} was refused ABORTED, though nothing wrote doc.{key} since its base "
+                    f"{submit['base']}"
+                )
 
 
 def _watches_are_ordered_unique_reliable(

@@ -25,7 +25,7 @@ import grpc
 
 from skillstate.clients import PatchResult, SkillstateError, StateClient
 
-from .history import OK, REJECTED, UNKNOWN, History
+from .history import FAULTS, OK, REJECTED, UNKNOWN, History, faults_in_traffic
 
 EXECUTION = "robust"
 SCHEMA = {
@@ -62,6 +62,8 @@ class RunConfig:
     duration: float = 10.0
     agents: int = 6
     faults: bool = True
+    """SIGKILLs, dropped calls and reconnects during the traffic; without them the run still ends with a
+    kill (whatever was acknowledged must survive it), which is not a fault of the traffic."""
     kill_every: tuple[float, float] = (1.0, 3.0)
     """Seconds between SIGKILLs, drawn uniformly."""
     database: str | None = None
@@ -130,9 +132,6 @@ class Run:
         self.final_sequences: dict[str, int] | None = None
         self.watched: dict[str, list[tuple[int, str]]] = {}
         self.received: dict[str, list[tuple[int, str]]] = {}
-        self.counts: dict[str, int] = {
-            "sigkill": 0, "dropped_call": 0, "reconnect": 0, "stream_cut": 0, "slow_watcher_cut": 0
-        }  # fmt: skip
 
     def client(self, replica: int = 0) -> StateClient:
         return StateClient(self.servers[replica % len(self.servers)].address, timeout=10.0)
@@ -164,14 +163,14 @@ class Run:
                         state, revision = read.state, read.revision
                         entry.update(revision=read.revision, hash=read.state_hash, state=read.state)
                     continue
-                if choice > 0.98:  # another connection, perhaps to another replica
+                if choice > 0.98 and self.config.faults:  # another connection, perhaps to another replica
                     await client.close()
                     client = self.client(rng.randrange(len(self.servers)))
-                    self.counts["reconnect"] += 1
+                    self.history.add("fault", what="reconnect", client=name, at=self.history.now())
                     continue
                 patch, meta = self.write(rng, name, serial, state)
                 key = f"{name}-{serial}"
-                drop_after = rng.uniform(0.0, 0.02) if rng.random() < 0.05 else None
+                drop_after = rng.uniform(0.0, 0.02) if self.config.faults and rng.random() < 0.05 else None
 
                 call = partial(
                     client.submit_patch, EXECUTION, patch, agent_id=name, base_revision=revision, client_patch_id=key
@@ -181,7 +180,7 @@ class Run:
                     patch=patch, **meta,
                 )  # fmt: skip
                 if drop_after is not None and result is None and entry["status"] == "TimeoutError":
-                    self.counts["dropped_call"] += 1
+                    self.history.add("fault", what="dropped call", client=name, id=key, at=entry["end"])
                 if isinstance(result, PatchResult):
                     entry.update(revision=result.revision, hash=result.state_hash)
         finally:
@@ -255,10 +254,10 @@ class Run:
                     await self.resumed(name, e, cursor=received[-1][0] if received else 0)
 
     async def resumed(self, name: str, error: SkillstateError, cursor: int) -> None:
-        self.history.add("fault", what="stream cut", client=name, status=error.status.name, resume_from=cursor)
-        behind = error.status == grpc.StatusCode.RESOURCE_EXHAUSTED
-        self.counts["slow_watcher_cut" if behind else "stream_cut"] += 1
-        if not behind:
+        self.history.add(
+            "fault", what="stream cut", client=name, status=error.status.name, resume_from=cursor, at=self.history.now()
+        )
+        if error.status != grpc.StatusCode.RESOURCE_EXHAUSTED:
             await asyncio.sleep(0.05)  # the server is down: try again shortly
 
     def caught_up(self, kind: str, name: str) -> bool:
@@ -297,7 +296,6 @@ class Run:
     async def crash_and_restart(self, replica: int, down_for: float) -> None:
         server = self.servers[replica]
         self.history.add("fault", what="sigkill", replica=replica, at=self.history.now())
-        self.counts["sigkill"] += 1
         await server.kill()
         await asyncio.sleep(down_for)
         await server.start()
@@ -323,15 +321,16 @@ async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]
         for name in STREAM_SUBSCRIBERS:
             streams["stream", name] = asyncio.create_task(this.subscriber(name))
         await asyncio.sleep(0.2)  # streams are open before the first write
+        traffic = this.history.add("traffic", start=this.history.now())
         workers = [asyncio.create_task(this.agent(n)) for n in range(config.agents)]
         workers.append(asyncio.create_task(this.publisher()))
         if config.faults:
             workers.append(asyncio.create_task(this.inject_faults()))
         await asyncio.sleep(config.duration)
         this.stopping.set()
+        traffic["end"] = this.history.now()
         await asyncio.wait_for(asyncio.gather(*workers), 60)
-        if config.faults:  # whatever was acknowledged must survive one more crash
-            await this.crash_and_restart(0, 0.1)
+        await this.crash_and_restart(0, 0.1)  # whatever was acknowledged must survive one more crash
         await read_back(this)
         for _ in range(1200):  # every stream catches up, or the check reports how far it got
             pending = [task for key, task in streams.items() if not task.done() and not this.caught_up(*key)]
@@ -348,7 +347,8 @@ async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]
         for server in servers:
             with contextlib.suppress(Exception):
                 await server.stop()
-    counts = dict(this.counts)
+    faults = faults_in_traffic(this.history)
+    counts = {what.replace(" ", "_"): faults[what] for what in (*FAULTS, "slow watcher cut")}
     counts.update(
         requests=sum(1 for e in this.history.entries if e["kind"] in ("submit", "read", "publish")),
         acknowledged_writes=sum(1 for e in this.history.of("submit") if e["outcome"] == OK),
