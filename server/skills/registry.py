@@ -9,12 +9,15 @@ what was acknowledged.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import functools
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError, StorageError
 from ..storage.records import SkillVersion
@@ -27,9 +30,11 @@ from .library import SkillLibrary, node_tokens
 from .macro_index import MacroIndex
 from .macros import Compression, Level, key_from_json, key_to_json
 from .package import Diagnostic, PackageLimits, SkillPackage, load_package
+from .readwrite import ReadWriteLock
 from .render import MacroBlock, render_macro
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 MAX_BUDGET = 100_000
@@ -71,15 +76,23 @@ SYNC_INTERVAL = 1.0
 
 class SkillRegistry:
     def __init__(
-        self, store: SkillStore, limits: PackageLimits = PackageLimits(), extractor: Extractor | None = None
+        self,
+        store: SkillStore,
+        limits: PackageLimits = PackageLimits(),
+        extractor: Extractor | None = None,
+        worker: concurrent.futures.Executor | None = None,
     ) -> None:
+        """`worker` runs what would hold the event loop (loading packages, maintaining macros, hydrating);
+        by default asyncio's default executor."""
         self._store = store
+        self._worker = worker
         self._limits = limits
         self._extractor = extractor
         """Sec2Graph's role and contract extraction when not the deterministic rules (llm_extract.py)."""
         self.library = SkillLibrary()
         self._current: dict[str, SkillView] = {}
-        self._writing = asyncio.Lock()
+        self._access = ReadWriteLock()
+        """Readers (hydrations, in worker threads) or one writer (a registration, removal or report)."""
         self._generation = 0
         """Counts changes to the library; cached results name the generation they were computed for."""
         self.macros = MacroIndex()
@@ -108,21 +121,21 @@ class SkillRegistry:
 
     async def _sync(self) -> None:
         """Serve what other servers registered or removed in a shared store since this one last looked."""
-        async with self._writing:
+        async with self._access.write():
             self._synced_at = time.monotonic()
             stored = await self._store.current_versions()
             for name in [name for name in self._current if name not in stored]:
-                self._forget(name)
+                await self._off_loop(self._forget, name)
             for name, number in sorted(stored.items()):
                 current = self._current.get(name)
                 if current is not None and current.stored.version == number:
                     continue
                 version = await self._store.get(name, number)
                 if version is not None:
-                    package, graph = await asyncio.to_thread(self._load, version.files, version.folder, False)
+                    package, graph = await self._off_loop(self._load, version.files, version.folder, False)
                     if current is not None:
-                        self._forget(name)
-                    self._serve(version, package, graph)
+                        await self._off_loop(self._forget, name)
+                    await self._off_loop(self._serve, version, package, graph)
 
     async def close(self) -> None:
         if self._loading is not None:
@@ -138,19 +151,19 @@ class SkillRegistry:
         }
         with fewer_collections():
             for stored in await self._store.current():
-                package, graph = await asyncio.to_thread(self._load, stored.files, stored.folder, False)
+                package, graph = await self._off_loop(self._load, stored.files, stored.folder, False)
                 self._serve(stored, package, graph, maintain_macros=False)
         graphs = [view.graph for view in self._current.values()]
         tokens = {view.graph.skill: view.node_tokens for view in self._current.values()}
-        await asyncio.to_thread(self.macros.rebuild, graphs, tokens)
+        await self._off_loop(self.macros.rebuild, graphs, tokens)
         log.info("skill library ready: %d skills, %d macros", len(self._current), len(self.macros.compression().macros))
 
     async def register(self, files: Mapping[str, bytes], folder: str = "", strict: bool = False) -> Registration:
         """Load, store and serve a package; raises SkillFormatError (INVALID_ARGUMENT) listing its errors."""
         await self.ready()
-        package, graph = await asyncio.to_thread(self._load, dict(files), folder, strict)
+        package, graph = await self._off_loop(self._load, dict(files), folder, strict)
         digest = package.digest
-        async with self._writing:
+        async with self._access.write():
             current = self._current.get(package.name)
             if current is not None and current.stored.digest == digest:
                 return Registration(
@@ -162,18 +175,18 @@ class SkillRegistry:
                 await self._store.add(stored)
             except DuplicateRowError as e:  # another server wrote this version: ours must not overwrite it
                 raise InvalidArgumentError(f"skill {package.name!r}: {e}") from e
-            self._serve(stored, package, graph)
+            await self._off_loop(self._serve, stored, package, graph)  # seconds for a large library
         return Registration(package.name, number, len(graph.nodes), package.warnings, False, digest)
 
     async def remove(self, name: str) -> int:
         """Take a skill out of the library; returns the version that was current."""
         await self.ready()
-        async with self._writing:
+        async with self._access.write():
             current = self._current.get(name)
             if current is None:
                 raise NotFoundError(f"name: no skill {name!r} in the library")
             await self._store.mark_removed(name, current.stored.version, time.time())
-            self._forget(name)
+            await self._off_loop(self._forget, name)
             return current.stored.version
 
     def _forget(self, name: str) -> None:
@@ -188,8 +201,9 @@ class SkillRegistry:
         size = DEFAULT_PAGE if page_size == 0 else page_size
         if not 1 <= size <= MAX_PAGE:
             raise InvalidArgumentError(f"page_size: must be 0-{MAX_PAGE}, got {page_size}")
-        names = sorted(name for name in self._current if name > after)
-        page = [self._current[name] for name in names[:size]]
+        async with self._access.read():
+            names = sorted(name for name in self._current if name > after)
+            page = [self._current[name] for name in names[:size]]
         return page, len(names) > size
 
     async def get(self, name: str, version: int = 0) -> SkillView:
@@ -197,14 +211,15 @@ class SkillRegistry:
         await self.ready()
         if version < 0:
             raise InvalidArgumentError(f"version: must be >= 0, got {version}")
-        current = self._current.get(name)
+        async with self._access.read():
+            current = self._current.get(name)
         if current is not None and version in (0, current.stored.version):
             return current
         stored = await self._store.get(name, version) if version else None
         if stored is None:
             what = f"version {version} of skill {name!r}" if version else f"skill {name!r}"
             raise NotFoundError(f"name: no {what} in the library")
-        package, graph = await asyncio.to_thread(self._load, stored.files, stored.folder, False)
+        package, graph = await self._off_loop(self._load, stored.files, stored.folder, False)
         return SkillView(stored, package, graph, node_tokens(graph))
 
     async def hydrate(self, query: str, budget: int, skill_names: Iterable[str] = ()) -> Hydration:
@@ -216,10 +231,11 @@ class SkillRegistry:
         if not 1 <= budget <= MAX_BUDGET:
             raise InvalidArgumentError(f"budget_tokens: must be 1-{MAX_BUDGET}, got {budget}")
         names = list(skill_names)
-        missing = sorted(set(names) - self._current.keys())
-        if missing:
-            raise NotFoundError(f"skill_names: not in the library: {', '.join(missing)}")
-        hydration = hydrate(self.library, query, budget, names, self.macros)
+        async with self._access.read():  # the library as one registration left it, unchanged until the end
+            missing = sorted(set(names) - self._current.keys())
+            if missing:
+                raise NotFoundError(f"skill_names: not in the library: {', '.join(missing)}")
+            hydration = await self._off_loop(hydrate, self.library, query, budget, names, self.macros)
         self._hydrations[hydration.hydration_id] = (hydration, set())
         self._hydrations.move_to_end(hydration.hydration_id)
         while len(self._hydrations) > KEPT_HYDRATIONS:
@@ -233,7 +249,8 @@ class SkillRegistry:
         block = next((b for b in hydration.macros if b.macro.macro_id == macro_id), None)
         if block is None:
             raise NotFoundError(f"macro_id: {macro_id!r} is not a macro of hydration {hydration_id}")
-        graph = self.library.graph(block.occurrence.skill) if block.occurrence.skill in self.library else None
+        async with self._access.read():
+            graph = self.library.graph(block.occurrence.skill) if block.occurrence.skill in self.library else None
         if graph is None:
             raise NotFoundError(f"hydration_id: skill {block.occurrence.skill!r} left the library; hydrate again")
         expanded.add(macro_id)
@@ -243,12 +260,20 @@ class SkillRegistry:
         """Record the evidence of one execution for every macro its context showed; returns the revisions,
         which are stored (a restart keeps raised levels and splits)."""
         await self.ready()
-        hydration, expanded = self._hydration(hydration_id)
-        shown = {b.macro.macro_id for b in hydration.macros}
-        failed = set(failed_macro_ids)
-        unknown = sorted(failed - shown)
-        if unknown:
-            raise InvalidArgumentError(f"failed_macro_ids: not macros of this hydration: {', '.join(unknown)}")
+        async with self._access.write():
+            hydration, expanded = self._hydration(hydration_id)
+            shown = {b.macro.macro_id for b in hydration.macros}
+            failed = set(failed_macro_ids)
+            unknown = sorted(failed - shown)
+            if unknown:
+                raise InvalidArgumentError(f"failed_macro_ids: not macros of this hydration: {', '.join(unknown)}")
+            revisions = await self._report(shown, expanded, failed)
+            del self._hydrations[hydration_id]  # one report per hydration
+        if revisions:
+            self._generation += 1
+        return revisions
+
+    async def _report(self, shown: set[str], expanded: set[str], failed: set[str]) -> list[Revision]:
         revisions = []
         for macro_id in sorted(shown):
             before = self.macros.macro(macro_id)
@@ -258,9 +283,6 @@ class SkillRegistry:
                 revisions.append(Revision(macro_id, after.default_level if after else None))
                 level = self.macros.revised[before.key]
                 await self._store.save_macro_revision(key_to_json(before.key), int(level) if level else None)
-        del self._hydrations[hydration_id]  # one report per hydration
-        if revisions:
-            self._generation += 1
         return revisions
 
     def _hydration(self, hydration_id: str) -> tuple[Hydration, set[str]]:
@@ -274,11 +296,16 @@ class SkillRegistry:
         await self.ready()
         async with self._measuring:
             if self._stats is None or self._stats[0] != self._generation:
-                generation, compression = self._generation, self.macros.compression()
-                graphs = [view.graph for view in self._current.values()]
-                stats = await asyncio.to_thread(library_stats, compression, graphs)
+                async with self._access.read():
+                    generation = self._generation
+                    graphs = [view.graph for view in self._current.values()]
+                    compression = await self._off_loop(self.macros.compression)
+                    stats = await self._off_loop(library_stats, compression, graphs)
                 self._stats = (generation, stats, compression)
             return self._stats[1], self._stats[2]
+
+    async def _off_loop(self, work: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._worker, functools.partial(work, *args))
 
     def _load(self, files: Mapping[str, bytes], folder: str, strict: bool) -> tuple[SkillPackage, SkillGraph]:
         package = load_package(files, folder, strict=strict, limits=self._limits)
