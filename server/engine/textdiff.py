@@ -17,6 +17,7 @@ import collections
 import itertools
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import fast_diff_match_patch
 
@@ -24,6 +25,7 @@ Edit = tuple[int, int, str]
 """Replace original[start:end] with the text; a diff is a list of them, in order, not overlapping."""
 _WORD = re.compile(r"\s*\S+\s*|\s+")
 """Words with the spaces around them: the parts of a string with no lines to split at."""
+_SPACE = " \t\n"
 ANCHOR_FROM_CELLS = 1_000_000
 """Spans cheaper than this go to Myers at once; larger ones are first split at unique lines."""
 Span = tuple[str, int, str]
@@ -52,8 +54,10 @@ def _cells(a: str, b: str) -> int:
 def _spans(a: str, b: str, a_at: int, b_at: int) -> Iterator[tuple[str, int, str, int]]:
     """The spans of a (starting at a_at of the original) and b that still differ, in order: what is left
     after cutting the common prefix and suffix, split at lines unique to both."""
-    prefix = _common_prefix(a, b)
-    suffix = _common_prefix(a[prefix:][::-1], b[prefix:][::-1])
+    if a == b:
+        return
+    prefix = _at_boundary(a[: _common_prefix(a, b)], from_end=False)
+    suffix = _at_boundary(_common_suffix(a[prefix:], b[prefix:]), from_end=True)
     a, b = a[prefix : len(a) - suffix], b[prefix : len(b) - suffix]
     a_at, b_at = a_at + prefix, b_at + prefix
     if not a and not b:
@@ -72,6 +76,20 @@ def _spans(a: str, b: str, a_at: int, b_at: int) -> Iterator[tuple[str, int, str
         yield from _spans(a[a_from:a_start], b[b_from:b_start], a_at + a_from, b_at + b_from)
         a_from, b_from = a_end, b_end
     yield from _spans(a[a_from:], b[b_from:], a_at + a_from, b_at + b_from)
+
+
+def _at_boundary(common: str, from_end: bool) -> int:
+    """How much of a common prefix (or, from_end, suffix) to cut: only whole words and lines. Cutting
+    within a word leaves the diff to align what is left of it with something else ("agent-5" and
+    "agent-0" share "agent-"), and a concurrent edit inside that word would then land in pieces."""
+    if from_end:  # keep what follows the first space: the suffix then starts a word
+        first = min((i for i in (common.find(ch) for ch in _SPACE) if i >= 0), default=len(common))
+        return len(common) - first - 1 if first < len(common) else 0
+    return max(common.rfind(ch) for ch in _SPACE) + 1  # up to and with the last space
+
+
+def _common_suffix(a: str, b: str) -> str:
+    return a[len(a) - _common_prefix(a[::-1], b[::-1]) :]
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -123,27 +141,58 @@ def _increasing_run(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _myers(a: str, a_at: int, b: str) -> list[Edit]:
-    """Myers' minimal diff of a span, as edits of the original (a starts at a_at)."""
+    """Myers' diff of a span, as edits of the original (a starts at a_at). Text with lines is diffed line
+    by line first, and only lines replaced by others are diffed character by character: an inserted or
+    deleted line stays whole, so a concurrent edit next to it stays whole too."""
     if not a or not b:
         return [(a_at, a_at + len(a), b)]
+    if "\n" not in a and "\n" not in b:
+        return _characters(a, a_at, b)
+    a_lines, b_lines = a.splitlines(keepends=True), b.splitlines(keepends=True)
+    codes: dict[str, str] = {}
+    encoded_a, encoded_b = _encode(a_lines, codes), _encode(b_lines, codes)
     edits: list[Edit] = []
+    a_offsets = list(itertools.accumulate(map(len, a_lines), initial=a_at))
+    for start, end, (b_start, b_end) in _characters(encoded_a, 0, encoded_b, b_positions=True):
+        old, new = "".join(a_lines[start:end]), "".join(b_lines[b_start:b_end])
+        if old and new:
+            edits.extend(_characters(old, a_offsets[start], new))
+        else:
+            edits.append((a_offsets[start], a_offsets[end], new))
+    return edits
+
+
+def _encode(lines: list[str], codes: dict[str, str]) -> str:
+    """Each distinct line as one character (outside the surrogates), the same character for equal lines."""
+    for line in lines:
+        if line not in codes:
+            index = len(codes) + 1
+            codes[line] = chr(index if index < 0xD800 else index + 0x800)
+    return "".join(codes[line] for line in lines)
+
+
+def _characters(a: str, a_at: int, b: str, b_positions: bool = False) -> list[Any]:
+    """Myers' minimal diff, character by character, as edits (start, end, inserted text); with
+    b_positions, as (start, end, (b start, b end)) instead of the inserted text."""
+    edits: list[Any] = []
     a_pos, b_pos = a_at, 0
     start: int | None = None
-    inserted: list[str] = []
-    for op, length in fast_diff_match_patch.diff(a, b, timelimit=0, checklines=False, counts_only=True):
+    b_start = 0
+    for op, length in fast_diff_match_patch.diff(
+        a, b, timelimit=0, checklines=False, cleanup="Lossless", counts_only=True
+    ):
         if op == "=":
             if start is not None:
-                edits.append((start, a_pos, "".join(inserted)))
-                start, inserted = None, []
+                edits.append((start, a_pos, (b_start, b_pos) if b_positions else b[b_start:b_pos]))
+                start = None
             a_pos, b_pos = a_pos + length, b_pos + length
             continue
         if start is None:
-            start = a_pos
+            start, b_start = a_pos, b_pos
         if op == "-":
             a_pos += length
         else:
-            inserted.append(b[b_pos : b_pos + length])
             b_pos += length
     if start is not None:
-        edits.append((start, a_pos, "".join(inserted)))
+        edits.append((start, a_pos, (b_start, b_pos) if b_positions else b[b_start:b_pos]))
     return edits
