@@ -152,7 +152,10 @@ def test_concurrent_line_inserts_stay_whole_lines() -> None:
     """Found by the robustness suite: a diff cut inside a word ("agent-5" and "agent-0" share "agent-")
     replaced text nobody changed, and a concurrent insert landed in pieces. Inserted lines stay lines."""
     base = "agent-5-11\nagent-1-11\nagent-2-4\nagent-3-2\nagent-0-7\n"
-    head = "agent-0-26\nagent-5-11\nagent-0-24\nagent-3-20\nagent-1-11\nagent-5-26\nagent-2-4\nagent-3-2\nagent-1-15\nagent-0-7\n"
+    head = (
+        "agent-0-26\nagent-5-11\nagent-0-24\nagent-3-20\nagent-1-11\nagent-5-26\nagent-2-4\nagent-3-2\n"
+        "agent-1-15\nagent-0-7\n"
+    )
     mine = "agent-5-11\nagent-1-28\nagent-1-11\nagent-2-4\nagent-3-2\nagent-0-7\n"
     assert all(inserted == "" or inserted.endswith("\n") for _, _, inserted in edits(spans(base, head)))
     merged = merge_text(base, [TextEdit((98, ""), "", head), TextEdit((41, "agent-1"), "agent-1-28", mine)])
