@@ -6,13 +6,15 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from skillstate.server.engine.config import EngineConfig
+from skillstate.server.engine.merge import Resolution
 from skillstate.server.engine.results import WatchSnapshot
 from skillstate.server.engine.state_engine import StateEngine
 from skillstate.server.errors import (
@@ -48,7 +50,11 @@ INITIAL = {"count": 0, "tags": [], "notes": "plan", "log": [], "slots": {}}
 
 @st.composite
 def histories(draw: st.DrawFn) -> list[tuple[str, int, dict]]:
-    """(agent, how many revisions back the base is, patch) for a run of submits."""
+    """(agent, how many revisions back the base is, patch) for a run of submits.
+
+    Every history ends with three counter writes on head and one from 3-6 revisions back: at least one
+    patch is merged with a base outside a window of 2, whatever came before.
+    """
     steps = []
     for i in range(draw(st.integers(1, 25))):
         patch: dict = {}
@@ -66,27 +72,49 @@ def histories(draw: st.DrawFn) -> list[tuple[str, int, dict]]:
             else:
                 patch["slots"] = {draw(st.sampled_from("xyz")): draw(st.one_of(st.none(), st.integers(0, 3)))}
         steps.append((draw(st.sampled_from(["ada", "bob", "cy"])), draw(st.integers(0, 6)), patch))
+    agents = st.sampled_from(["ada", "bob", "cy"])
+    steps.extend((draw(agents), 0, {"count": draw(st.integers(0, 5))}) for _ in range(3))
+    steps.append((draw(agents), draw(st.integers(3, 6)), {"count": draw(st.integers(0, 5))}))
     return steps
 
 
-async def play(engine: StateEngine, steps: list[tuple[str, int, dict]]) -> list[tuple[int, str, str]]:
-    """Submit every step against an older base; returns (revision, state, hash) after each accepted one."""
+@dataclass(frozen=True)
+class Played:
+    """One step of a history: the base it was submitted on and what became of it."""
+
+    head: int
+    base: int
+    outcome: str
+    """The error's type name, or "accepted"."""
+    revision: int = 0
+    state_json: str = ""
+    state_hash: str = ""
+    resolutions: tuple[Resolution, ...] = ()
+
+
+async def play(engine: StateEngine, steps: list[tuple[str, int, dict]]) -> list[Played]:
+    """Submit every step against an older base."""
     await engine.create_execution("x", json.dumps(SCHEMA), json.dumps(INITIAL))
     seen = []
     for agent, back, patch in steps:
         head = await engine.head_revision("x")
+        base = max(0, head - back)
         try:
-            await engine.submit_patch("x", agent, max(0, head - back), json.dumps(patch))
-        except (ConflictError, InvalidArgumentError):
+            result = await engine.submit_patch("x", agent, base, json.dumps(patch))
+        except (ConflictError, InvalidArgumentError) as e:
+            seen.append(Played(head, base, type(e).__name__))
             continue
         view = await engine.get_state("x")
-        seen.append((view.revision, view.state_json, view.state_hash))
+        seen.append(Played(head, base, "accepted", view.revision, view.state_json, view.state_hash, result.resolutions))
     return seen
 
 
 @settings(max_examples=40)
 @given(histories())
 def test_replay_and_small_windows_give_identical_states_and_hashes(steps: list[tuple[str, int, dict]]) -> None:
+    """Bases outside the window (2) are replayed from the log and snapshots, and must merge as from memory:
+    every step ends alike, and at least one merge in each history had its base outside the window."""
+
     async def main() -> None:
         log = MemoryRevisionLog()
         roomy = StateEngine(log, EngineConfig(window=256))
@@ -98,12 +126,18 @@ def test_replay_and_small_windows_give_identical_states_and_hashes(steps: list[t
         await tight.start()
         assert await play(tight, steps) == expected, "a base outside the window merged differently"
         await tight.close()
+        stale = [p for p in expected if p.outcome == "accepted" and p.resolutions]
+        outside = [p for p in stale if p.head - p.base > 2]
+        assert outside, f"no merge had its base outside the window: {expected}"
+        event(f"merges outside the window: {min(len(outside), 5)}{'+' if len(outside) >= 5 else ''}")
+        event(f"merges in all: {min(len(stale), 5)}{'+' if len(stale) >= 5 else ''}")
 
         recovered = StateEngine(log, EngineConfig(window=2))
         await recovered.start()
-        for revision, state_json, state_hash in expected:
-            view = await recovered.get_state("x", revision)
-            assert (view.state_json, view.state_hash) == (state_json, state_hash)
+        for played in expected:
+            if played.outcome == "accepted":
+                view = await recovered.get_state("x", played.revision)
+                assert (view.state_json, view.state_hash) == (played.state_json, played.state_hash)
         await recovered.close()
 
     asyncio.run(main())
