@@ -7,10 +7,12 @@ schematree.py for the way down); a path with none is `reject`.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidArgumentError
-from .mergepatch import Path
+from .canonical import type_name
+from .mergepatch import Path, pointer
 from .schematree import SchemaTree, walk
 
 KEYWORD = "x-merge"
@@ -40,6 +42,32 @@ class PolicyMap:
                     f"{', '.join(sorted(_BY_NAME))}, got {node[KEYWORD]!r}"
                 )
         self._tree = SchemaTree(schema, KEYWORD)
+        self._typed = any(
+            isinstance(node.get(KEYWORD), str) and node[KEYWORD] in _TYPED for _, node in walk(schema, "")
+        )
+
+    def check_values(self, document: dict[str, Any], field: str) -> None:
+        """Raise InvalidArgumentError naming the first value the document (a patch, or an initial state)
+        writes where its path's policy cannot hold it: counter, max and min need numbers, set and append
+        arrays, text strings. Whatever a patch's base, no re-read makes such a value mergeable."""
+        if self._typed:
+            self._check(self._tree.resolve(self._tree.root), document, (), MergePolicy.REJECT, field)
+
+    def _check(self, node: Any, value: dict[str, Any], path: Path, inherited: MergePolicy, field: str) -> None:
+        for key, member in value.items():
+            if member is None:
+                continue  # a deletion: any policy may merge or refuse it
+            here = (*path, key)
+            child = self._tree.child(node, key)
+            policy = _BY_NAME[child[KEYWORD]] if isinstance(child, dict) and KEYWORD in child else inherited
+            if isinstance(member, dict):  # a policy on an object governs its members
+                if child is not None or policy in _NEEDS:
+                    self._check(child, member, here, policy, field)
+                continue
+            needs = _NEEDS.get(policy)
+            if needs is not None and not needs[1](member):
+                written = type_name(member)
+                raise InvalidArgumentError(f"{field}: {pointer(here)}: {policy.value} needs {needs[0]}, got {written}")
 
     def policy_at(self, path: Path) -> MergePolicy:
         """The policy governing writes at path."""
@@ -51,3 +79,19 @@ class PolicyMap:
 
 
 _BY_NAME = {policy.value: policy for policy in MergePolicy}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_NEEDS: dict[MergePolicy, tuple[str, Callable[[Any], bool]]] = {
+    MergePolicy.COUNTER: ("numbers", _number),
+    MergePolicy.MAX: ("numbers", _number),
+    MergePolicy.MIN: ("numbers", _number),
+    MergePolicy.SET: ("arrays", lambda value: isinstance(value, list)),
+    MergePolicy.APPEND: ("arrays", lambda value: isinstance(value, list)),
+    MergePolicy.TEXT: ("strings", lambda value: isinstance(value, str)),
+}
+"""The policies that hold one JSON type, and that type."""
+_TYPED = frozenset(policy.value for policy in _NEEDS)

@@ -48,6 +48,8 @@ from .undo import Undo
 
 log = logging.getLogger(__name__)
 
+PAGE_MARGIN = 64 << 10
+"""Bytes of a GetHistory reply kept for what is not the revisions' JSON (framing, ids, hashes)."""
 MAX_COMMIT_RACES = 100
 """How often a patch is merged again after another server's commit beat it, before UNAVAILABLE."""
 
@@ -126,6 +128,7 @@ class StateEngine:
         state = strip_nulls(canonical.parse_object(initial_state_json or "{}", "initial_state_json", limits))
         execution = Execution(execution_id, schema, time.time(), self._config.window)
         execution.compile()
+        execution.policies.check_values(state, "initial_state_json")
         execution.validator.validate(state)
         state_hash = genesis_hash(execution_id, schema, state)
         await self._executions.create(
@@ -166,6 +169,7 @@ class StateEngine:
         execution = await self._executions.get(execution_id)
         submission = Submission.check(agent_id, base_revision, patch_json, client_patch_id, action_json, self._limits)
         execution.owners.check(submission.patch, submission.agent_id, writer_skills)
+        execution.policies.check_values(submission.patch, "patch_json")
         for attempt in itertools.count(1):
             try:
                 return await self._submit(execution, submission)
@@ -413,8 +417,19 @@ class StateEngine:
             raise InvalidArgumentError(f"after: must be >= 0, got {after}")
         after = max(max(from_revision, 1) - 1 if after is None else after, execution.compacted)
         records = await self._timeline.records(execution, after, last, size) if after < last else []
+        records = _within(records, self._limits.max_message_bytes - PAGE_MARGIN)
         more = bool(records) and records[-1].revision < last
         return HistoryPage(records, more, head, execution.compacted)
+
+
+def _within(records: list[RevisionRecord], budget: int) -> list[RevisionRecord]:
+    """The first records whose replies fit in `budget` bytes (at least one: a revision always fits alone)."""
+    for count, record in enumerate(records):
+        json_texts = (record.applied_patch_json, record.action_json, record.resolutions_json)
+        budget -= sum(len(text.encode()) for text in json_texts) + 256
+        if budget < 0:
+            return records[: max(count, 1)]
+    return records
 
 
 def _effective(head: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

@@ -209,12 +209,23 @@ async def test_015_a_wrong_typed_stale_patch_is_invalid_not_a_conflict(client: S
     await client.create_execution("x", schema=schema, initial_state={"n": 0, "tags": [], "doc": ""})
     await client.submit_patch("x", {"n": 1, "tags": ["a"], "doc": "hi"}, agent_id="a", base_revision=0)
     for patch, message in (
-        ({"n": "x"}, "/n: counter needs numbers, the patch's value is string"),
-        ({"tags": "a"}, "/tags: set needs arrays, the patch's value is string"),
-        ({"doc": 5}, "/doc: text needs strings, the patch's value is integer"),
+        ({"n": "x"}, "patch_json: /n: counter needs numbers, got string"),
+        ({"tags": "a"}, "patch_json: /tags: set needs arrays, got string"),
+        ({"doc": 5}, "patch_json: /doc: text needs strings, got integer"),
     ):
         with pytest.raises(ValidationError, match=message):
             await client.submit_patch("x", patch, agent_id="b", base_revision=0)
     with pytest.raises(ConflictError):  # a deletion is not a type error: from head it would apply
         await client.submit_patch("x", {"n": None}, agent_id="b", base_revision=0)
     assert (await client.get_state("x")).revision == 1
+
+
+async def test_016_a_history_page_of_large_revisions_fits_one_reply(client: StateClient) -> None:
+    """Found by bench/loop_stall.py: three revisions of 1 MiB each made a GetHistory reply over the 4 MiB
+    message limit, and the call failed; a page now ends before that, and the next page goes on."""
+    await client.create_execution("x", schema={"additionalProperties": {"x-merge": "lww"}})
+    for n in range(1, 5):
+        await client.submit_patch("x", {f"k{n}": "x" * 1_040_000}, agent_id="w", base_revision=n - 1)
+    first = await client.get_history("x")
+    assert 1 <= len(first.revisions) < 4 and first.next_page_token
+    assert [event.revision async for event in client.history("x")] == [1, 2, 3, 4]

@@ -474,11 +474,6 @@ def test_a_wrong_typed_value_that_meets_a_concurrent_write_is_invalid(case: tupl
     assert steps[0].accepted and steps[1].invalid, steps
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docs/merge.md: a wrong-typed patch is INVALID_ARGUMENT whatever its base; merge.py checks types only "
-    "at conflict points, so on head (or on a path nothing wrote since the base) the value is committed",
-)
 @pytest.mark.parametrize("policy", sorted(WRONG_VALUES))
 def test_a_wrong_typed_value_is_invalid_whatever_its_base(policy: str) -> None:
     wrong = {"counter": "x", "max": True, "min": [1], "set": 3, "append": "x", "text": 5}[policy]
