@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import InvalidArgumentError
 from .frontmatter import FrontMatterError, read_skill_text
 from .links import relative_links, resolve
+from .sections import split_body
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME_LENGTH = 64
@@ -41,6 +42,9 @@ class PackageLimits:
     max_file_bytes: int = 1 << 20
     max_package_bytes: int = 4 << 20
     max_path_length: int = 512
+    max_sections: int = 1000
+    """Sections (parts and numbered steps) of SKILL.md: Sec2Graph connects them pairwise, so its work grows
+    with the square (1,000 sections take under a second of a worker; the real corpus peaks at 171)."""
 
 
 class Severity(StrEnum):
@@ -152,6 +156,11 @@ def load_package(
         raise SkillFormatError([report.error(e.rule, str(e))]) from e
     for note in parsed.notes:
         report.warning("front-matter.yaml", note)
+    sections = len(split_body(parsed.body))
+    if sections > limits.max_sections:
+        raise SkillFormatError(
+            [report.error("limits.sections", f"{sections} sections, more than the limit of {limits.max_sections}")]
+        )
 
     folder = posixpath.dirname(skill_file)
     front = parsed.front_matter

@@ -26,6 +26,7 @@ from skillstate.clients import (
 from skillstate.server.engine import canonical
 from skillstate.server.errors import InvalidArgumentError
 from skillstate.server.limits import DEFAULT_LIMITS
+from skillstate.server.skills.package import load_package
 from skillstate.skills.v1 import skills_pb2
 
 from ..integration.test_crash import start_server_process
@@ -229,3 +230,12 @@ async def test_016_a_history_page_of_large_revisions_fits_one_reply(client: Stat
     first = await client.get_history("x")
     assert 1 <= len(first.revisions) < 4 and first.next_page_token
     assert [event.revision async for event in client.history("x")] == [1, 2, 3, 4]
+
+
+def test_017_a_package_of_too_many_sections_is_refused_before_its_graph_is_built() -> None:
+    """Found by bench/loop_stall.py: Sec2Graph connects sections pairwise, and a 1 MiB SKILL.md of 15,000
+    sections held a worker for minutes (its client's deadline passed first)."""
+    steps = "".join(f"## Part {i}\n\nSave `out/{i}.csv`.\n" for i in range(1100))
+    files = {"x/SKILL.md": f"---\nname: x\ndescription: d\n---\n# X\n\n{steps}".encode()}
+    with pytest.raises(InvalidArgumentError, match=r"limits\.sections: 1101 sections, more than the limit of 1000"):
+        load_package(files, "x")
