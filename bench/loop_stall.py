@@ -32,7 +32,7 @@ from pathlib import Path
 from state_server import spawn
 from synthetic import generate_library
 
-from skillstate.clients import SkillRegistryClient, StateClient
+from skillstate.clients import ResourceExhaustedError, SkillRegistryClient, StateClient
 from skillstate.server.storage.records import SkillVersion
 from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
@@ -158,8 +158,11 @@ class Cases:
         await self.run("ReportOutcome", lambda: skills.report_outcome(hydrated.hydration_id, success=True))
         await self.run("GetLibraryStats", skills.library_stats)
         await self.run("ListSkills: every page of 1,000", lambda: _all(skills.list_skills(page_size=1000)))
+        big = "big-package"
+        await self.run("GetSkill: that package's graph", lambda: skills.get_skill(big))
         await self.run(
-            "GetSkill: that package, with its files", lambda: skills.get_skill("big-package", include_files=True)
+            "GetSkill: with its files (over 4 MiB: refused)",
+            lambda: _refused(skills.get_skill(big, include_files=True)),
         )
         await self.run("RemoveSkill", lambda: skills.remove_skill("big-package"))
 
@@ -191,6 +194,14 @@ def big_package() -> dict[str, bytes]:
         text = f"# Part {i}\n\n" + "Reference text. " * 70_000
         files[f"big-package/references/part{i}.md"] = text.encode()[: MIB - 1]
     return files
+
+
+async def _refused(call: Awaitable[object]) -> None:
+    try:
+        await call
+    except ResourceExhaustedError:
+        return
+    raise AssertionError("expected RESOURCE_EXHAUSTED")
 
 
 async def _take(stream: object, count: int) -> None:

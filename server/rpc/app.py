@@ -173,7 +173,8 @@ async def _serve_grpc(
         ]
     )
     add_state_service(StateServicer(engine), server, guard, metrics)
-    add_skill_registry_service(SkillRegistryServicer(registry, metrics), server, guard, metrics)
+    skills = SkillRegistryServicer(registry, metrics, config.limits.max_message_bytes)
+    add_skill_registry_service(skills, server, guard, metrics)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = (SERVICE_NAME, SKILLS_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -11,7 +12,7 @@ from skillstate.skills.v1 import skills_pb2 as pb
 from skillstate.skills.v1 import skills_pb2_grpc as pb_grpc
 
 from ..auth.guard import Guard
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, LimitExceededError
 from ..metrics import NO_METRICS, Metrics
 from ..skills.contracts import Contract
 from ..skills.macros import Level
@@ -31,9 +32,12 @@ def add_skill_registry_service(
 class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
     """Implements skillstate.skills.v1.SkillRegistryService over a SkillRegistry."""
 
-    def __init__(self, registry: SkillRegistry, metrics: Metrics = NO_METRICS) -> None:
+    def __init__(
+        self, registry: SkillRegistry, metrics: Metrics = NO_METRICS, max_message_bytes: int = 4 << 20
+    ) -> None:
         self._registry = registry
         self._metrics = metrics
+        self._max_message_bytes = max_message_bytes
 
     async def RegisterSkill(self, request: pb.RegisterSkillRequest, context: Any) -> pb.RegisterSkillResponse:
         registered = await self._registry.register(dict(request.files), request.folder, request.strict)
@@ -55,38 +59,15 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     async def GetSkill(self, request: pb.GetSkillRequest, context: Any) -> pb.GetSkillResponse:
         view = await self._registry.get(request.name, request.version)
-        package, graph = view.package, view.graph
-        return pb.GetSkillResponse(
-            skill=_summary(view),
-            sections=[
-                pb.Section(
-                    index=node.index,
-                    title=node.title,
-                    heading_path=node.heading_path,
-                    role=node.role.value,
-                    is_step=node.is_step,
-                    file=node.provenance.file,
-                    first_line=node.provenance.first_line,
-                    last_line=node.provenance.last_line,
-                    token_count=view.node_tokens[node.index],
-                    contract=_contract(node.contract),
-                    text=node.text,
-                )
-                for node in graph.nodes
-            ],
-            edges=[pb.Edge(source=e.source, target=e.target, kind=e.kind.value, label=e.label) for e in graph.edges],
-            resources=[
-                pb.Resource(path=r.path, kind=r.kind.value, linked_from=r.linked_from, present=r.present)
-                for r in package.resources
-            ],
-            warnings=[_diagnostic(d) for d in package.warnings],
-            license=package.license or "",
-            compatibility=package.compatibility or "",
-            metadata=dict(package.metadata),
-            allowed_tools=package.allowed_tools,
-            files=dict(package.files) if request.include_files else {},
-            folder=package.folder,
-        )
+        # a large graph is a large message (every edge one): built and measured in a thread, off the loop
+        reply = await asyncio.to_thread(_skill_reply, view, request.include_files)
+        size = await asyncio.to_thread(reply.ByteSize)
+        if size > self._max_message_bytes:
+            raise LimitExceededError(
+                f"GetSkill: the reply for skill {request.name!r} would be {size:,} bytes, over the message limit of "
+                f"{self._max_message_bytes:,}" + ("; ask without include_files" if request.include_files else "")
+            )
+        return reply
 
     async def RemoveSkill(self, request: pb.RemoveSkillRequest, context: Any) -> pb.RemoveSkillResponse:
         return pb.RemoveSkillResponse(removed_version=await self._registry.remove(request.name))
@@ -194,4 +175,39 @@ def _contract(contract: Contract) -> pb.Contract:
         guards=contract.guards,
         verifies=contract.verifies,
         state_changing=contract.state_changing,
+    )
+
+
+def _skill_reply(view: SkillView, include_files: bool) -> pb.GetSkillResponse:
+    package, graph = view.package, view.graph
+    return pb.GetSkillResponse(
+        skill=_summary(view),
+        sections=[
+            pb.Section(
+                index=node.index,
+                title=node.title,
+                heading_path=node.heading_path,
+                role=node.role.value,
+                is_step=node.is_step,
+                file=node.provenance.file,
+                first_line=node.provenance.first_line,
+                last_line=node.provenance.last_line,
+                token_count=view.node_tokens[node.index],
+                contract=_contract(node.contract),
+                text=node.text,
+            )
+            for node in graph.nodes
+        ],
+        edges=[pb.Edge(source=e.source, target=e.target, kind=e.kind.value, label=e.label) for e in graph.edges],
+        resources=[
+            pb.Resource(path=r.path, kind=r.kind.value, linked_from=r.linked_from, present=r.present)
+            for r in package.resources
+        ],
+        warnings=[_diagnostic(d) for d in package.warnings],
+        license=package.license or "",
+        compatibility=package.compatibility or "",
+        metadata=dict(package.metadata),
+        allowed_tools=package.allowed_tools,
+        files=dict(package.files) if include_files else {},
+        folder=package.folder,
     )

@@ -18,6 +18,7 @@ import pytest
 from skillstate.clients import (
     ConflictError,
     NotFoundError,
+    ResourceExhaustedError,
     SkillRegistryClient,
     StateClient,
     ValidationError,
@@ -239,3 +240,17 @@ def test_017_a_package_of_too_many_sections_is_refused_before_its_graph_is_built
     files = {"x/SKILL.md": f"---\nname: x\ndescription: d\n---\n# X\n\n{steps}".encode()}
     with pytest.raises(InvalidArgumentError, match=r"limits\.sections: 1101 sections, more than the limit of 1000"):
         load_package(files, "x")
+
+
+async def test_018_a_skill_too_large_for_one_reply_is_refused_by_name(server_address: str) -> None:
+    """Found by bench/loop_stall.py: GetSkill with include_files on a package near the size limit failed in
+    gRPC ("Sent message larger than max") after the handler returned; it is now RESOURCE_EXHAUSTED naming why."""
+    text = ("Reference text. " * 70_000).encode()[: (1 << 20) - 1]
+    body = "Background. " * 70_000  # its sections carry it again: files and sections together pass 4 MiB
+    skill = f"---\nname: big\ndescription: d\n---\n# Big\n\n{body}\n\nSee [a](references/a.md).\n"
+    files = {"big/SKILL.md": skill.encode(), **{f"big/references/{name}.md": text for name in "abc"}}
+    async with SkillRegistryClient(server_address) as registry:
+        await registry.register_skill(files)
+        assert (await registry.get_skill("big")).summary.name == "big"
+        with pytest.raises(ResourceExhaustedError, match="over the message limit of 4,194,304; ask without include"):
+            await registry.get_skill("big", include_files=True)
