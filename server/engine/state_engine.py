@@ -27,6 +27,7 @@ from ..errors import (
     RolledBackError,
     StorageError,
 )
+from ..limits import Limits
 from ..metrics import NO_METRICS, Metrics
 from ..storage.records import ObservationRecord, RevisionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
@@ -124,18 +125,13 @@ class StateEngine:
         execution_id = check_execution_id(execution_id, limits) if execution_id else new_execution_id()
         if check_id is not None:
             check_id(execution_id)
-        schema = canonical.parse_object(schema_json or "{}", "schema_json", limits, max_bytes=limits.max_schema_bytes)
-        state = strip_nulls(canonical.parse_object(initial_state_json or "{}", "initial_state_json", limits))
-        execution = Execution(execution_id, schema, time.time(), self._config.window)
-        execution.compile()
-        execution.policies.check_values(state, "initial_state_json")
-        execution.validator.validate(state)
-        state_hash = genesis_hash(execution_id, schema, state)
-        await self._executions.create(
-            execution, SnapshotRecord(execution_id, 0, canonical.dumps_str(state), state_hash)
+        # parsing, compiling the schema and validating a 1 MiB state take a second at the limits: in a thread
+        execution, state, genesis = await asyncio.to_thread(
+            _new_execution, execution_id, schema_json, initial_state_json, limits, self._config.window
         )
-        execution.begin(0, state, state_hash)
-        return Created(execution_id, 0, state_hash)
+        await self._executions.create(execution, genesis)
+        execution.begin(0, state, genesis.state_hash)
+        return Created(execution_id, 0, genesis.state_hash)
 
     async def head_revision(self, execution_id: str) -> int:
         return (await self._executions.get(execution_id)).committed
@@ -420,6 +416,20 @@ class StateEngine:
         records = _within(records, self._limits.max_message_bytes - PAGE_MARGIN)
         more = bool(records) and records[-1].revision < last
         return HistoryPage(records, more, head, execution.compacted)
+
+
+def _new_execution(
+    execution_id: str, schema_json: str, initial_state_json: str, limits: Limits, window: int
+) -> tuple[Execution, dict[str, Any], SnapshotRecord]:
+    """A new execution checked whole (schema, policies, initial state) and its revision 0."""
+    schema = canonical.parse_object(schema_json or "{}", "schema_json", limits, max_bytes=limits.max_schema_bytes)
+    state = strip_nulls(canonical.parse_object(initial_state_json or "{}", "initial_state_json", limits))
+    execution = Execution(execution_id, schema, time.time(), window)
+    execution.compile()
+    execution.policies.check_values(state, "initial_state_json")
+    execution.validator.validate(state)
+    state_hash = genesis_hash(execution_id, schema, state)
+    return execution, state, SnapshotRecord(execution_id, 0, canonical.dumps_str(state), state_hash)
 
 
 def _within(records: list[RevisionRecord], budget: int) -> list[RevisionRecord]:

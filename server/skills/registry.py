@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError, StorageError
 from ..storage.records import SkillVersion
 from ..storage.skill_store.base import SkillStore
-from .bulk import fewer_collections
+from .bulk import fewer_collections, settle_long_lived
 from .compressed import LibraryStats, library_stats
 from .graph import Extractor, SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
@@ -156,6 +156,7 @@ class SkillRegistry:
         graphs = [view.graph for view in self._current.values()]
         tokens = {view.graph.skill: view.node_tokens for view in self._current.values()}
         await self._off_loop(self.macros.rebuild, graphs, tokens)
+        settle_long_lived()
         log.info("skill library ready: %d skills, %d macros", len(self._current), len(self.macros.compression().macros))
 
     async def register(self, files: Mapping[str, bytes], folder: str = "", strict: bool = False) -> Registration:
@@ -176,6 +177,7 @@ class SkillRegistry:
             except DuplicateRowError as e:  # another server wrote this version: ours must not overwrite it
                 raise InvalidArgumentError(f"skill {package.name!r}: {e}") from e
             await self._off_loop(self._serve, stored, package, graph)  # seconds for a large library
+            settle_long_lived()
         return Registration(package.name, number, len(graph.nodes), package.warnings, False, digest)
 
     async def remove(self, name: str) -> int:
