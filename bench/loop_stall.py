@@ -32,7 +32,7 @@ from pathlib import Path
 from state_server import spawn
 from synthetic import generate_library
 
-from skillstate.clients import ResourceExhaustedError, SkillRegistryClient, StateClient
+from skillstate.clients import SkillRegistryClient, StateClient
 from skillstate.server.storage.records import SkillVersion
 from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
@@ -147,7 +147,7 @@ class Cases:
     async def skill_cases(self) -> None:
         skills = self.skills
         await self.run(
-            "RegisterSkill: 1,000 sections and 3 MiB of references", lambda: skills.register_skill(big_package())
+            "RegisterSkill: 500 sections and 3 MiB of references", lambda: skills.register_skill(big_package())
         )
         await self.run(f"Hydrate: over {self.library_size:,} skills", lambda: skills.hydrate(
             "reconcile the ledger in SAP for EMEA", budget_tokens=3000), calls=10)  # fmt: skip
@@ -160,10 +160,7 @@ class Cases:
         await self.run("ListSkills: every page of 1,000", lambda: _all(skills.list_skills(page_size=1000)))
         big = "big-package"
         await self.run("GetSkill: that package's graph", lambda: skills.get_skill(big))
-        await self.run(
-            "GetSkill: with its files (over 4 MiB: refused)",
-            lambda: _refused(skills.get_skill(big, include_files=True)),
-        )
+        await self.run("GetSkill: with its 3 MiB of files", lambda: skills.get_skill(big, include_files=True))
         await self.run("RemoveSkill", lambda: skills.remove_skill("big-package"))
 
     async def flood(self, token: str, address: str) -> None:
@@ -181,12 +178,12 @@ class Cases:
 
 
 def big_package() -> dict[str, bytes]:
-    """A package as large as one may be: a SKILL.md of 1,000 sections (the limit: steps count as sections)
+    """A package as large as one may be: a SKILL.md of 500 sections (the limit: steps count as sections)
     and three reference files of 1 MiB."""
     groups = "".join(
         f"## Step group {i}\n\n1. Open the file `data/{i}.csv` and check its header.\n2. Save the result as "
         f"`out/{i}.csv`.\n\nIf it fails, retry once and report the error.\n\n"
-        for i in range(333)
+        for i in range(166)
     )
     skill = f"---\nname: big-package\ndescription: A package as large as the limits allow.\n---\n# Big\n\n{groups}"
     files = {"big-package/SKILL.md": skill.encode()}
@@ -194,14 +191,6 @@ def big_package() -> dict[str, bytes]:
         text = f"# Part {i}\n\n" + "Reference text. " * 70_000
         files[f"big-package/references/part{i}.md"] = text.encode()[: MIB - 1]
     return files
-
-
-async def _refused(call: Awaitable[object]) -> None:
-    try:
-        await call
-    except ResourceExhaustedError:
-        return
-    raise AssertionError("expected RESOURCE_EXHAUSTED")
 
 
 async def _take(stream: object, count: int) -> None:

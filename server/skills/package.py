@@ -42,9 +42,9 @@ class PackageLimits:
     max_file_bytes: int = 1 << 20
     max_package_bytes: int = 4 << 20
     max_path_length: int = 512
-    max_sections: int = 1000
+    max_sections: int = 500
     """Sections (parts and numbered steps) of SKILL.md: Sec2Graph connects them pairwise, so its work grows
-    with the square (1,000 sections take under a second of a worker; the real corpus peaks at 171)."""
+    with the square (500 sections make ~40K edges, a 0.5 MiB GetSkill reply; the real corpus peaks at 171)."""
 
 
 class Severity(StrEnum):

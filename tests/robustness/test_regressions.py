@@ -238,7 +238,7 @@ def test_017_a_package_of_too_many_sections_is_refused_before_its_graph_is_built
     sections held a worker for minutes (its client's deadline passed first)."""
     steps = "".join(f"## Part {i}\n\nSave `out/{i}.csv`.\n" for i in range(1100))
     files = {"x/SKILL.md": f"---\nname: x\ndescription: d\n---\n# X\n\n{steps}".encode()}
-    with pytest.raises(InvalidArgumentError, match=r"limits\.sections: 1101 sections, more than the limit of 1000"):
+    with pytest.raises(InvalidArgumentError, match=r"limits\.sections: 1101 sections, more than the limit of 500"):
         load_package(files, "x")
 
 
