@@ -32,7 +32,7 @@ from pathlib import Path
 from state_server import spawn
 from synthetic import generate_library
 
-from skillstate.clients import SkillRegistryClient, StateClient
+from skillstate.clients import SkillRegistryClient, SkillstateError, StateClient
 from skillstate.server.storage.records import SkillVersion
 from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
@@ -217,13 +217,16 @@ async def fill_library(db: Path, size: int) -> None:
 
 
 async def wait_until_ready(skills: SkillRegistryClient) -> None:
+    """Every registry call waits until the library is built (a minute or more at 10,000 skills)."""
     started = time.monotonic()
     while True:
         try:
-            await asyncio.wait_for(skills.library_stats(), 600)
+            await skills.library_stats()
             return
-        except TimeoutError:
-            print(f"  library still loading after {time.monotonic() - started:.0f} s", file=sys.stderr)
+        except SkillstateError as e:
+            if "DEADLINE_EXCEEDED" not in str(e):
+                raise
+            print(f"  library still loading after {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
 
 
 def table(windows: list[Window], samples: list[tuple[float, float]]) -> str:

@@ -245,6 +245,28 @@ class Agents:
 
         return submit
 
+    def text_editor(self, execution: str, doc: str) -> Operation:
+        """Agents that each insert a line of their own into the newest text they know: every write in flight
+        with another is a three-way text merge on the server."""
+        latest: list[object] = [0, doc]
+
+        async def edit(agent: int, n: int) -> None:
+            base, text = latest
+            assert isinstance(base, int) and isinstance(text, str)
+            at = text.find("\n", (n * 7919) % max(len(text), 1)) + 1
+            request = pb.SubmitPatchRequest(
+                execution_id=execution,
+                agent_id=f"agent-{agent}",
+                base_revision=base,
+                patch_json=orjson.dumps({"doc": f"{text[:at]}agent-{agent} edit {n}\n{text[at:]}"}).decode(),
+            )
+            reply = await self._stub.SubmitPatch(request)
+            merged = orjson.loads(reply.applied_patch_json).get("doc")
+            if reply.revision > latest[0] and isinstance(merged, str):  # type: ignore[operator]
+                latest[:] = [reply.revision, merged]
+
+        return edit
+
     def through_sdk(self, execution: str, patch_of: PatchOf) -> Operation:
         latest = [0, 0]
 
@@ -299,6 +321,21 @@ async def bench_state_server(address: str, echo: Echo, total: int, rounds: int) 
             rows.append(row)
             print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
         size_ratio = statistics.median(rows[-1].ratios) / statistics.median(rows[-2].ratios)  # each to its echo
+
+        text_schema = {"type": "object", "properties": {"doc": {"type": "string", "x-merge": "text"}}}
+        for label, size, edits in (
+            ("1 KB", 1_000, total // 3),
+            ("100 KB", 100_000, total // 10),
+            ("1 MB", 1_000_000, 20),
+        ):
+            row = Row(f"SubmitPatch, text merges of a {label} string, 4 in flight", "commits/s")
+            for _ in range(rounds):
+                lines = [f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(size // 50 + 1)]
+                doc = "".join(lines)[:size]
+                execution = await agents.create(text_schema, {"doc": doc})
+                await bracketed(row, echo.unary_rate, closed_loop(agents.text_editor(execution, doc), 4, edits))
+            rows.append(row)
+            print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
 
         fanout = Row(f"Watch fan-out, {WATCHERS} watchers", "revisions/s to all")
         for _ in range(rounds):

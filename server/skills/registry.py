@@ -304,6 +304,7 @@ class SkillRegistry:
                     compression = await self._off_loop(self.macros.compression)
                     stats = await self._off_loop(library_stats, compression, graphs)
                 self._stats = (generation, stats, compression)
+                settle_long_lived()  # kept until the library changes: out of the full collections meanwhile
             return self._stats[1], self._stats[2]
 
     async def _off_loop(self, work: Callable[..., T], *args: Any) -> T:
