@@ -298,11 +298,13 @@ class SkillRegistry:
         await self.ready()
         async with self._measuring:
             if self._stats is None or self._stats[0] != self._generation:
+                # fewer collections: a full one of the millions of objects this builds holds the GIL
                 async with self._access.read():
                     generation = self._generation
                     graphs = [view.graph for view in self._current.values()]
-                    compression = await self._off_loop(self.macros.compression)
-                    stats = await self._off_loop(library_stats, compression, graphs)
+                    with fewer_collections():
+                        compression = await self._off_loop(self.macros.compression)
+                        stats = await self._off_loop(library_stats, compression, graphs)
                 self._stats = (generation, stats, compression)
                 settle_long_lived()  # kept until the library changes: out of the full collections meanwhile
             return self._stats[1], self._stats[2]
