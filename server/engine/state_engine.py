@@ -37,9 +37,10 @@ from .config import EngineConfig
 from .execution import Execution, genesis_hash, revision_hash
 from .executions import Executions
 from .hub import Hub, follow
-from .merge import Resolution, decode_resolutions, encode_resolutions, merge
+from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
 from .mergepatch import NoChange, effective, path_of, strip_nulls
 from .observations import Observations
+from .policy import MergePolicy
 from .replicas import Replicas
 from .requests import Submission, check_execution_id, new_execution_id
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
@@ -188,7 +189,7 @@ class StateEngine:
                 f"more than the limit of {limit}: re-read the state and retry"
             )
         while (merged := await self._merge(execution, submission)) is None:
-            pass  # a large text merge was computed off the loop: merge again, on the head as it is now
+            pass  # merge again, on the head as it is now (see _merge)
         if isinstance(merged, SubmitResult):
             return merged  # the same idempotency key was committed before
         applied, resolutions = merged
@@ -203,7 +204,8 @@ class StateEngine:
     ) -> tuple[dict[str, Any], list[Resolution]] | SubmitResult | None:
         """The patch merged into head, ready to append with no await in between; the earlier result when
         its idempotency key was used before; None when a large text merge had to be computed off the loop
-        first (the caller merges again, on the head as it is then)."""
+        first, or when the revisions the patch conflicted with were rolled back by a failed commit (the
+        caller merges again, on the head as it is then)."""
         base_revision = submission.base_revision
         while True:
             if submission.client_patch_id:
@@ -213,9 +215,13 @@ class StateEngine:
             if execution.untouched_since(base_revision, submission.patch):
                 return _effective(execution.state, submission.patch), []  # nothing to merge with
             since_base = self._timeline.changes_since(execution, base_revision, submission.patch.keys())
-            if since_base is not None:
+            if since_base is None:
+                await self._timeline.replay_to(execution, base_revision)  # then look again: the window moved on
+                continue
+            lww_history = self._lww_history(execution, submission, since_base)
+            if not isinstance(lww_history, int):
                 break
-            await self._timeline.replay_to(execution, base_revision)  # then look again: the window moved on
+            await self._timeline.replay_to(execution, lww_history)
         # From here to enqueue there is no await: the merge sees exactly the head it commits on.
         try:
             result = merge(
@@ -228,17 +234,41 @@ class StateEngine:
                 policies=execution.policies,
                 client_patch_id=submission.client_patch_id,
                 texts=self._texts,
+                lww_history=lww_history,
             )
         except Deferred as deferred:
             await self._texts.run(deferred)
             return None
         except ConflictError as conflict:  # answered once the revisions it lost to are durable: a re-read sees them
-            self._metrics.conflict([execution.policies.policy_at(path_of(p)).value for p in conflict.paths])
+            epoch = execution.epoch
             await execution.settled(execution.head.revision)
+            if execution.epoch != epoch:
+                return None  # a failed commit rolled back what it lost to: merge again, on the durable head
+            self._metrics.conflict([execution.policies.policy_at(path_of(p)).value for p in conflict.paths])
             raise
         for resolution in result.resolutions:
             self._metrics.resolved(resolution.policy.value, resolution.outcome.lower())
         return result.applied_patch, result.resolutions
+
+    def _lww_history(
+        self, execution: Execution, submission: Submission, since_base: tuple[dict[str, Any], list[Change]]
+    ) -> tuple[dict[str, Any], list[Change]] | int | None:
+        """Where an lww merge of the patch must start (merge.py explains why): None when at the patch's own
+        base; else the state at the earliest base B* that no later write to the patch's members undercuts,
+        with the changes since it; or B* itself, when the log must be replayed to reach it first."""
+        if not execution.policies.declares(MergePolicy.LWW):
+            return None
+        keys, base, history = submission.patch.keys(), submission.base_revision, since_base
+        while True:
+            writes = [c for c in history[1] if any(path[0] in keys for path in c.touched)]
+            earliest = min((c.base_revision for c in writes), default=base)
+            if earliest >= base:
+                return None if base == submission.base_revision else history
+            base = earliest
+            found = self._timeline.changes_since(execution, base, keys)
+            if found is None:
+                return base
+            history = found
 
     def _append(
         self, execution: Execution, submission: Submission, applied: dict[str, Any], resolutions: list[Resolution]

@@ -23,6 +23,9 @@ from .traffic import RunConfig, run
 
 SEEDS = (0, 1)
 DURATION = 6.0
+ENOUGH_WRITES = 300
+"""A run that acknowledged fewer writes checked too little to count (a floor on coverage, far below what
+a run does on an idle machine: throughput is bench/'s business, not a test's)."""
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +41,7 @@ def test_seeded_runs_with_faults_break_no_guarantee(runs: list[tuple[History, di
             history.write(tmp_path / "failed.jsonl")  # re-check: python -m tests.robustness check FILE
         assert found == [], f"history kept in {tmp_path / 'failed.jsonl'}"
         assert missing_faults(history) == []
-        assert counts["acknowledged_writes"] > 500
+        assert counts["acknowledged_writes"] > ENOUGH_WRITES
 
 
 @pytest.mark.timeout(300)
@@ -51,7 +54,7 @@ def test_a_seeded_run_on_three_replicas_breaks_no_guarantee(postgres_url: str, t
         history.write(tmp_path / "failed.jsonl")
     assert found == [], f"history kept in {tmp_path / 'failed.jsonl'}"
     assert missing_faults(history) == []
-    assert counts["acknowledged_writes"] > 300
+    assert counts["acknowledged_writes"] > ENOUGH_WRITES / 2
 
 
 @pytest.mark.timeout(120)

@@ -341,6 +341,42 @@ async def test_a_failed_commit_acknowledges_nothing_and_rolls_back() -> None:
     await engine.close()
 
 
+class GatedFlakyLog(GatedLog):
+    """The gated log whose next commit fails when the test asks."""
+
+    fail_next = False
+
+    async def commit(self, batch: Batch) -> None:
+        await self.gate.wait()
+        if self.fail_next:
+            self.fail_next = False
+            raise StorageError("disk full (injected)")
+        await super().commit(batch)
+
+
+async def test_a_patch_is_not_refused_for_a_conflict_with_a_revision_that_failed_to_commit() -> None:
+    log = GatedFlakyLog()
+    engine = StateEngine(log)
+    await engine.start()
+    try:
+        await engine.create_execution("x", json.dumps(SCHEMA), json.dumps(INITIAL))
+        log.gate.clear()
+        first = asyncio.create_task(engine.submit_patch("x", "ada", 0, '{"slots": {"s0": "ada"}}'))
+        execution = await engine._executions.get("x")
+        await eventually(lambda: execution.head.revision == 1)
+        second = asyncio.create_task(engine.submit_patch("x", "bob", 0, '{"slots": {"s0": "bob"}}'))
+        await eventually(lambda: bool(execution._settle_waiters))  # lost to ada's pending write: waits for it
+        log.fail_next = True
+        log.gate.set()
+        with pytest.raises(StorageError):
+            await first
+        assert (await second).revision == 1  # ada's write never landed: nothing to conflict with
+        assert json.loads((await engine.get_state("x")).state_json)["slots"] == {"s0": "bob"}
+    finally:
+        log.gate.set()
+        await engine.close()
+
+
 class CountingLog(SqliteRevisionLog):
     """The SQLite log (whose reads really wait), counting how often the engine reads revisions back."""
 
