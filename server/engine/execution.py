@@ -106,8 +106,9 @@ class Execution:
         """Idempotency keys of revisions merged but not yet durable -> their place in the group commit."""
         self.last_written: dict[str, int] = {}
         """Top-level member -> the newest revision in the window that wrote at or below it."""
-        self.replayed: Replayed | None = None
-        """The last replay of the log for a base older than the window (reused while it still connects)."""
+        self.replayed: collections.OrderedDict[int, Replayed] = collections.OrderedDict()
+        """The last replays of the log for bases older than the window, by base (reused while they connect;
+        an lww merge may need its patch's base and an earlier one at once)."""
         self.replaying = asyncio.Lock()
         self.refreshing = asyncio.Lock()
         """Held while catching up with what other servers committed (a shared log)."""

@@ -116,6 +116,17 @@ class _Trie:
         """The node of member `key`, or None if no change wrote it or below it."""
         return _Trie(self, key) if self._written(key) else None
 
+    def at(self, path: Path) -> _Trie | None:
+        """The node of `path`, or None if no change wrote it or below it."""
+        node: _Trie | None = self
+        for key in path:
+            node = node.child(key) if node is not None else None
+        return node
+
+    @staticmethod
+    def empty() -> _Trie:
+        return _RootTrie(())
+
 
 class _RootTrie(_Trie):
     """The root: whether a member was written is read straight from the changes, stopping at the first."""
@@ -154,6 +165,9 @@ class _Merge:
     client_patch_id: str
     head_revision: int
     texts: TextMerger
+    lww_base: dict[str, JSON] | None
+    """The state at the earliest base an lww merge must start from (see merge), or None: the patch's."""
+    lww_changes: _Trie | None
     resolutions: list[Resolution] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
@@ -225,6 +239,8 @@ def _lww(m: _Merge, path: Path, base: Any, head: Any, intended: Any, node: _Trie
 
     That is what "the greatest stamp wins" means for nested writes too, and it cannot depend on arrival.
     """
+    if m.lww_changes is not None and m.lww_base is not None:  # start where no later write has an earlier stamp
+        base, node = get_path(m.lww_base, path), m.lww_changes.at(path) or _Trie.empty()
     later = float("inf")  # the patch commits after every change so far: an equal stamp ties to the later commit
     writes = sorted(
         [(change.stamp, change.revision, change.submitted_patch) for change in node.changes]
@@ -371,13 +387,21 @@ def merge(
     policies: PolicyMap,
     client_patch_id: str = "",
     texts: TextMerger = merge_text,
+    lww_history: tuple[dict[str, JSON], Sequence[Change]] | None = None,
 ) -> MergeResult:
     """Merge `patch` (written against `base`) into `head`, given the changes committed since the base.
 
     Raises ConflictError, changing nothing, when any conflict point's policy cannot merge it. `texts`
     merges concurrent edits of a string (the engine's keeps large ones off the event loop).
+
+    `lww_history` is the state at an earlier revision B* and every change since it, when some change since
+    the patch's base was itself merged on a base before it: lww replays writes in stamp order, and a write
+    already in the patch's base may carry a greater stamp than one committed after that base, so the replay
+    must start where every later write has a later stamp (every write at or before B* has a base below B*,
+    every write after it a base at or after B*). Other policies merge from the patch's own base.
     """
-    run = _Merge(policies, patch, stamp, client_patch_id, head_revision, texts)
+    lww_base, lww_changes = (lww_history[0], _RootTrie(lww_history[1])) if lww_history else (None, None)
+    run = _Merge(policies, patch, stamp, client_patch_id, head_revision, texts, lww_base, lww_changes)
     applied = run.members((), patch, base, head, _RootTrie(changes))
     if run.conflicts:
         raise ConflictError(run.conflicts, head_revision, run.reasons)

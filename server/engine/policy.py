@@ -42,9 +42,12 @@ class PolicyMap:
                     f"{', '.join(sorted(_BY_NAME))}, got {node[KEYWORD]!r}"
                 )
         self._tree = SchemaTree(schema, KEYWORD)
-        self._typed = any(
-            isinstance(node.get(KEYWORD), str) and node[KEYWORD] in _TYPED for _, node in walk(schema, "")
-        )
+        self._declared = {_BY_NAME[node[KEYWORD]] for _, node in walk(schema, "") if KEYWORD in node}
+        self._typed = bool(self._declared & _NEEDS.keys())
+
+    def declares(self, policy: MergePolicy) -> bool:
+        """Whether the schema declares `policy` anywhere."""
+        return policy in self._declared
 
     def check_values(self, document: dict[str, Any], field: str) -> None:
         """Raise InvalidArgumentError naming the first value the document (a patch, or an initial state)
@@ -94,4 +97,3 @@ _NEEDS: dict[MergePolicy, tuple[str, Callable[[Any], bool]]] = {
     MergePolicy.TEXT: ("strings", lambda value: isinstance(value, str)),
 }
 """The policies that hold one JSON type, and that type."""
-_TYPED = frozenset(policy.value for policy in _NEEDS)

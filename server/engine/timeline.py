@@ -18,6 +18,9 @@ from .execution import Execution, Replayed
 from .merge import Change
 from .results import StateView
 
+KEPT_REPLAYS = 4
+"""Replays of the log kept per execution, for bases older than the window."""
+
 
 class Timeline:
     """Reads the past of executions held in memory, falling back to their revision log."""
@@ -61,8 +64,8 @@ class Timeline:
     @staticmethod
     def _usable_replay(execution: Execution, base: int) -> Replayed | None:
         """The last replay of the log, if it is from `base` and still reaches the window."""
-        cached = execution.replayed
-        if cached is not None and cached.base == base and execution.window[0].revision <= cached.through + 1:
+        cached = execution.replayed.get(base)
+        if cached is not None and execution.window[0].revision <= cached.through + 1:
             return cached
         return None
 
@@ -86,7 +89,9 @@ class Timeline:
             records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=through)
             past = _replayed(execution, snapshot, records)
             changes = [e.change for e in past.window if e.revision > base and e.change is not None]
-            execution.replayed = Replayed(base, past.state_at(base), changes, through)
+            execution.replayed[base] = Replayed(base, past.state_at(base), changes, through)
+            while len(execution.replayed) > KEPT_REPLAYS:
+                execution.replayed.popitem(last=False)
 
     async def record(self, execution: Execution, revision: int) -> RevisionRecord:
         entry = execution.entry(revision)

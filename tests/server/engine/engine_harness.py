@@ -85,12 +85,17 @@ class Step:
 
 
 def run_each(
-    schema: dict[str, Any], initial: dict[str, Any], writes: Sequence[Write], *, setup: Sequence[Write] = ()
+    schema: dict[str, Any],
+    initial: dict[str, Any],
+    writes: Sequence[Write],
+    *,
+    setup: Sequence[Write] = (),
+    config: EngineConfig = EngineConfig(),
 ) -> list[Step]:
     """Like run, but says what became of each write (setup writes must all be accepted)."""
 
     async def main() -> list[Step]:
-        engine = StateEngine(MemoryRevisionLog(), EngineConfig())
+        engine = StateEngine(MemoryRevisionLog(), config)
         await engine.start()
         try:
             await engine.create_execution("x", json.dumps(schema), json.dumps(initial))

@@ -285,16 +285,17 @@ def _reject(*_: Any) -> Any:
 def _lww(
     ex: ReferenceExecution, point: Path, base: Any, head: Any, mine: Any, since: Since, stamp: Any, patch: Any
 ) -> Any:
-    """The base value with every write to this subtree since the base, and the patch, applied in stamp order;
-    equal stamps go to the later commit (the patch commits last).
-
-    Read literally, as here and in the server, this replays a write that lost to a greater stamp already in
-    the base: with writers on different bases it breaks "the greatest stamp wins" (see
-    test_lww_gives_the_greatest_stamps_write_whatever_the_bases, and `lww_fold` for the promise).
-    """
-    writes = [(c.stamp, c.number, c.patch) for c in since if any(prefix_of(point, q) for q in c.written)]
+    """The greatest stamp wins, also for nested writes: the value the subtree had when a write above it last
+    replaced it (at creation, if none did), with every write to it since, and the patch, applied in stamp
+    order; equal stamps go to the later commit (the patch commits last). Whatever the patch's base: a write
+    that lost to a greater stamp is never applied over it again."""
+    replaced = [r.number for r in ex.revisions if any(prefix_of(q, point) and q != point for q in r.written)]
+    start = max(replaced, default=0)
+    writes = [
+        (r.stamp, r.number, r.patch) for r in ex.revisions[start + 1 :] if any(prefix_of(point, q) for q in r.written)
+    ]
     writes.append((stamp, math.inf, patch))
-    value = base
+    value = at(ex.revisions[start].state, point)
     for _, _, submitted in sorted(writes, key=lambda w: (w[0], w[1])):
         member = at(submitted, point)
         if member is not ABSENT:
