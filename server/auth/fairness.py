@@ -89,8 +89,9 @@ class FairQueue:
                 granted.set_result(None)
 
     def _forget(self, key: str, granted: asyncio.Future[None]) -> None:
+        """Take a cancelled call out of its queue, unless a grant already passed over it."""
         queue = self._waiting.get(key)
-        if queue is not None:
+        if queue is not None and granted in queue:
             queue.remove(granted)
             if not queue:
                 del self._waiting[key]

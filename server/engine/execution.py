@@ -32,6 +32,8 @@ from .validation import SchemaValidator
 HASH_DOMAIN = b"skillstate.state.v1"
 MAX_PATCH_IDS = 100_000
 """Idempotency keys remembered per execution; older ones are looked up in the log."""
+KEPT_REPLAYS = 4
+"""Replays of the log kept per execution, for bases older than the window."""
 
 
 def genesis_hash(execution_id: str, schema: Any, initial_state: Any) -> str:
@@ -70,18 +72,6 @@ class Entry:
     """Bytes of the state's canonical JSON after this revision (kept for the entries of the window)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Replayed:
-    """What a replay of the log found for a base older than the window: enough to merge on that base."""
-
-    base: int
-    state: dict[str, Any]
-    """The state at `base`."""
-    changes: list[Change]
-    """Every change after `base` through `through`, in order."""
-    through: int
-
-
 class Execution:
     """The live state of one execution. Mutated only by the engine, on the event loop."""
 
@@ -106,17 +96,18 @@ class Execution:
         """Idempotency keys of revisions merged but not yet durable -> their place in the group commit."""
         self.last_written: dict[str, int] = {}
         """Top-level member -> the newest revision in the window that wrote at or below it."""
-        self.replayed: collections.OrderedDict[int, Replayed] = collections.OrderedDict()
-        """The last replays of the log for bases older than the window, by base (reused while they connect;
-        an lww merge may need its patch's base and an earlier one at once)."""
+        self.replays: collections.deque[Execution] = collections.deque(maxlen=KEPT_REPLAYS)
+        """The last replays of the log for bases older than the window, newest last: each is this execution's
+        past rebuilt from a snapshot through a durable revision, and serves a merge on any base it holds
+        while it still reaches the window (an lww merge may need its patch's base and earlier ones at once)."""
         self.replaying = asyncio.Lock()
+        """One replay at a time: many agents stale on the same base share one."""
         self.refreshing = asyncio.Lock()
         """Held while catching up with what other servers committed (a shared log)."""
         self.refresh_requests = 0
         self.refreshed_through = 0
         """Catch-ups asked for, and the last of them a finished catch-up began after: the calls waiting
         behind one catch-up share the next, as commits share a group commit."""
-        """One replay at a time: many agents stale on the same base share one."""
         self.observation_sequence = 0
         """The last sequence handed out, durable or pending."""
         self.observation_committed = 0

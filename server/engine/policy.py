@@ -16,6 +16,9 @@ from .mergepatch import Path, pointer
 from .schematree import SchemaTree, walk
 
 KEYWORD = "x-merge"
+MAX_REACH_CACHE = 4096
+"""Top-level members remembered per schema by `PolicyMap.reaches` (members of additionalProperties are
+unbounded)."""
 
 
 class MergePolicy(enum.Enum):
@@ -44,10 +47,31 @@ class PolicyMap:
         self._tree = SchemaTree(schema, KEYWORD)
         self._declared = {_BY_NAME[node[KEYWORD]] for _, node in walk(schema, "") if KEYWORD in node}
         self._typed = bool(self._declared & _NEEDS.keys())
+        self._reaching: dict[tuple[MergePolicy, str], bool] = {}
 
-    def declares(self, policy: MergePolicy) -> bool:
-        """Whether the schema declares `policy` anywhere."""
-        return policy in self._declared
+    def reaches(self, policy: MergePolicy, key: str) -> bool:
+        """Whether `policy` governs top-level member `key` or any path below it."""
+        if policy not in self._declared:
+            return False
+        found = self._reaching.get((policy, key))
+        if found is None:
+            if len(self._reaching) >= MAX_REACH_CACHE:
+                self._reaching.clear()
+            found = self.policy_at((key,)) is policy or self._declared_below(
+                self._tree.child(self._tree.resolve(self._tree.root), key), policy, set()
+            )
+            self._reaching[(policy, key)] = found
+        return found
+
+    def _declared_below(self, node: Any, policy: MergePolicy, seen: set[int]) -> bool:
+        """Whether a schema node below `node` declares `policy` (each node visited once: refs may cycle)."""
+        for child in self._tree.children(node):
+            if not isinstance(child, dict) or id(child) in seen:
+                continue
+            seen.add(id(child))
+            if child.get(KEYWORD) == policy.value or self._declared_below(child, policy, seen):
+                return True
+        return False
 
     def check_values(self, document: dict[str, Any], field: str) -> None:
         """Raise InvalidArgumentError naming the first value the document (a patch, or an initial state)

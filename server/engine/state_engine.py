@@ -256,9 +256,10 @@ class StateEngine:
         """Where an lww merge of the patch must start (merge.py explains why): None when at the patch's own
         base; else the state at the earliest base B* that no later write to the patch's members undercuts,
         with the changes since it; or B* itself, when the log must be replayed to reach it first."""
-        if not execution.policies.declares(MergePolicy.LWW):
+        keys = {key for key in submission.patch if execution.policies.reaches(MergePolicy.LWW, key)}
+        if not keys:
             return None
-        keys, base, history = submission.patch.keys(), submission.base_revision, since_base
+        base, history = submission.base_revision, since_base
         while True:
             writes = [c for c in history[1] if any(path[0] in keys for path in c.touched)]
             earliest = min((c.base_revision for c in writes), default=base)

@@ -113,8 +113,11 @@ class TextMerges:
     """
 
     INLINE_CHARS = 16_384
-    """Merges of strings this long in all (the original and every edit) run on the loop (well under a
-    millisecond); longer ones go to the worker."""
+    INLINE_CELLS = 250_000
+    """A merge of strings at most INLINE_CHARS long in all (the original and every edit) whose diffs cost
+    at most INLINE_CELLS (textdiff.cells: about 10 ns each) runs on the loop, in a few milliseconds at
+    most; any other goes to the worker. Length alone is not enough: 16K characters that differ everywhere
+    cost 25M cells (a quarter of a second)."""
     KEPT = 16
     """Finished large merges kept for the merge that asked for them (each up to a few MiB)."""
 
@@ -126,7 +129,7 @@ class TextMerges:
         self._running: dict[_Key, asyncio.Future[None]] = {}
 
     def __call__(self, original: str, edits: Sequence[TextEdit]) -> str:
-        if len(original) + sum(len(edit.text) for edit in edits) <= self.INLINE_CHARS:
+        if self._inline(original, edits):
             return merge_text(original, edits, self._limits)
         key: _Key = (original, tuple(sorted((e.stamp, e.client_patch_id, e.text) for e in edits)))
         done = self._done.get(key)
@@ -135,6 +138,11 @@ class TextMerges:
         if isinstance(done, LimitExceededError):
             raise done
         return done
+
+    def _inline(self, original: str, edits: Sequence[TextEdit]) -> bool:
+        if len(original) + sum(len(edit.text) for edit in edits) > self.INLINE_CHARS:
+            return False
+        return sum(cells(spans(original, edit.text)) for edit in edits) <= self.INLINE_CELLS
 
     async def run(self, deferred: Deferred) -> None:
         """Compute a deferred merge in the worker (concurrent requests for the same one share it)."""

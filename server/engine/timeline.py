@@ -14,12 +14,9 @@ from ..errors import OutOfRangeError
 from ..storage.records import RevisionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
 from . import canonical
-from .execution import Execution, Replayed
+from .execution import Execution
 from .merge import Change
 from .results import StateView
-
-KEPT_REPLAYS = 4
-"""Replays of the log kept per execution, for bases older than the window."""
 
 
 class Timeline:
@@ -55,27 +52,29 @@ class Timeline:
         if execution.entry(base) is not None:
             after_base = itertools.islice(window, len(window) - (execution.head.revision - base), None)
             return execution.members_at(base, keys), [e.change for e in after_base if e.change is not None]
-        cached = self._usable_replay(execution, base)
-        if cached is not None:
-            later = [e.change for e in window if e.revision > cached.through and e.change is not None]
-            return cached.state, cached.changes + later
-        return None
+        past = self._replay_holding(execution, base)
+        if past is None:
+            return None
+        replayed = [e.change for e in past.window if e.revision > base and e.change is not None]
+        later = [e.change for e in window if e.revision > past.committed and e.change is not None]
+        return past.members_at(base, keys), replayed + later
 
     @staticmethod
-    def _usable_replay(execution: Execution, base: int) -> Replayed | None:
-        """The last replay of the log, if it is from `base` and still reaches the window."""
-        cached = execution.replayed.get(base)
-        if cached is not None and execution.window[0].revision <= cached.through + 1:
-            return cached
+    def _replay_holding(execution: Execution, base: int) -> Execution | None:
+        """A kept replay of the log that holds `base` and still reaches the window, if there is one."""
+        for past in reversed(execution.replays):
+            if past.entry(base) is not None and execution.window[0].revision <= past.committed + 1:
+                return past
         return None
 
     async def replay_to(self, execution: Execution, base: int) -> None:
         """Replay the log from the snapshot before `base` to the durable head, for a base older than the window.
 
-        Keeps only the state at `base` and the changes after it; concurrent callers share one replay.
+        The replay serves every base from that snapshot on, so an lww merge that walks back through earlier
+        bases (state_engine.py) replays once per snapshot it passes; concurrent callers share one replay.
         """
         async with execution.replaying:
-            if execution.entry(base) is not None or self._usable_replay(execution, base) is not None:
+            if execution.entry(base) is not None or self._replay_holding(execution, base) is not None:
                 return  # replayed while this caller waited
             if base < execution.compacted:
                 raise OutOfRangeError(
@@ -87,11 +86,7 @@ class Timeline:
                 raise OutOfRangeError(f"base_revision: no snapshot at or before {base}")
             through = execution.committed
             records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=through)
-            past = _replayed(execution, snapshot, records)
-            changes = [e.change for e in past.window if e.revision > base and e.change is not None]
-            execution.replayed[base] = Replayed(base, past.state_at(base), changes, through)
-            while len(execution.replayed) > KEPT_REPLAYS:
-                execution.replayed.popitem(last=False)
+            execution.replays.append(_replayed(execution, snapshot, records))
 
     async def record(self, execution: Execution, revision: int) -> RevisionRecord:
         entry = execution.entry(revision)

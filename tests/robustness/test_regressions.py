@@ -8,6 +8,7 @@ winning revision was durable, so the loser's immediate re-read saw the old state
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import urllib.parse
 from pathlib import Path
@@ -254,3 +255,49 @@ async def test_018_a_skill_too_large_for_one_reply_is_refused_by_name(server_add
         assert (await registry.get_skill("big")).summary.name == "big"
         with pytest.raises(ResourceExhaustedError, match="over the message limit of 4,194,304; ask without include"):
             await registry.get_skill("big", include_files=True)
+
+
+async def test_019_a_stale_patch_whose_merge_walks_back_past_several_snapshots_finishes() -> None:
+    """Found by CI, which then ran out of time: the lww merge walks back through the bases of earlier writes,
+    one log replay for each base older than the window, and kept only the last four replays by base; a walk
+    needing five evicted the one its next step needed and replayed forever, holding the submit (and, on an
+    in-memory log, the event loop). A replay now serves every base after its snapshot, and a patch writing no
+    lww path does not walk at all."""
+    from skillstate.server.engine.config import EngineConfig
+    from skillstate.server.engine.state_engine import StateEngine
+    from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
+
+    class BoundedLog(MemoryRevisionLog):
+        """Fails the submit, instead of spinning, once it has been replayed more often than any merge needs."""
+
+        reads = 0
+
+        async def read_revisions(self, *args: object, **kwargs: object) -> list:
+            self.reads += 1
+            if self.reads > 200:
+                raise AssertionError("the log was replayed 200 times: the merge loops")
+            return await super().read_revisions(*args, **kwargs)  # type: ignore[arg-type]
+
+    schema = {"properties": {"count": {"x-merge": "counter"}, "owner": {"x-merge": "lww"}}}
+    backs = [0, 1, 0, 0, 3, 0, 0, 0, 0, 5, 0, 0, 0, 0, 5, 0, 0, 0, 4]  # revisions behind head, as CI found
+    for field in ("count", "owner"):
+        engine = StateEngine(BoundedLog(), EngineConfig(window=2, snapshot_every=3))
+        await engine.start()
+        try:
+            await engine.create_execution("x", json.dumps(schema), '{"count": 0}')
+            for i, back in enumerate(backs):
+                base = max(0, await engine.head_revision("x") - back)
+                seen = json.loads((await engine.get_state("x", base)).state_json)
+                value = seen["count"] + 1 if field == "count" else f"agent-{i}"  # a counter writes its base + 1
+                await engine.submit_patch("x", "ada", base, json.dumps({field: value}))
+            state = json.loads((await engine.get_state("x")).state_json)
+            # one agent: every stamp is (base, "ada"), and a tie goes to the later commit
+            assert state[field] == (len(backs) if field == "count" else _lww_winner(backs))
+        finally:
+            await engine.close()
+
+
+def _lww_winner(backs: list[int]) -> str:
+    """The owner an lww path ends with: the write of the greatest base, the later of equal bases."""
+    bases = [max(0, i - back) for i, back in enumerate(backs)]  # revision i + 1 was submitted at head i
+    return f"agent-{max(range(len(bases)), key=lambda i: (bases[i], i))}"

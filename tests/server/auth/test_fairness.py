@@ -87,6 +87,35 @@ async def test_a_call_that_goes_away_while_waiting_gives_up_its_place() -> None:
     assert queue.busy == 0
 
 
+async def test_a_call_cancelled_just_before_a_seat_frees_is_passed_over_cleanly() -> None:
+    """Found in review: the seat's holder cancels a waiting call and leaves in the same step, so the grant
+    passes over the cancelled call before it resumes; its clean-up then found itself gone from the queue
+    and raised ValueError instead of CancelledError."""
+    queue = FairQueue(seats=1)
+    calls = Calls(queue)
+    leave = asyncio.Event()
+
+    async def holder() -> None:
+        async with queue.seat("a"):
+            await leave.wait()
+            calls.tasks["b0"].cancel()  # and leave the seat before b0 runs again
+
+    holding = asyncio.ensure_future(holder())
+    await settle()
+    for name in ("b0", "b1", "b2"):
+        calls.start("b", name)
+    await settle()
+    leave.set()
+    await settle()
+    await holding
+    with pytest.raises(asyncio.CancelledError):
+        await calls.tasks["b0"]
+    assert calls.granted == ["b1"] and queue.waiting("b") == 1
+    await calls.finish("b1")
+    await calls.finish("b2")
+    assert queue.busy == 0 and queue.waiting("b") == 0
+
+
 async def test_a_streamed_message_waits_its_turn_without_keeping_a_seat() -> None:
     queue = FairQueue(seats=2)
     calls = Calls(queue)

@@ -160,3 +160,23 @@ def test_concurrent_line_inserts_stay_whole_lines() -> None:
     assert all(inserted == "" or inserted.endswith("\n") for _, _, inserted in edits(spans(base, head)))
     merged = merge_text(base, [TextEdit((98, ""), "", head), TextEdit((41, "agent-1"), "agent-1-28", mine)])
     assert sorted(merged.splitlines()) == sorted(set(head.splitlines()) | set(mine.splitlines()))
+
+
+def test_a_short_merge_that_differs_everywhere_goes_to_the_worker() -> None:
+    """Length is not cost: 15,000 characters that share no line cost 25M cells (a quarter of a second), so
+    such a merge is deferred to the worker, while a short one with a small diff runs at once."""
+    import random
+
+    from skillstate.server.engine.textmerge import Deferred
+
+    letters = random.Random(4)
+    original = "".join("".join(letters.choices("abcdefghij", k=49)) + "\n" for _ in range(100))
+    rewritten = "".join(letters.choices("klmnopqrst", k=4_990))
+    merges = TextMerges(DEFAULT_LIMITS)
+    try:
+        with pytest.raises(Deferred):
+            merges(original, [TextEdit((0, "a"), "", rewritten), TextEdit((0, "b"), "", original + "Z")])
+        small = [TextEdit((0, "a"), "", "A" + original), TextEdit((0, "b"), "", original + "Z")]
+        assert merges(original, small) == "A" + original + "Z"
+    finally:
+        merges.close()
