@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import itertools
 import logging
 import time
@@ -17,15 +16,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..errors import (
-    AlreadyExistsError,
-    BaseAheadError,
-    ConflictError,
     DuplicateRowError,
     InvalidArgumentError,
-    LimitExceededError,
     OutOfRangeError,
     RolledBackError,
-    StorageError,
 )
 from ..limits import Limits
 from ..metrics import NO_METRICS, Metrics
@@ -34,26 +28,22 @@ from ..storage.revision_log.base import RevisionLog
 from . import canonical
 from .committer import GroupCommitter, Pending
 from .config import EngineConfig
-from .execution import Execution, genesis_hash, revision_hash
+from .execution import Execution, genesis_hash
 from .executions import Executions
 from .hub import Hub, follow
-from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
-from .mergepatch import NoChange, effective, path_of, strip_nulls
+from .mergepatch import strip_nulls
 from .observations import Observations
-from .policy import MergePolicy
+from .patches import MAX_COMMIT_RACES, Patches
 from .replicas import Replicas
-from .requests import Submission, check_execution_id, new_execution_id
+from .requests import check_execution_id, new_execution_id
 from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
-from .textmerge import Deferred, TextMerges
+from .textmerge import TextMerges
 from .timeline import Timeline
-from .undo import Undo
 
 log = logging.getLogger(__name__)
 
 PAGE_MARGIN = 64 << 10
 """Bytes of a GetHistory reply kept for what is not the revisions' JSON (framing, ids, hashes)."""
-MAX_COMMIT_RACES = 100
-"""How often a patch is merged again after another server's commit beat it, before UNAVAILABLE."""
 
 
 class StateEngine:
@@ -83,6 +73,7 @@ class StateEngine:
         )
         self._compactions: set[asyncio.Task[int]] = set()
         self._replicas = Replicas(log, self._executions.loaded, self._revisions, self._observations)
+        self._patches = Patches(log, self._committer, self._timeline, self._texts, self._replicas, config, metrics)
         metrics.watch_gauges(
             watchers=self._revisions.count,
             observation_streams=self._observations.stream_count,
@@ -159,180 +150,10 @@ class StateEngine:
         writer_skills: frozenset[str] = frozenset(),
     ) -> SubmitResult:
         """Merge, validate and durably commit one patch; see docs/merge.md for the semantics. The paths it
-        writes must be owned by agent_id or one of writer_skills where the schema declares owners.
-
-        On a shared log, a commit that another server's commit beat (the same revision number) is merged
-        again on the state caught up from the log, as often as it takes."""
+        writes must be owned by agent_id or one of writer_skills where the schema declares owners."""
         execution = await self._executions.get(execution_id)
-        submission = Submission.check(agent_id, base_revision, patch_json, client_patch_id, action_json, self._limits)
-        execution.owners.check(submission.patch, submission.agent_id, writer_skills)
-        execution.policies.check_values(submission.patch, "patch_json")
-        for attempt in itertools.count(1):
-            try:
-                return await self._submit(execution, submission)
-            except (DuplicateRowError, RolledBackError):
-                if not self._log.shared or attempt == MAX_COMMIT_RACES:
-                    raise
-                await self._replicas.refresh(execution)
-        raise AssertionError("unreachable")
-
-    async def _submit(self, execution: Execution, submission: Submission) -> SubmitResult:
-        base_revision, client_patch_id = submission.base_revision, submission.client_patch_id
-        if base_revision > execution.committed:
-            await self._replicas.refresh(execution)  # the agent may have read it from another server
-        if base_revision > execution.committed:
-            raise BaseAheadError(f"base_revision: {base_revision} is ahead of the head revision {execution.committed}")
-        lag, limit = execution.committed - base_revision, self._limits.max_base_lag
-        if lag > limit:
-            raise OutOfRangeError(
-                f"base_revision: {base_revision} is {lag} revisions behind the head {execution.committed}, "
-                f"more than the limit of {limit}: re-read the state and retry"
-            )
-        while (merged := await self._merge(execution, submission)) is None:
-            pass  # merge again, on the head as it is now (see _merge)
-        if isinstance(merged, SubmitResult):
-            return merged  # the same idempotency key was committed before
-        applied, resolutions = merged
-        record, pending = self._append(execution, submission, applied, resolutions)
-        if client_patch_id:
-            execution.pending_patches[submission.key] = pending
-        await pending.future
-        return SubmitResult(record.revision, record.state_hash, record.applied_patch_json, tuple(resolutions))
-
-    async def _merge(
-        self, execution: Execution, submission: Submission
-    ) -> tuple[dict[str, Any], list[Resolution]] | SubmitResult | None:
-        """The patch merged into head, ready to append with no await in between; the earlier result when
-        its idempotency key was used before; None when a large text merge had to be computed off the loop
-        first, or when the revisions the patch conflicted with were rolled back by a failed commit (the
-        caller merges again, on the head as it is then)."""
-        base_revision = submission.base_revision
-        while True:
-            if submission.client_patch_id:
-                earlier = await self._earlier_result(execution, submission)
-                if earlier is not None:
-                    return earlier
-            if execution.untouched_since(base_revision, submission.patch):
-                return _effective(execution.state, submission.patch), []  # nothing to merge with
-            since_base = self._timeline.changes_since(execution, base_revision, submission.patch.keys())
-            if since_base is None:
-                await self._timeline.replay_to(execution, base_revision)  # then look again: the window moved on
-                continue
-            lww_history = self._lww_history(execution, submission, since_base)
-            if not isinstance(lww_history, int):
-                break
-            await self._timeline.replay_to(execution, lww_history)
-        # From here to enqueue there is no await: the merge sees exactly the head it commits on.
-        try:
-            result = merge(
-                base=since_base[0],
-                head=execution.state,
-                head_revision=execution.committed,
-                changes=since_base[1],
-                patch=submission.patch,
-                stamp=(base_revision, submission.agent_id),
-                policies=execution.policies,
-                client_patch_id=submission.client_patch_id,
-                texts=self._texts,
-                lww_history=lww_history,
-            )
-        except Deferred as deferred:
-            await self._texts.run(deferred)
-            return None
-        except ConflictError as conflict:  # answered once the revisions it lost to are durable: a re-read sees them
-            epoch = execution.epoch
-            await execution.settled(execution.head.revision)
-            if execution.epoch != epoch:
-                return None  # a failed commit rolled back what it lost to: merge again, on the durable head
-            self._metrics.conflict([execution.policies.policy_at(path_of(p)).value for p in conflict.paths])
-            raise
-        for resolution in result.resolutions:
-            self._metrics.resolved(resolution.policy.value, resolution.outcome.lower())
-        return result.applied_patch, result.resolutions
-
-    def _lww_history(
-        self, execution: Execution, submission: Submission, since_base: tuple[dict[str, Any], list[Change]]
-    ) -> tuple[dict[str, Any], list[Change]] | int | None:
-        """Where an lww merge of the patch must start (merge.py explains why): None when at the patch's own
-        base; else the state at the earliest base B* that no later write to the patch's members undercuts,
-        with the changes since it; or B* itself, when the log must be replayed to reach it first."""
-        keys = {key for key in submission.patch if execution.policies.reaches(MergePolicy.LWW, key)}
-        if not keys:
-            return None
-        base, history = submission.base_revision, since_base
-        while True:
-            writes = [c for c in history[1] if any(path[0] in keys for path in c.touched)]
-            earliest = min((c.base_revision for c in writes), default=base)
-            if earliest >= base:
-                return None if base == submission.base_revision else history
-            base = earliest
-            found = self._timeline.changes_since(execution, base, keys)
-            if found is None:
-                return base
-            history = found
-
-    def _append(
-        self, execution: Execution, submission: Submission, applied: dict[str, Any], resolutions: list[Resolution]
-    ) -> tuple[RevisionRecord, Pending[Execution]]:
-        """Make a merged patch the next revision and queue it for commit: all or nothing."""
-        self._committer.check_open()
-        revision, agent_id, base_revision = execution.head.revision + 1, submission.agent_id, submission.base_revision
-        applied_json = canonical.dumps_str(applied)  # before the head changes: `applied` may share its objects
-        state_hash = revision_hash(
-            execution.head.state_hash, revision, agent_id, base_revision, applied_json, submission.action_json
-        )
-        record = RevisionRecord(
-            execution_id=execution.id,
-            revision=revision,
-            agent_id=agent_id,
-            base_revision=base_revision,
-            patch_json=submission.patch_json,
-            applied_patch_json=applied_json,
-            action_json=submission.action_json,
-            client_patch_id=submission.client_patch_id,
-            resolutions_json=encode_resolutions(resolutions),
-            state_hash=state_hash,
-            committed_at=time.time(),
-        )
-
-        def admit(undo: Undo, size: int) -> None:
-            if size > self._limits.max_state_bytes:
-                raise LimitExceededError(
-                    f"state size: this patch would make the state {size:,} bytes, over the limit of "
-                    f"{self._limits.max_state_bytes:,}"
-                )
-            execution.validator.validate_change(execution.state, applied, undo)
-
-        execution.advance(record, applied, submission.patch, admit)
-        snapshot = None
-        if revision % self._config.snapshot_every == 0:
-            snapshot = SnapshotRecord(execution.id, revision, canonical.dumps_str(execution.state), state_hash)
-        pending = Pending(execution, execution.epoch, revision=record, snapshot=snapshot)
-        self._committer.enqueue(pending)
-        return record, pending
-
-    async def _earlier_result(self, execution: Execution, submission: Submission) -> SubmitResult | None:
-        """The result of an earlier submit under the same idempotency key, or None if there was none.
-
-        Returns None only right after checking memory with no await since, so the caller can merge at once.
-        """
-        key = submission.key
-        while True:
-            pending = execution.pending_patches.get(key)
-            if pending is not None:
-                with contextlib.suppress(StorageError):  # if the original never committed, this one may apply
-                    await pending.follow()
-                continue
-            revision = execution.patch_ids.get(key)
-            if revision is not None:
-                return _duplicate(await self._timeline.record(execution, revision), submission)
-            if execution.patch_ids_complete:
-                return None
-            record = await self._log.find_patch(execution.id, *key)
-            if record is not None:
-                return _duplicate(record, submission)
-            if key not in execution.pending_patches and key not in execution.patch_ids:
-                return None
+        return await self._patches.submit(execution, agent_id, base_revision, patch_json, client_patch_id,
+                                          action_json, writer_skills)  # fmt: skip
 
     @staticmethod
     def _rolled_back(executions: list[Execution]) -> None:
@@ -471,22 +292,3 @@ def _within(records: list[RevisionRecord], budget: int) -> list[RevisionRecord]:
         if budget < 0:
             return records[: max(count, 1)]
     return records
-
-
-def _effective(head: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    change = effective(head, patch)
-    return {} if isinstance(change, NoChange) else change
-
-
-def _duplicate(record: RevisionRecord, submission: Submission) -> SubmitResult:
-    if (record.base_revision, record.patch_json, record.action_json) != (
-        submission.base_revision,
-        submission.patch_json,
-        submission.action_json,
-    ):
-        raise AlreadyExistsError(
-            f"client_patch_id: {submission.client_patch_id!r} was already used by agent {submission.agent_id!r} "
-            f"for a different patch (revision {record.revision})"
-        )
-    resolutions = decode_resolutions(record.resolutions_json)
-    return SubmitResult(record.revision, record.state_hash, record.applied_patch_json, resolutions, duplicate=True)
