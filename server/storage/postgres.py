@@ -4,11 +4,12 @@ and asyncpg's errors translated into the storage errors of server/errors.py at t
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
 
-from ..errors import StorageError
+from ..errors import DuplicateRowError, NotFoundError, StorageError, StorageFullError
 from .redact import redact
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -27,10 +28,18 @@ database would otherwise race in PostgreSQL's catalog (CREATE ... IF NOT EXISTS 
 ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 """What asyncpg raises when the database or the connection fails."""
 
+Statement = tuple[str, Sequence[Any]]
+"""SQL and its parameters."""
+
 
 class Database:
     """A pool on one PostgreSQL database (and schema) whose tables are made on open: what the revision log,
-    the skill store and the credential store on PostgreSQL share."""
+    the skill store and the credential store on PostgreSQL share.
+
+    Errors come out as StorageError naming the database (without its password); a transaction's repeated
+    key as DuplicateRowError, a row naming an unknown execution as NotFoundError, a full disk as
+    StorageFullError.
+    """
 
     def __init__(self, dsn: str, schema: str | None, ddl: str, what: str, pool_size: int = 2) -> None:
         self.dsn, self.schema, self._ddl, self._what, self._pool_size = dsn, schema, ddl, what, pool_size
@@ -89,3 +98,18 @@ class Database:
             return await self.pool.fetchval(sql, *params)
         except ERRORS as e:
             raise StorageError(f"{self._what} at {self.where}: {e}") from e
+
+    async def transaction(self, *statements: Statement) -> None:
+        """Run the statements on one connection in one transaction: all of them are committed, or none."""
+        try:
+            async with self.pool.acquire() as connection, connection.transaction():
+                for sql, parameters in statements:
+                    await connection.execute(sql, *parameters)
+        except asyncpg.UniqueViolationError as e:
+            raise DuplicateRowError(f"a row with the same key is already stored: {e.detail or e}") from e
+        except asyncpg.ForeignKeyViolationError as e:
+            raise NotFoundError("a row refers to an unknown execution") from e
+        except asyncpg.DiskFullError as e:
+            raise StorageFullError(f"{self.where} is full: nothing of this commit was written ({e})") from e
+        except ERRORS as e:
+            raise StorageError(f"commit to {self.where} failed: {e}") from e

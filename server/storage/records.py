@@ -74,12 +74,18 @@ class Batch:
         return bool(self.revisions or self.snapshots or self.observations)
 
 
+EXECUTION_COLUMNS = ("execution_id", "schema_json", "created_at")
 REVISION_COLUMNS = (
     "execution_id", "revision", "agent_id", "base_revision", "patch_json", "applied_patch_json", "action_json",
     "client_patch_id", "resolutions_json", "state_hash", "committed_at",
 )  # fmt: skip
 SNAPSHOT_COLUMNS = ("execution_id", "revision", "state_json", "state_hash")
 OBSERVATION_COLUMNS = ("execution_id", "sequence", "to_address", "source", "kind", "payload_json", "published_at")
+
+
+def execution_row(e: ExecutionRecord) -> tuple[Any, ...]:
+    """The record's values in EXECUTION_COLUMNS order."""
+    return (e.execution_id, e.schema_json, e.created_at)
 
 
 def revision_row(r: RevisionRecord) -> tuple[Any, ...]:

@@ -4,13 +4,29 @@ tokens, hashing secrets and checking them is server/auth's job."""
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from ..records import Credential
+from ..records import Credential, Right
+
+COLUMNS = "token_id, secret_sha256, agent, executions, skills, rights, issued_at, expires_at, revoked_at"
+"""The columns of the credentials table, in the order `read_credential` reads them (both SQL backends)."""
+EVERY_CREDENTIAL = f"SELECT {COLUMNS} FROM credentials ORDER BY issued_at, token_id"
+"""Every row, oldest first, in the SQL both SQL backends speak."""
+
+
+def read_credential(row: Sequence[Any], items: Callable[[Any], Iterable[str]]) -> Credential:
+    """The credential in a row of COLUMNS; `items` reads a stored list (each SQL backend stores lists its way)."""
+    token_id, _, agent, executions, skills, rights, issued_at, expires_at, revoked_at = row
+    return Credential(
+        token_id, agent, tuple(items(executions)), tuple(items(skills)), frozenset(Right(r) for r in items(rights)),
+        issued_at, expires_at, revoked_at,
+    )  # fmt: skip
 
 
 class CredentialStore(abc.ABC):
     """Issued credentials and their secrets' digests; every backend passes
-    tests/server/storage/test_credential_stores.py."""
+    tests/server/storage/credential_store/test_backends.py."""
 
     @abc.abstractmethod
     async def open(self) -> None: ...

@@ -3,11 +3,9 @@ credentials, and `skillstate auth --db postgresql://...` issues and revokes them
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..postgres import Database
-from ..records import Credential, Right
-from .base import CredentialStore
+from ..records import Credential
+from .base import COLUMNS, EVERY_CREDENTIAL, CredentialStore, read_credential
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS credentials (
@@ -22,7 +20,6 @@ CREATE TABLE IF NOT EXISTS credentials (
     revoked_at    DOUBLE PRECISION
 );
 """
-_COLUMNS = "token_id, secret_sha256, agent, executions, skills, rights, issued_at, expires_at, revoked_at"
 
 
 class PostgresCredentialStore(CredentialStore):
@@ -36,11 +33,11 @@ class PostgresCredentialStore(CredentialStore):
         await self._db.close()
 
     async def all(self) -> list[Credential]:
-        return [_credential(row) for row in await self._db.fetch(f"SELECT {_COLUMNS} FROM credentials ORDER BY 7, 1")]
+        return [read_credential(row, tuple) for row in await self._db.fetch(EVERY_CREDENTIAL)]
 
     async def lookup(self, token_id: str) -> tuple[Credential, str] | None:
-        rows = await self._db.fetch(f"SELECT {_COLUMNS} FROM credentials WHERE token_id = $1", token_id)
-        return (_credential(rows[0]), rows[0][1]) if rows else None
+        rows = await self._db.fetch(f"SELECT {COLUMNS} FROM credentials WHERE token_id = $1", token_id)
+        return (read_credential(rows[0], tuple), rows[0][1]) if rows else None
 
     async def any_issued(self) -> bool:
         return bool(await self._db.fetch("SELECT 1 FROM credentials LIMIT 1"))
@@ -48,7 +45,7 @@ class PostgresCredentialStore(CredentialStore):
     async def add(self, credential: Credential, secret_digest: str) -> None:
         c = credential
         await self._db.fetch(
-            f"INSERT INTO credentials ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL)",
+            f"INSERT INTO credentials ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL)",
             c.token_id, secret_digest, c.agent, list(c.executions), list(c.skills),
             sorted(r.value for r in c.rights), c.issued_at, c.expires_at,
         )  # fmt: skip
@@ -57,11 +54,3 @@ class PostgresCredentialStore(CredentialStore):
         await self._db.fetch(
             "UPDATE credentials SET revoked_at = $1 WHERE token_id = $2 AND revoked_at IS NULL", at, token_id
         )
-
-
-def _credential(row: Any) -> Credential:
-    token_id, _, agent, executions, skills, rights, issued_at, expires_at, revoked_at = row
-    return Credential(
-        token_id, agent, tuple(executions), tuple(skills), frozenset(Right(r) for r in rights),
-        issued_at, expires_at, revoked_at,
-    )  # fmt: skip

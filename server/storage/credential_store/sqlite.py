@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ..records import Credential, Right
+from ..records import Credential
 from ..sqlite import Database
-from .base import CredentialStore
+from .base import COLUMNS, EVERY_CREDENTIAL, CredentialStore, read_credential
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS credentials (
@@ -22,7 +21,6 @@ CREATE TABLE IF NOT EXISTS credentials (
     revoked_at    REAL
 );
 """
-_COLUMNS = "token_id, secret_sha256, agent, executions, skills, rights, issued_at, expires_at, revoked_at"
 _SEPARATOR = "\n"
 """Lists are stored one item a line: patterns and skill names hold no newline."""
 
@@ -40,7 +38,7 @@ class SqliteCredentialStore(CredentialStore):
     async def add(self, credential: Credential, secret_digest: str) -> None:
         c = credential
         await self._db.execute(
-            f"INSERT INTO credentials ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+            f"INSERT INTO credentials ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
             c.token_id, secret_digest, c.agent, _SEPARATOR.join(c.executions), _SEPARATOR.join(c.skills),
             _SEPARATOR.join(sorted(r.value for r in c.rights)), c.issued_at, c.expires_at,
         )  # fmt: skip
@@ -51,22 +49,14 @@ class SqliteCredentialStore(CredentialStore):
         )
 
     async def all(self) -> list[Credential]:
-        return [_credential(row) for row in await self._db.rows(f"SELECT {_COLUMNS} FROM credentials ORDER BY 7, 1")]
+        return [read_credential(row, _items) for row in await self._db.rows(EVERY_CREDENTIAL)]
 
     async def lookup(self, token_id: str) -> tuple[Credential, str] | None:
-        rows = await self._db.rows(f"SELECT {_COLUMNS} FROM credentials WHERE token_id = ?", token_id)
-        return (_credential(rows[0]), rows[0][1]) if rows else None
+        rows = await self._db.rows(f"SELECT {COLUMNS} FROM credentials WHERE token_id = ?", token_id)
+        return (read_credential(rows[0], _items), rows[0][1]) if rows else None
 
     async def any_issued(self) -> bool:
         return bool(await self._db.rows("SELECT 1 FROM credentials LIMIT 1"))
-
-
-def _credential(row: Any) -> Credential:
-    token_id, _, agent, executions, skills, rights, issued_at, expires_at, revoked_at = row
-    return Credential(
-        token_id, agent, _items(executions), _items(skills), frozenset(Right(r) for r in _items(rights)),
-        issued_at, expires_at, revoked_at,
-    )  # fmt: skip
 
 
 def _items(text: str) -> tuple[str, ...]:

@@ -16,10 +16,10 @@ from ..records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord,
 class RevisionLog(abc.ABC):
     """Durable storage of executions and their revision logs.
 
-    Contract (tests/server/storage/contract.py): calls may overlap (a compaction during a commit);
-    `commit` is atomic; a second row with the same
-    (execution_id, revision), (execution_id, snapshot revision) or (execution_id, sequence) raises
-    DuplicateRowError and commits nothing of its batch; reads only ever see committed batches.
+    Contract (tests/server/storage/revision_log/contract.py): calls may overlap (a compaction during a
+    commit); `commit` is atomic; a second row with the same (execution_id, revision), (execution_id,
+    snapshot revision) or (execution_id, sequence) raises DuplicateRowError and commits nothing of its
+    batch; reads only ever see committed batches.
     """
 
     shared = False

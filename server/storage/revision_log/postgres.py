@@ -21,16 +21,10 @@ from typing import Any
 
 import asyncpg
 
-from ...errors import (
-    AlreadyExistsError,
-    DuplicateRowError,
-    NotFoundError,
-    OutOfRangeError,
-    StorageError,
-    StorageFullError,
-)
-from ..postgres import ERRORS, Database
+from ...errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError, StorageError
+from ..postgres import Database, Statement
 from ..records import (
+    EXECUTION_COLUMNS,
     OBSERVATION_COLUMNS,
     REVISION_COLUMNS,
     SNAPSHOT_COLUMNS,
@@ -39,6 +33,7 @@ from ..records import (
     ObservationRecord,
     RevisionRecord,
     SnapshotRecord,
+    execution_row,
     observation_row,
     revision_row,
     snapshot_row,
@@ -105,6 +100,8 @@ def _unnest_insert(table: str, columns: tuple[str, ...], types: tuple[str, ...])
     return f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({arrays})"
 
 
+_EXECUTIONS = ", ".join(EXECUTION_COLUMNS)
+_INSERT_EXECUTION = f"INSERT INTO executions ({_EXECUTIONS}) VALUES ($1, $2, $3)"
 _INSERT_REVISIONS = _unnest_insert("revisions", REVISION_COLUMNS, _REVISION_TYPES)
 _INSERT_SNAPSHOTS = _unnest_insert("snapshots", SNAPSHOT_COLUMNS, _SNAPSHOT_TYPES)
 _INSERT_OBSERVATIONS = _unnest_insert("observations", OBSERVATION_COLUMNS, _OBSERVATION_TYPES)
@@ -173,29 +170,24 @@ class PostgresRevisionLog(RevisionLog):
 
     async def create_execution(self, execution: ExecutionRecord, genesis: SnapshotRecord) -> None:
         try:
-            await self._transaction(
-                ("INSERT INTO executions (execution_id, schema_json, created_at) VALUES ($1, $2, $3)",
-                 (execution.execution_id, execution.schema_json, execution.created_at)),
+            await self._db.transaction(
+                (_INSERT_EXECUTION, execution_row(execution)),
                 (_INSERT_SNAPSHOTS, _columns([snapshot_row(genesis)], len(SNAPSHOT_COLUMNS))),
-            )  # fmt: skip
+            )
         except DuplicateRowError as e:
             raise AlreadyExistsError(f"execution {execution.execution_id!r} already exists") from e
 
     async def list_executions(self) -> list[ExecutionRecord]:
-        rows = await self._db.fetch(
-            "SELECT execution_id, schema_json, created_at FROM executions ORDER BY execution_id"
-        )
+        rows = await self._db.fetch(f"SELECT {_EXECUTIONS} FROM executions ORDER BY execution_id")
         return [ExecutionRecord(*row) for row in rows]
 
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
-        rows = await self._db.fetch(
-            "SELECT execution_id, schema_json, created_at FROM executions WHERE execution_id = $1", execution_id
-        )
+        rows = await self._db.fetch(f"SELECT {_EXECUTIONS} FROM executions WHERE execution_id = $1", execution_id)
         return ExecutionRecord(*rows[0]) if rows else None
 
     async def commit(self, batch: Batch) -> None:
         written = sorted({r.execution_id for r in batch.revisions} | {o.execution_id for o in batch.observations})
-        statements: list[tuple[str, Any]] = [
+        statements: list[Statement] = [
             ("SELECT pg_notify($1, $2)", (self._channel, f"{self._server}:{execution_id}")) for execution_id in written
         ]
         for sql, rows, width in (
@@ -205,21 +197,7 @@ class PostgresRevisionLog(RevisionLog):
         ):
             if rows:
                 statements.append((sql, _columns(rows, width)))
-        await self._transaction(*statements)
-
-    async def _transaction(self, *statements: tuple[str, Any]) -> None:
-        try:
-            async with self._db.pool.acquire() as connection, connection.transaction():
-                for sql, parameters in statements:
-                    await connection.execute(sql, *parameters)
-        except asyncpg.UniqueViolationError as e:
-            raise DuplicateRowError(f"a row with the same key is already stored: {e.detail or e}") from e
-        except asyncpg.ForeignKeyViolationError as e:
-            raise NotFoundError("a row refers to an unknown execution") from e
-        except asyncpg.DiskFullError as e:
-            raise StorageFullError(f"{self._where} is full: nothing of this commit was written ({e})") from e
-        except ERRORS as e:
-            raise StorageError(f"commit to {self._where} failed: {e}") from e
+        await self._db.transaction(*statements)
 
     async def head_revision(self, execution_id: str) -> int:
         await self._require(execution_id)
@@ -278,7 +256,7 @@ class PostgresRevisionLog(RevisionLog):
         )
         if not found:
             raise OutOfRangeError(f"no snapshot at revision {up_to} to compact to")
-        await self._transaction(
+        await self._db.transaction(
             ("DELETE FROM revisions WHERE execution_id = $1 AND revision <= $2", (execution_id, up_to)),
             ("DELETE FROM snapshots WHERE execution_id = $1 AND revision < $2", (execution_id, up_to)),
             (

@@ -16,6 +16,7 @@ from typing import IO
 
 from ...errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError, StorageError
 from ..records import (
+    EXECUTION_COLUMNS,
     OBSERVATION_COLUMNS,
     REVISION_COLUMNS,
     SNAPSHOT_COLUMNS,
@@ -24,6 +25,7 @@ from ..records import (
     ObservationRecord,
     RevisionRecord,
     SnapshotRecord,
+    execution_row,
     observation_row,
     revision_row,
     snapshot_row,
@@ -110,25 +112,20 @@ class SqliteRevisionLog(RevisionLog):
             self._lock_file = None
 
     async def create_execution(self, execution: ExecutionRecord, genesis: SnapshotRecord) -> None:
-        rows = [(execution.execution_id, execution.schema_json, execution.created_at)]
         try:
             await self._writer.transaction(
-                insert("executions", ("execution_id", "schema_json", "created_at"), rows),
+                insert("executions", EXECUTION_COLUMNS, [execution_row(execution)]),
                 insert("snapshots", SNAPSHOT_COLUMNS, [snapshot_row(genesis)]),
             )
         except DuplicateRowError as e:
             raise AlreadyExistsError(f"execution {execution.execution_id!r} already exists") from e
 
     async def list_executions(self) -> list[ExecutionRecord]:
-        rows = await self._reader.rows(
-            "SELECT execution_id, schema_json, created_at FROM executions ORDER BY execution_id"
-        )
+        rows = await self._reader.rows(f"SELECT {_EXECUTIONS} FROM executions ORDER BY execution_id")
         return [ExecutionRecord(*row) for row in rows]
 
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
-        rows = await self._reader.rows(
-            "SELECT execution_id, schema_json, created_at FROM executions WHERE execution_id = ?", execution_id
-        )
+        rows = await self._reader.rows(f"SELECT {_EXECUTIONS} FROM executions WHERE execution_id = ?", execution_id)
         return ExecutionRecord(*rows[0]) if rows else None
 
     async def commit(self, batch: Batch) -> None:
@@ -157,7 +154,7 @@ class SqliteRevisionLog(RevisionLog):
     async def latest_snapshot(self, execution_id: str, at_most: int | None = None) -> SnapshotRecord | None:
         await self._require(execution_id)
         rows = await self._reader.rows(
-            "SELECT execution_id, revision, state_json, state_hash FROM snapshots WHERE execution_id = ? "
+            f"SELECT {_SNAPSHOTS} FROM snapshots WHERE execution_id = ? "
             "AND revision <= ? ORDER BY revision DESC LIMIT 1",
             execution_id, _MAX_INT if at_most is None else at_most,
         )  # fmt: skip
@@ -215,7 +212,9 @@ class SqliteRevisionLog(RevisionLog):
 
 
 _MAX_INT = (1 << 63) - 1
+_EXECUTIONS = ", ".join(EXECUTION_COLUMNS)
 _REVISIONS = ", ".join(REVISION_COLUMNS)
+_SNAPSHOTS = ", ".join(SNAPSHOT_COLUMNS)
 _OBSERVATIONS = ", ".join(OBSERVATION_COLUMNS)
 
 

@@ -8,18 +8,32 @@ its history stays, and registering the name again continues its numbering.
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..records import SkillVersion
 
-CURRENT_VERSIONS = (
-    "SELECT name, version FROM skill_versions AS v "
+VERSION_COLUMNS = "name, version, digest, folder, registered_at, removed_at"
+"""The columns of skill_versions that `skill_version` reads, in its order."""
+
+_CURRENT = (
+    "FROM skill_versions AS v "
     "WHERE version = (SELECT MAX(version) FROM skill_versions WHERE name = v.name) AND removed_at IS NULL"
 )
+CURRENT_VERSIONS = f"SELECT name, version {_CURRENT}"
 """(name, version) of every current skill, in the SQL both SQL backends speak."""
+CURRENT = f"SELECT {VERSION_COLUMNS} {_CURRENT} ORDER BY name"
+"""The VERSION_COLUMNS of every current skill, by name."""
+
+
+def skill_version(row: Sequence[Any], files: Mapping[str, bytes]) -> SkillVersion:
+    """A version from a row of VERSION_COLUMNS and its files, as both SQL backends read it."""
+    name, version, digest, folder, registered_at, removed_at = row
+    return SkillVersion(name, version, digest, folder, registered_at, files, removed_at)
 
 
 class SkillStore(abc.ABC):
-    """Storage of skill versions; every backend passes tests/server/storage/test_skill_store.py."""
+    """Storage of skill versions; every backend passes tests/server/storage/skill_store/test_backends.py."""
 
     shared = False
     """Whether other servers may register and remove skills here too (PostgreSQL)."""

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import asyncpg
-
-from ...errors import DuplicateRowError, StorageError
-from ..postgres import ERRORS, Database
+from ...errors import DuplicateRowError
+from ..postgres import Database
 from ..records import SkillVersion
-from .base import CURRENT_VERSIONS, SkillStore
+from .base import CURRENT, CURRENT_VERSIONS, VERSION_COLUMNS, SkillStore, skill_version
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS skill_versions (
@@ -31,7 +29,6 @@ CREATE TABLE IF NOT EXISTS skill_files (
 );
 CREATE TABLE IF NOT EXISTS macro_revisions (key_json TEXT PRIMARY KEY, level BIGINT);
 """
-_VERSION_COLUMNS = "name, version, digest, folder, registered_at, removed_at"
 
 
 class PostgresSkillStore(SkillStore):
@@ -50,20 +47,19 @@ class PostgresSkillStore(SkillStore):
         v = version
         files = sorted(v.files.items())
         try:
-            async with self._db.pool.acquire() as connection, connection.transaction():
-                await connection.execute(
+            await self._db.transaction(
+                (
                     "INSERT INTO skill_versions (name, version, digest, folder, registered_at) "
                     "VALUES ($1, $2, $3, $4, $5)",
-                    v.name, v.version, v.digest, v.folder, v.registered_at,
-                )  # fmt: skip
-                await connection.execute(
+                    (v.name, v.version, v.digest, v.folder, v.registered_at),
+                ),
+                (
                     "INSERT INTO skill_files SELECT $1, $2, * FROM unnest($3::text[], $4::bytea[])",
-                    v.name, v.version, [path for path, _ in files], [content for _, content in files],
-                )  # fmt: skip
-        except asyncpg.UniqueViolationError as e:
+                    (v.name, v.version, [path for path, _ in files], [content for _, content in files]),
+                ),
+            )
+        except DuplicateRowError as e:
             raise DuplicateRowError(f"skill {v.name!r} version {v.version} is already stored") from e
-        except ERRORS as e:
-            raise StorageError(f"storing skill {v.name!r} failed: {e}") from e
 
     async def mark_removed(self, name: str, version: int, removed_at: float) -> None:
         await self._db.fetch(
@@ -71,11 +67,7 @@ class PostgresSkillStore(SkillStore):
         )
 
     async def current(self) -> list[SkillVersion]:
-        rows = await self._db.fetch(
-            f"SELECT {_VERSION_COLUMNS} FROM skill_versions AS v "
-            "WHERE version = (SELECT MAX(version) FROM skill_versions WHERE name = v.name) AND removed_at IS NULL "
-            "ORDER BY name"
-        )
+        rows = await self._db.fetch(CURRENT)
         return [await self._with_files(row) for row in rows]
 
     async def current_versions(self) -> dict[str, int]:
@@ -83,7 +75,7 @@ class PostgresSkillStore(SkillStore):
 
     async def get(self, name: str, version: int) -> SkillVersion | None:
         rows = await self._db.fetch(
-            f"SELECT {_VERSION_COLUMNS} FROM skill_versions WHERE name = $1 AND version = $2", name, version
+            f"SELECT {VERSION_COLUMNS} FROM skill_versions WHERE name = $1 AND version = $2", name, version
         )
         return await self._with_files(rows[0]) if rows else None
 
@@ -101,8 +93,8 @@ class PostgresSkillStore(SkillStore):
         )  # fmt: skip
 
     async def _with_files(self, row: Any) -> SkillVersion:
-        name, version, digest, folder, registered_at, removed_at = row
+        name, version = row[:2]
         files = await self._db.fetch(
             "SELECT path, content FROM skill_files WHERE name = $1 AND version = $2 ORDER BY path", name, version
         )
-        return SkillVersion(name, version, digest, folder, registered_at, {p: bytes(c) for p, c in files}, removed_at)
+        return skill_version(row, {p: bytes(c) for p, c in files})

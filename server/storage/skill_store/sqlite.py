@@ -8,7 +8,7 @@ from typing import Any
 from ...errors import DuplicateRowError
 from ..records import SkillVersion
 from ..sqlite import Database, insert
-from .base import CURRENT_VERSIONS, SkillStore
+from .base import CURRENT, CURRENT_VERSIONS, VERSION_COLUMNS, SkillStore, skill_version
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS skill_versions (
@@ -33,9 +33,6 @@ CREATE TABLE IF NOT EXISTS macro_revisions (
     level    INTEGER
 ) WITHOUT ROWID;
 """
-
-
-_VERSION_COLUMNS = "name, version, digest, folder, registered_at, removed_at"
 
 
 class SqliteSkillStore(SkillStore):
@@ -71,11 +68,7 @@ class SqliteSkillStore(SkillStore):
         )
 
     async def current(self) -> list[SkillVersion]:
-        rows = await self._db.rows(
-            f"SELECT {_VERSION_COLUMNS} FROM skill_versions AS v "
-            "WHERE version = (SELECT MAX(version) FROM skill_versions WHERE name = v.name) AND removed_at IS NULL "
-            "ORDER BY name"
-        )
+        rows = await self._db.rows(CURRENT)
         return [await self._with_files(row) for row in rows]
 
     async def current_versions(self) -> dict[str, int]:
@@ -83,7 +76,7 @@ class SqliteSkillStore(SkillStore):
 
     async def get(self, name: str, version: int) -> SkillVersion | None:
         rows = await self._db.rows(
-            f"SELECT {_VERSION_COLUMNS} FROM skill_versions WHERE name = ? AND version = ?", name, version
+            f"SELECT {VERSION_COLUMNS} FROM skill_versions WHERE name = ? AND version = ?", name, version
         )
         return await self._with_files(rows[0]) if rows else None
 
@@ -97,8 +90,8 @@ class SqliteSkillStore(SkillStore):
         await self._db.execute("INSERT OR REPLACE INTO macro_revisions VALUES (?, ?)", key_json, level)
 
     async def _with_files(self, row: Any) -> SkillVersion:
-        name, version, digest, folder, registered_at, removed_at = row
+        name, version = row[:2]
         files = await self._db.rows(
             "SELECT path, content FROM skill_files WHERE name = ? AND version = ? ORDER BY path", name, version
         )
-        return SkillVersion(name, version, digest, folder, registered_at, {p: bytes(c) for p, c in files}, removed_at)
+        return skill_version(row, {p: bytes(c) for p, c in files})
