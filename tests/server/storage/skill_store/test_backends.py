@@ -13,7 +13,7 @@ from skillstate.server.storage.skill_store.base import SkillStore
 from skillstate.server.storage.skill_store.memory import MemorySkillStore
 from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
-from ...postgres import postgres_schema  # noqa: F401 - a fixture
+from ....postgres import postgres_schema  # noqa: F401 - a fixture
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

@@ -14,7 +14,7 @@ from skillstate.server.storage.credential_store.memory import MemoryCredentialSt
 from skillstate.server.storage.credential_store.sqlite import SqliteCredentialStore
 from skillstate.server.storage.records import Right
 
-from ...postgres import postgres_schema  # noqa: F401 - a fixture
+from ....postgres import postgres_schema  # noqa: F401 - a fixture
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

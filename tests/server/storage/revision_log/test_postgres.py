@@ -9,7 +9,7 @@ from skillstate.server.errors import StorageError
 from skillstate.server.storage.records import Batch
 from skillstate.server.storage.revision_log.base import RevisionLog
 
-from ...postgres import postgres_schema  # noqa: F401 - a fixture
+from ....postgres import postgres_schema  # noqa: F401 - a fixture
 from .contract import RevisionLogContract, execution, revision
 
 
