@@ -90,6 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="watch streams, and observation streams, per execution (default: %(default)s)",
     )
     serve.add_argument(
+        "--ack-deadline",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a consumer group's member may hold an observation unacknowledged before another member "
+        "gets it, unless the group asked for its own (default: %(default)s)",
+    )
+    serve.add_argument(
         "--retain-revisions",
         type=int,
         default=None,
@@ -239,8 +247,13 @@ def run_serve(args: argparse.Namespace) -> None:
             raise UsageError(f"--{option.replace('_', '-')}: must be >= 1")
     if args.max_db_bytes is not None and args.max_db_bytes < 1 << 16:
         raise UsageError("--max-db-bytes: must be at least 65536")
+    if not 0 < args.ack_deadline <= 3600:
+        raise UsageError("--ack-deadline: must be more than 0 and at most 3600 seconds")
     config = EngineConfig(
-        retain_revisions=args.retain_revisions, subscriber_queue=args.subscriber_queue, max_watchers=args.max_watchers
+        retain_revisions=args.retain_revisions,
+        subscriber_queue=args.subscriber_queue,
+        max_watchers=args.max_watchers,
+        ack_deadline=args.ack_deadline,
     )
     try:
         tls = _server_tls(args)

@@ -287,21 +287,48 @@ class StateClient(RpcClient):
         skills: Sequence[str] = (),
         after_sequence: int = 0,
         resume: bool = True,
+        group: str = "",
+        ack_deadline: float | None = None,
+        max_unacked: int = 0,
     ) -> AsyncIterator[Observation]:
-        """Observations addressed to agent_id, its skills or everyone, resuming after a cut like watch."""
+        """Observations addressed to agent_id, its skills or everyone, resuming after a cut like watch.
+
+        With `group`, the stream joins that consumer group: the observations for the skills (or everyone)
+        are shared among the group's members, each delivered to one of them (`Observation.delivery` counts
+        how often) until acknowledged with `ack_observations`, and delivered again to a member if its holder's
+        stream ends or `ack_deadline` seconds pass first (the first member's choice holds for the group; None:
+        the server's default). A member holds at most `max_unacked` unacknowledged (0: one). A reopened stream
+        resumes the agent's own observations after the last one received; the group keeps the rest.
+        """
+        resumed = [after_sequence]  # the agent's own observations: a group's deliveries do not move it
 
         def open_stream(cursor: int) -> Any:
             return self._stub.StreamObservations(
                 pb.StreamObservationsRequest(
-                    execution_id=execution_id, agent_id=agent_id, skills=list(skills), after_sequence=cursor
+                    execution_id=execution_id,
+                    agent_id=agent_id,
+                    skills=list(skills),
+                    after_sequence=cursor,
+                    group=group,
+                    ack_deadline_ms=round(ack_deadline * 1000) if ack_deadline is not None else 0,
+                    max_unacked=max_unacked,
                 )
             )
 
         def decode(message: pb.StreamObservationsResponse) -> tuple[int, Observation]:
-            return message.observation.sequence, Observation.from_pb(message.observation)
+            if not message.observation.delivery:
+                resumed[0] = message.observation.sequence
+            return resumed[0], Observation.from_pb(message.observation)
 
         async for item in self._resumable(open_stream, decode, after_sequence, resume):
             yield item
+
+    async def ack_observations(self, execution_id: str, group: str, sequences: Sequence[int]) -> int:
+        """Tell consumer group `group` that the observations `sequences` were handled, so that none is
+        delivered again; returns how many the group held unacknowledged (repeating an ack is harmless)."""
+        request = pb.AckObservationsRequest(execution_id=execution_id, group=group, sequences=list(sequences))
+        reply: pb.AckObservationsResponse = await self._call(self._stub.AckObservations, request)
+        return int(reply.acknowledged)
 
     async def _resumable(
         self,

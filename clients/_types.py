@@ -119,6 +119,8 @@ class Observation:
     kind: str
     payload: JSON
     publish_time: datetime
+    delivery: int = 0
+    """How often a consumer group delivered it, this time included (0: not delivered by a group)."""
 
     @classmethod
     def from_pb(cls, message: pb.Observation) -> Observation:
@@ -129,4 +131,5 @@ class Observation:
             message.kind,
             json.loads(message.payload_json),
             message.publish_time.ToDatetime(tzinfo=UTC),
+            message.delivery,
         )

@@ -22,6 +22,11 @@ class EngineConfig:
     """Watch streams per execution, and observation streams per execution: one more is RESOURCE_EXHAUSTED."""
     max_batch: int = 1024
     """Most items in one group commit."""
+    ack_deadline: float = 30.0
+    """Seconds a consumer group's member may hold an observation unacknowledged before another member gets
+    it, unless the group's first member asked for another deadline."""
+    group_idle: float = 300.0
+    """Seconds a consumer group without members is kept (with what it holds) before it is dropped."""
     retain_revisions: int | None = None
     """Keep at least this many revisions of history; older ones are compacted into a snapshot after each
     snapshot commits. None keeps the whole log."""

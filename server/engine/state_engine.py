@@ -32,7 +32,7 @@ from .execution import Execution, genesis_hash
 from .executions import Executions
 from .hub import Hub, follow
 from .mergepatch import strip_nulls
-from .observations import Observations
+from .observations import GroupOptions, Observations
 from .patches import MAX_COMMIT_RACES, Patches
 from .replicas import Replicas
 from .requests import check_execution_id, new_execution_id
@@ -69,7 +69,13 @@ class StateEngine:
         self._timeline = Timeline(log)
         self._texts = TextMerges(config.limits, worker)
         self._observations = Observations(
-            log, self._committer, config.limits, config.subscriber_queue, config.max_watchers
+            log,
+            self._committer,
+            config.limits,
+            config.subscriber_queue,
+            config.max_watchers,
+            config.ack_deadline,
+            config.group_idle,
         )
         self._compactions: set[asyncio.Task[int]] = set()
         self._replicas = Replicas(log, self._executions.loaded, self._revisions, self._observations)
@@ -97,6 +103,7 @@ class StateEngine:
     async def close(self) -> None:
         """Commit what is pending, finish compactions, then close the log."""
         await self._replicas.close()
+        self._observations.close()
         await self._committer.close()
         await asyncio.gather(*self._compactions, return_exceptions=True)
         self._texts.close()
@@ -219,6 +226,20 @@ class StateEngine:
         await self._replicas.refresh(execution, observations=True)
         async for observation in self._observations.stream(execution, agent_id, skills, after_sequence):
             yield observation
+
+    async def group_observations(
+        self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int, group: GroupOptions
+    ) -> AsyncIterator[tuple[ObservationRecord, int]]:
+        """As a member of a consumer group (groups.py): (observation, delivery count) for what the group
+        hands this member, and (observation, 0) for what is addressed to agent_id, after after_sequence."""
+        execution = await self._executions.get(execution_id)
+        await self._replicas.refresh(execution, observations=True)
+        async for item in self._observations.group_stream(execution, agent_id, skills, after_sequence, group):
+            yield item
+
+    async def ack_observations(self, execution_id: str, group: str, sequences: Sequence[int]) -> int:
+        """Tell a consumer group its observations `sequences` were handled; returns how many it held."""
+        return self._observations.ack(await self._executions.get(execution_id), group, sequences)
 
     # -- watch and history -------------------------------------------------------------------------------
 

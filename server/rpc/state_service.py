@@ -14,6 +14,7 @@ from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
 from ..auth.guard import CALLER, Guard
 from ..engine.merge import Resolution, decode_resolutions
+from ..engine.observations import GroupOptions
 from ..engine.policy import MergePolicy
 from ..engine.results import WatchSnapshot
 from ..engine.state_engine import StateEngine
@@ -104,11 +105,23 @@ class StateServicer(pb_grpc.StateServiceServicer):
     async def StreamObservations(
         self, request: pb.StreamObservationsRequest, context: Any
     ) -> AsyncIterator[pb.StreamObservationsResponse]:
+        if request.group:
+            options = GroupOptions(request.group, request.ack_deadline_ms, request.max_unacked)
+            members = self._engine.group_observations(
+                request.execution_id, request.agent_id, list(request.skills), request.after_sequence, options
+            )
+            async for observation, delivery in members:
+                yield pb.StreamObservationsResponse(observation=_observation(observation, delivery))
+            return
         stream = self._engine.observations(
             request.execution_id, request.agent_id, list(request.skills), request.after_sequence
         )
         async for observation in stream:
             yield pb.StreamObservationsResponse(observation=_observation(observation))
+
+    async def AckObservations(self, request: pb.AckObservationsRequest, context: Any) -> pb.AckObservationsResponse:
+        done = await self._engine.ack_observations(request.execution_id, request.group, list(request.sequences))
+        return pb.AckObservationsResponse(acknowledged=done)
 
 
 _POLICY = {policy: pb.MergePolicy.Value(f"MERGE_POLICY_{policy.name}") for policy in MergePolicy}
@@ -148,7 +161,7 @@ def _watch_event(record: RevisionRecord) -> pb.WatchResponse:
     return pb.WatchResponse(event=revision_event(record))
 
 
-def _observation(record: ObservationRecord) -> pb.Observation:
+def _observation(record: ObservationRecord, delivery: int = 0) -> pb.Observation:
     return pb.Observation(
         sequence=record.sequence,
         to=record.to,
@@ -156,4 +169,5 @@ def _observation(record: ObservationRecord) -> pb.Observation:
         kind=record.kind,
         payload_json=record.payload_json,
         publish_time=_timestamp(record.published_at),
+        delivery=delivery,
     )

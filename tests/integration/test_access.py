@@ -91,6 +91,7 @@ CALLS: dict[str, Call] = {
     "SubmitPatch": lambda s, r, a: s.submit_patch(EXECUTION, {"n": 1}, agent_id=a, base_revision=0),
     "PublishObservation": lambda s, r, a: s.publish_observation(EXECUTION, "*", {"event": "x"}),
     "StreamObservations": lambda s, r, a: first(s.observations(EXECUTION, a, resume=False)),
+    "AckObservations": lambda s, r, a: s.ack_observations(EXECUTION, "no-such-group", [1]),
     "RegisterSkill": lambda s, r, a: r.register_skill(package(f"skill-{a}")),
     "RemoveSkill": lambda s, r, a: r.remove_skill("no-such-skill"),
     "ReportOutcome": lambda s, r, a: r.report_outcome("no-such-hydration", success=True),
@@ -121,7 +122,8 @@ def allowed(identity: str, rpc: str) -> bool:
         return False
     needs = {
         "CreateExecution": Right.ADMIN, "Compact": Right.ADMIN, "GetState": Right.READ, "Watch": Right.READ,
-        "GetHistory": Right.READ, "StreamObservations": Right.READ, "SubmitPatch": Right.WRITE,
+        "GetHistory": Right.READ, "StreamObservations": Right.READ, "AckObservations": Right.READ,
+        "SubmitPatch": Right.WRITE,
         "PublishObservation": Right.PUBLISH, "RegisterSkill": Right.REGISTRY, "RemoveSkill": Right.REGISTRY,
         "ReportOutcome": Right.WRITE,
     }.get(rpc)  # fmt: skip
@@ -167,7 +169,7 @@ async def test_access_matrix(secured: RunningServer) -> None:
                 expected = "allowed" if allowed(identity, rpc) else "refused"
                 if outcome != expected:
                     wrong.append(f"{identity} {rpc}: {outcome}, expected {expected}")
-    assert cells == len(RULES) * len(IDENTITIES) == 128
+    assert cells == len(RULES) * len(IDENTITIES) == 136
     assert wrong == []
 
 

@@ -73,5 +73,29 @@ def missing_faults(history: History) -> list[str]:
     return [f"no {what} during the traffic" for what in FAULTS if not counted[what]]
 
 
+RACING = ("lww", "counter", "reject")
+"""The policies of the patches an agent sends several of at once (a burst), on one base."""
+
+
+def same_agent_races(history: History) -> Counter[str]:
+    """By policy, the bursts in which two or more of one agent's patches of that policy, sent at once on one
+    base, were settled against each other: for lww and counter, at least two of them committed (for lww, a tie
+    of stamps); for reject, one committed and another was refused ABORTED. A run checks same-agent races
+    only if it had them."""
+    log = history.of("final_log")
+    committed = {r["client_patch_id"] for r in log[0]["revisions"]} if log else set()
+    bursts: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for submit in history.of("submit"):
+        if "burst" in submit:
+            bursts.setdefault((submit["burst"], submit["policy"]), []).append(submit)
+    raced: Counter[str] = Counter({policy: 0 for policy in RACING})
+    for (_, policy), writes in bursts.items():
+        landed = sum(w["id"] in committed for w in writes)
+        aborted = sum(w["outcome"] == REJECTED and w["status"] == "ABORTED" for w in writes)
+        if landed >= 2 or (policy == "reject" and landed and aborted):
+            raced[policy] += 1
+    return raced
+
+
 def _entries(lines: Iterable[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]

@@ -17,7 +17,7 @@ import pytest
 
 from ..postgres import postgres_schema, postgres_url  # noqa: F401 - fixtures
 from . import model
-from .history import FAULTS, OK, REJECTED, UNKNOWN, History, missing_faults
+from .history import FAULTS, OK, RACING, REJECTED, UNKNOWN, History, missing_faults, same_agent_races
 from .model import NEVER_CONFLICT, merge_patch, violations
 from .traffic import RunConfig, run
 
@@ -42,6 +42,20 @@ def test_seeded_runs_with_faults_break_no_guarantee(runs: list[tuple[History, di
         assert found == [], f"history kept in {tmp_path / 'failed.jsonl'}"
         assert missing_faults(history) == []
         assert counts["acknowledged_writes"] > ENOUGH_WRITES
+        assert all(counts[f"raced_{policy}"] for policy in RACING), "a run without same-agent races checked none"
+
+
+def test_same_agent_races_are_counted_only_where_an_agents_patches_raced(
+    runs: list[tuple[History, dict[str, int]]],
+) -> None:
+    """The race guard counts bursts whose patches were settled against each other, and nothing in a history
+    whose writes were all sent one at a time."""
+    history, counts = runs[0]
+    assert same_agent_races(history) == {policy: counts[f"raced_{policy}"] for policy in RACING}
+    one_at_a_time = History(pickle.loads(pickle.dumps(history.entries)))
+    for submit in one_at_a_time.of("submit"):
+        submit.pop("burst", None)
+    assert same_agent_races(one_at_a_time) == dict.fromkeys(RACING, 0)
 
 
 @pytest.mark.timeout(300)

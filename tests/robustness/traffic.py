@@ -1,6 +1,7 @@
-"""A seeded robustness run: a real server process, agents writing under every merge policy, readers,
-watchers (one of them slow), observation streams and a publisher, while faults are injected: SIGKILL and
-restart of the server, calls dropped mid-flight, clients reconnecting. Everything is recorded in a History.
+"""A seeded robustness run: a real server process, agents writing under every merge policy (now and then
+with several patches of one agent in flight at once on one base, racing each other), readers, watchers
+(one of them slow), observation streams and a publisher, while faults are injected: SIGKILL and restart
+of the server, calls dropped mid-flight, clients reconnecting. Everything is recorded in a History.
 
 The fault schedule and every agent's choices come from the seed; what the server answers depends on timing,
 which is the point: the checks hold for every interleaving.
@@ -25,7 +26,7 @@ import grpc
 
 from skillstate.clients import PatchResult, SkillstateError, StateClient
 
-from .history import FAULTS, OK, REJECTED, UNKNOWN, History, faults_in_traffic
+from .history import FAULTS, OK, RACING, REJECTED, UNKNOWN, History, faults_in_traffic, same_agent_races
 
 EXECUTION = "robust"
 SCHEMA = {
@@ -168,23 +169,42 @@ class Run:
                     client = self.client(rng.randrange(len(self.servers)))
                     self.history.add("fault", what="reconnect", client=name, at=self.history.now())
                     continue
+                if choice < 0.31:  # several patches in flight at once, all on the base last read
+                    burst, racing = f"{name}-{serial}", []
+                    shelf, member = f"shelf_{rng.randint(0, 9)}", f"k{rng.randint(0, 4)}"
+                    for i in range(rng.randint(2, 4)):
+                        serial += 1 if i else 0
+                        patch, meta = self.racing_write(rng, name, serial, state, shelf, member)
+                        racing.append((f"{name}-{serial}", patch, {**meta, "burst": burst}, self.drop_after(rng)))
+                    await asyncio.gather(*(self.submit(client, name, revision, *write) for write in racing))
+                    continue
                 patch, meta = self.write(rng, name, serial, state)
-                key = f"{name}-{serial}"
-                drop_after = rng.uniform(0.0, 0.02) if self.config.faults and rng.random() < 0.05 else None
-
-                call = partial(
-                    client.submit_patch, EXECUTION, patch, agent_id=name, base_revision=revision, client_patch_id=key
-                )
-                entry, result = await self.timed(
-                    "submit", partial(_dropped_after, drop_after, call), id=key, agent=name, base=revision,
-                    patch=patch, **meta,
-                )  # fmt: skip
-                if drop_after is not None and result is None and entry["status"] == "TimeoutError":
-                    self.history.add("fault", what="dropped call", client=name, id=key, at=entry["end"])
-                if isinstance(result, PatchResult):
-                    entry.update(revision=result.revision, hash=result.state_hash)
+                await self.submit(client, name, revision, f"{name}-{serial}", patch, meta, self.drop_after(rng))
         finally:
             await client.close()
+
+    def drop_after(self, rng: random.Random) -> float | None:
+        """After how long the client goes away from a call, for 5% of calls when there are faults."""
+        return rng.uniform(0.0, 0.02) if self.config.faults and rng.random() < 0.05 else None
+
+    async def submit(
+        self,
+        client: StateClient,
+        name: str,
+        base: int,
+        key: str,
+        patch: dict[str, Any],
+        meta: dict[str, Any],
+        drop_after: float | None,
+    ) -> None:
+        call = partial(client.submit_patch, EXECUTION, patch, agent_id=name, base_revision=base, client_patch_id=key)
+        entry, result = await self.timed(
+            "submit", partial(_dropped_after, drop_after, call), id=key, agent=name, base=base, patch=patch, **meta
+        )
+        if drop_after is not None and result is None and entry["status"] == "TimeoutError":
+            self.history.add("fault", what="dropped call", client=name, id=key, at=entry["end"])
+        if isinstance(result, PatchResult):
+            entry.update(revision=result.revision, hash=result.state_hash)
 
     @staticmethod
     def write(
@@ -216,6 +236,23 @@ class Run:
             at = rng.randint(0, len(lines))
             return {"note": "".join([*lines[:at], f"{element}\n", *lines[at:]])}, {"policy": policy, "element": element}
         return {"count": "not a number"}, {"policy": policy}
+
+    @staticmethod
+    def racing_write(
+        rng: random.Random, name: str, serial: int, state: dict[str, Any], shelf: str, member: str
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """One of several patches an agent has in flight at once on one base: its lww writes all go to one
+        shelf (the stamps tie, so the later commit must win), its counter deltas all start from the count it
+        read, and its `reject` writes all go to one doc member (with different values: one commits, each
+        of the others is refused ABORTED, losing to a write of its own agent)."""
+        element = f"{name}-{serial}"
+        policy = rng.choices(RACING, [45, 40, 15])[0]
+        if policy == "lww":
+            return {"inventory": {shelf: element}}, {"policy": policy, "key": shelf, "element": element}
+        if policy == "counter":
+            delta = rng.randint(1, 5)
+            return {"count": state["count"] + delta}, {"policy": policy, "delta": delta}
+        return {"doc": {member: serial}}, {"policy": policy}
 
     # -- streams ---------------------------------------------------------------------------------------
 
@@ -354,6 +391,7 @@ async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]
         acknowledged_writes=sum(1 for e in this.history.of("submit") if e["outcome"] == OK),
         revisions=this.final_revision or 0,
     )
+    counts.update({f"raced_{policy}": n for policy, n in same_agent_races(this.history).items()})
     return this.history, counts
 
 

@@ -219,38 +219,62 @@ class PublishObservationResponse(_message.Message):
     def __init__(self, sequence: _Optional[int] = ...) -> None: ...
 
 class Observation(_message.Message):
-    __slots__ = ("sequence", "to", "source", "kind", "payload_json", "publish_time")
+    __slots__ = ("sequence", "to", "source", "kind", "payload_json", "publish_time", "delivery")
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     TO_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
     PUBLISH_TIME_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_FIELD_NUMBER: _ClassVar[int]
     sequence: int
     to: str
     source: str
     kind: str
     payload_json: str
     publish_time: _timestamp_pb2.Timestamp
-    def __init__(self, sequence: _Optional[int] = ..., to: _Optional[str] = ..., source: _Optional[str] = ..., kind: _Optional[str] = ..., payload_json: _Optional[str] = ..., publish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    delivery: int
+    def __init__(self, sequence: _Optional[int] = ..., to: _Optional[str] = ..., source: _Optional[str] = ..., kind: _Optional[str] = ..., payload_json: _Optional[str] = ..., publish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., delivery: _Optional[int] = ...) -> None: ...
 
 class StreamObservationsRequest(_message.Message):
-    __slots__ = ("execution_id", "agent_id", "skills", "after_sequence")
+    __slots__ = ("execution_id", "agent_id", "skills", "after_sequence", "group", "ack_deadline_ms", "max_unacked")
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SKILLS_FIELD_NUMBER: _ClassVar[int]
     AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    ACK_DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_UNACKED_FIELD_NUMBER: _ClassVar[int]
     execution_id: str
     agent_id: str
     skills: _containers.RepeatedScalarFieldContainer[str]
     after_sequence: int
-    def __init__(self, execution_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., skills: _Optional[_Iterable[str]] = ..., after_sequence: _Optional[int] = ...) -> None: ...
+    group: str
+    ack_deadline_ms: int
+    max_unacked: int
+    def __init__(self, execution_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., skills: _Optional[_Iterable[str]] = ..., after_sequence: _Optional[int] = ..., group: _Optional[str] = ..., ack_deadline_ms: _Optional[int] = ..., max_unacked: _Optional[int] = ...) -> None: ...
 
 class StreamObservationsResponse(_message.Message):
     __slots__ = ("observation",)
     OBSERVATION_FIELD_NUMBER: _ClassVar[int]
     observation: Observation
     def __init__(self, observation: _Optional[_Union[Observation, _Mapping]] = ...) -> None: ...
+
+class AckObservationsRequest(_message.Message):
+    __slots__ = ("execution_id", "group", "sequences")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCES_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    group: str
+    sequences: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, execution_id: _Optional[str] = ..., group: _Optional[str] = ..., sequences: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class AckObservationsResponse(_message.Message):
+    __slots__ = ("acknowledged",)
+    ACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
+    acknowledged: int
+    def __init__(self, acknowledged: _Optional[int] = ...) -> None: ...
 
 class CompactRequest(_message.Message):
     __slots__ = ("execution_id", "up_to_revision")

@@ -71,6 +71,11 @@ class StateServiceStub:
                 request_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsRequest.SerializeToString,
                 response_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsResponse.FromString,
                 _registered_method=True)
+        self.AckObservations = channel.unary_unary(
+                '/skillstate.state.v1.StateService/AckObservations',
+                request_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.AckObservationsRequest.SerializeToString,
+                response_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.AckObservationsResponse.FromString,
+                _registered_method=True)
         self.Compact = channel.unary_unary(
                 '/skillstate.state.v1.StateService/Compact',
                 request_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.CompactRequest.SerializeToString,
@@ -126,7 +131,17 @@ class StateServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def StreamObservations(self, request, context):
-        """StreamObservations streams the observations addressed to one agent, resumable by sequence.
+        """StreamObservations streams the observations addressed to one agent, resumable by sequence. With a
+        group, the agent is one of competing consumers: each observation for the group's skills goes to one
+        live member at a time, and again to another if it is not acknowledged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AckObservations(self, request, context):
+        """AckObservations tells a consumer group that observations it delivered were handled: they are not
+        delivered again, and their member may receive more.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -177,6 +192,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.StreamObservations,
                     request_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsRequest.FromString,
                     response_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsResponse.SerializeToString,
+            ),
+            'AckObservations': grpc.unary_unary_rpc_method_handler(
+                    servicer.AckObservations,
+                    request_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.AckObservationsRequest.FromString,
+                    response_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.AckObservationsResponse.SerializeToString,
             ),
             'Compact': grpc.unary_unary_rpc_method_handler(
                     servicer.Compact,
@@ -375,6 +395,33 @@ class StateService:
             '/skillstate.state.v1.StateService/StreamObservations',
             skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsRequest.SerializeToString,
             skillstate_dot_state_dot_v1_dot_state__pb2.StreamObservationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckObservations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillstate.state.v1.StateService/AckObservations',
+            skillstate_dot_state_dot_v1_dot_state__pb2.AckObservationsRequest.SerializeToString,
+            skillstate_dot_state_dot_v1_dot_state__pb2.AckObservationsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,168 @@
+"""Consumer groups: competing consumers of one execution's observations, held by the server serving it.
+
+A group is named per execution. Its first member fixes what it reads (the observations addressed to its
+skills or to everyone), where it starts (after that member's after_sequence), how long a member may hold
+an observation unacknowledged (the ack deadline) and how many it may hold at once. Each observation the
+group reads goes to one live member: the one holding the fewest, ties in turn. It stays that member's
+until acknowledged; when the member's stream ends or its ack deadline passes, it goes to a member again
+(another one, if any is free), its delivery count raised. A member whose deadline passed gets nothing new
+until it acknowledges something: a stalled agent does not keep taking work. Delivery is at least once per
+group: a member that handles an observation and dies before acknowledging it causes a redelivery.
+
+A group lives in this server's memory only: after a restart it starts over from its next first member's
+after_sequence, and replicas of one shared database hold groups of their own (docs/guarantees.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+
+from ..storage.records import ObservationRecord
+
+
+@dataclass(slots=True)
+class Delivery:
+    """An observation as a group hands it out; `count` is how often it was delivered, this time included."""
+
+    record: ObservationRecord
+    count: int = 0
+
+
+class Member:
+    """One stream of a group: what it was given and holds unacknowledged."""
+
+    def __init__(self, agent_id: str) -> None:
+        self.agent_id = agent_id
+        self.inbox: asyncio.Queue[Delivery] = asyncio.Queue()
+        """Deliveries not yet read by the stream (each one also held)."""
+        self.held: dict[int, tuple[Delivery, asyncio.TimerHandle]] = {}
+        """sequence -> the delivery and the timer of its ack deadline."""
+        self.expired: set[int] = set()
+        """Sequences taken back from this member when their deadline passed; while any is left, it is
+        suspected of stalling and is given nothing new."""
+
+
+class ConsumerGroup:
+    """Hands each observation it is offered to one member at a time, until it is acknowledged."""
+
+    def __init__(
+        self,
+        execution_id: str,
+        name: str,
+        addresses: frozenset[str],
+        ack_deadline: float,
+        max_unacked: int,
+        on_idle: Callable[[ConsumerGroup], None],
+    ) -> None:
+        self.key = (execution_id, name)
+        self.name = name
+        self.addresses = addresses
+        """`skill:NAME` for each of the first member's skills, and `*`."""
+        self.ack_deadline = ack_deadline
+        self.max_unacked = max_unacked
+        self._on_idle = on_idle
+        self._ready: collections.deque[Delivery] = collections.deque()
+        """Waiting for a member; taken-back deliveries go to the front."""
+        self._holder: dict[int, Member] = {}
+        self._members: list[Member] = []
+        """In turn order: a member that was just given an observation goes to the back."""
+        self.feeder: asyncio.Task[None] | None = None
+        """Reads the observations addressed to the group into it (observations.py starts it)."""
+        self.position = 0
+        """The last sequence offered to the group."""
+
+    @property
+    def members(self) -> int:
+        return len(self._members)
+
+    @property
+    def waiting(self) -> int:
+        """Observations offered and not yet handed to a member."""
+        return len(self._ready)
+
+    def offer(self, record: ObservationRecord) -> None:
+        """A new observation for the group, after every one offered before."""
+        self.position = record.sequence
+        self._ready.append(Delivery(record))
+        self._dispatch()
+
+    def join(self, agent_id: str) -> Member:
+        member = Member(agent_id)
+        self._members.append(member)
+        self._dispatch()
+        return member
+
+    def leave(self, member: Member) -> None:
+        """The member's stream ended: whatever it holds goes to the others, oldest first."""
+        self._members.remove(member)
+        self._take_back(member, sorted(member.held))
+        if not self._members:
+            self._on_idle(self)
+        self._dispatch()
+
+    def ack(self, sequences: Iterable[int]) -> int:
+        """Mark observations handled; returns how many the group held unacknowledged."""
+        done = 0
+        for sequence in set(sequences):
+            member = self._holder.pop(sequence, None)
+            if member is not None:
+                _, deadline = member.held.pop(sequence)
+                deadline.cancel()
+                member.expired.clear()  # it is alive: it acknowledges
+                done += 1
+                continue
+            for other in self._members:
+                if sequence in other.expired:
+                    other.expired.clear()
+            waiting = next((d for d in self._ready if d.record.sequence == sequence and d.count), None)
+            if waiting is not None:  # taken back, not yet given out again
+                self._ready.remove(waiting)
+                done += 1
+        self._dispatch()
+        return done
+
+    def close(self) -> None:
+        for member in self._members:
+            for _, deadline in member.held.values():
+                deadline.cancel()
+        if self.feeder is not None:
+            self.feeder.cancel()
+
+    def _dispatch(self, avoid: Member | None = None) -> None:
+        while self._ready:
+            member = self._next_member(avoid)
+            if member is None:
+                return
+            delivery = self._ready.popleft()
+            delivery.count += 1
+            sequence = delivery.record.sequence
+            deadline = asyncio.get_running_loop().call_later(self.ack_deadline, self._expire, member, sequence)
+            member.held[sequence] = (delivery, deadline)
+            self._holder[sequence] = member
+            self._members.remove(member)
+            self._members.append(member)
+            member.inbox.put_nowait(delivery)
+
+    def _next_member(self, avoid: Member | None) -> Member | None:
+        """The free member holding the fewest (ties: the first in turn), `avoid` only if no other is free."""
+        free = [m for m in self._members if len(m.held) < self.max_unacked and not m.expired]
+        others = [m for m in free if m is not avoid] or free
+        return min(others, key=lambda m: len(m.held), default=None)
+
+    def _expire(self, member: Member, sequence: int) -> None:
+        """The ack deadline of a delivery passed: another member gets it, and this one nothing new."""
+        if sequence not in member.held:
+            return
+        member.expired.add(sequence)
+        self._take_back(member, [sequence])
+        self._dispatch(avoid=member)
+
+    def _take_back(self, member: Member, sequences: Collection[int]) -> None:
+        for sequence in reversed(sorted(sequences)):  # to the front in order: the oldest goes out first
+            delivery, deadline = member.held.pop(sequence)
+            deadline.cancel()
+            del self._holder[sequence]
+            self._ready.appendleft(delivery)
