@@ -69,6 +69,7 @@ def test_a_seeded_run_on_three_replicas_breaks_no_guarantee(postgres_url: str, t
     assert found == [], f"history kept in {tmp_path / 'failed.jsonl'}"
     assert missing_faults(history) == []
     assert counts["acknowledged_writes"] > ENOUGH_WRITES / 2
+    assert all(counts[f"raced_{policy}"] for policy in RACING), "a run without same-agent races checked none"
 
 
 @pytest.mark.timeout(120)

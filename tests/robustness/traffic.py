@@ -172,9 +172,11 @@ class Run:
                 if choice < 0.31:  # several patches in flight at once, all on the base last read
                     burst, racing = f"{name}-{serial}", []
                     shelf, member = f"shelf_{rng.randint(0, 9)}", f"k{rng.randint(0, 4)}"
-                    for i in range(rng.randint(2, 4)):
+                    first = rng.choices(RACING, [40, 35, 25])[0]  # two of one policy, then up to two of any
+                    policies = [first, first, *rng.choices(RACING, k=rng.randint(0, 2))]
+                    for i, policy in enumerate(policies):
                         serial += 1 if i else 0
-                        patch, meta = self.racing_write(rng, name, serial, state, shelf, member)
+                        patch, meta = self.racing_write(rng, policy, name, serial, state, shelf, member)
                         racing.append((f"{name}-{serial}", patch, {**meta, "burst": burst}, self.drop_after(rng)))
                     await asyncio.gather(*(self.submit(client, name, revision, *write) for write in racing))
                     continue
@@ -239,14 +241,13 @@ class Run:
 
     @staticmethod
     def racing_write(
-        rng: random.Random, name: str, serial: int, state: dict[str, Any], shelf: str, member: str
+        rng: random.Random, policy: str, name: str, serial: int, state: dict[str, Any], shelf: str, member: str
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """One of several patches an agent has in flight at once on one base: its lww writes all go to one
         shelf (the stamps tie, so the later commit must win), its counter deltas all start from the count it
-        read, and its `reject` writes all go to one doc member (with different values: one commits, each
-        of the others is refused ABORTED, losing to a write of its own agent)."""
+        read, and its `reject` writes all go to one doc member with different values (at most one commits; the
+        others are refused ABORTED, if only for losing to a write of their own agent)."""
         element = f"{name}-{serial}"
-        policy = rng.choices(RACING, [45, 40, 15])[0]
         if policy == "lww":
             return {"inventory": {shelf: element}}, {"policy": policy, "key": shelf, "element": element}
         if policy == "counter":
