@@ -1,14 +1,14 @@
 """How each runtime builds its prompt: SKILL.state from (P, Σ, O) only, and the baselines of the paper's §5.1
 with the same instructions, where only context management differs (Appendix A).
 
-| runtime     | prompt                                                             | writes state |
-|-------------|--------------------------------------------------------------------|--------------|
-| skillstate  | P, Σ, latest observation                                           | yes          |
-| react       | P, every earlier observation and response, latest observation      | no           |
-| memory      | P, a model-written summary, the 3 latest turns, latest observation | no           |
-| stateful    | P, Σ, every earlier observation and response, latest observation   | yes          |
-| truncated   | the react prompt, oldest turns dropped to fit a token budget       | no           |
-| groupchat   | P, the conversation of every agent so far, latest observation      | no           |
+| runtime    | prompt                                                               | writes state |
+|------------|----------------------------------------------------------------------|--------------|
+| skillstate | P, Σ, latest observation                                             | yes          |
+| react      | P, every earlier observation and response, latest observation        | no           |
+| memory     | P, a model-written summary, the 3 latest turns, latest observation   | no           |
+| stateful   | P, Σ, every earlier observation and response, latest observation     | yes          |
+| truncated  | the react prompt, oldest turns dropped to fit a token budget         | no           |
+| groupchat  | P, the conversation of every agent so far, latest observation        | no           |
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .prompts import skill_state_prompt
-from .reply import REPLY_SCHEMA, Reply, ReplyError, parse_reply
+from .reply import REPLY_SCHEMA, Reply, ReplyError, json_type, parse_reply
 
 RUNTIMES = ("skillstate", "react", "memory", "stateful", "truncated", "groupchat")
 
@@ -32,8 +32,14 @@ STATEFUL_FORMAT = (
 SUMMARY_REQUEST = "Summarize the execution so far for your own later use"
 MEMORY_WINDOW = 3
 
-_ACTION_LINE = re.compile(r"^\s*Action:\s*(.+?)\s*$", re.MULTILINE)
-_STATE_UPDATE = re.compile(r"^\s*StateUpdate:\s*(\{.*\})\s*$", re.MULTILINE)
+_ACTION_LINE = re.compile(r"^[ \t>*#-]*Action\b[*_]*[ \t]*:[*_]*(.*)$", re.MULTILINE | re.IGNORECASE)
+"""`Action: <cmd>` at the start of a line, in markdown emphasis or a heading or not; the command may follow on
+the next line (fenced or not)."""
+_STATE_UPDATE = re.compile(r"\bState[ _]?Update\b[*_`\"]*(?:[ \t]*\([^)\n]{0,20}\))?[*_`\"]*[ \t]*:", re.IGNORECASE)
+_UPDATE_OPENING = re.compile(r"[\s*]*(?:```[\w+-]*|`)?\s*")
+"""What may stand between `StateUpdate:` and its object: emphasis, a fence opener (```json) or a backtick."""
+_NO_UPDATE = re.compile(r"(?:none|null|nothing|n/a|no changes?|no update)\b", re.IGNORECASE)
+_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True)
@@ -183,15 +189,22 @@ class Stateful(React):
         )
 
     def parse(self, text: str) -> Reply:
-        update = _STATE_UPDATE.search(text)
-        patch: Any = {}
-        if update is not None:
-            try:
-                patch = json.loads(update.group(1))
-            except json.JSONDecodeError as error:
-                raise ReplyError(f"the StateUpdate does not parse: {error.msg}") from None
-            if not isinstance(patch, dict):
-                raise ReplyError("the StateUpdate must be a JSON object")
+        """The answer's `StateUpdate:` (none: an empty patch, the model chose not to update) and its action.
+
+        An update is the JSON object that follows `StateUpdate:`, on one line or pretty-printed over many,
+        fenced (```json or ```) or not, with anything after it; the marker may be in emphasis
+        (`**StateUpdate:**`), spaced (`State Update:`), labelled (`StateUpdate (JSON):`) or a JSON key. Only
+        emphasis, a fence opener or a backtick may stand between the marker and the object, which is read by a
+        JSON decoder from its `{` to its matching `}`. `StateUpdate: none` (or `null`, `no change`) says there
+        is nothing to update. Anything else after a marker raises ReplyError, so the runtime counts it
+        `malformed` and asks again: an update is never dropped in silence. Several updates are applied in
+        order, as one patch."""
+        patch: dict[str, Any] = {}
+        read = 0  # where the last update read ends: a marker inside an update is part of it
+        for marker in _STATE_UPDATE.finditer(text):
+            if marker.start() >= read:
+                update, read = _state_update(text, marker.end())
+                patch = _compose(patch, update)
         return Reply(patch, _action(text))
 
 
@@ -220,7 +233,61 @@ class GroupChat(_ActionAnswer):
 
 
 def _action(text: str) -> str:
-    found = _ACTION_LINE.findall(text)
-    if not found:
+    """The command of the answer's last `Action:` line, or of the line below it when the line holds none
+    (`Action:` then a fenced block), without backticks, emphasis, quotes or `<...>` around it."""
+    commands = []
+    for line in _ACTION_LINE.finditer(text):
+        command = _command(line.group(1))
+        if not command or command.startswith("```"):
+            below = (s.strip() for s in text[line.end() :].splitlines())
+            command = _command(next((s for s in below if s and not s.startswith("```")), ""))
+        if command:
+            commands.append(command)
+    if not commands:
         raise ReplyError("no action: end your reply with a line 'Action: <cmd>'")
-    return str(found[-1]).strip("`")
+    return commands[-1]
+
+
+def _command(raw: str) -> str:
+    command = raw.strip().strip("*`").strip()
+    if len(command) > 1 and command[0] + command[-1] in ('""', "''", "<>"):
+        command = command[1:-1].strip()
+    return command
+
+
+def _state_update(text: str, marker_end: int) -> tuple[dict[str, Any], int]:
+    """The patch a `StateUpdate:` ending at `marker_end` gives ({} when it says there is none), and where what
+    was read of it ends."""
+    opening = _UPDATE_OPENING.match(text, marker_end)
+    start = marker_end if opening is None else opening.end()
+    if nothing := _NO_UPDATE.match(text, start):
+        return {}, nothing.end()
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError as error:
+        if not text.startswith("{", start):
+            raise ReplyError(
+                "the StateUpdate is not followed by a JSON object: write 'StateUpdate: {...}', or leave it out "
+                "to change nothing"
+            ) from None
+        line = text.count("\n", start, error.pos) + 1
+        raise ReplyError(f"the StateUpdate does not parse as JSON: {error.msg} at line {line} of the update") from None
+    if value is None:
+        return {}, end
+    if not isinstance(value, dict):
+        raise ReplyError(f"the StateUpdate must be a JSON object, not {json_type(value)}")
+    return value, end
+
+
+def _compose(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
+    """One merge patch doing what `first` then `then` do."""
+    patch = dict(first)
+    for key, value in then.items():
+        before = patch.get(key)
+        if isinstance(value, dict) and isinstance(before, dict):
+            patch[key] = _compose(before, value)
+        elif isinstance(value, dict) and key in patch:
+            raise ReplyError(f"two StateUpdates disagree on `{key}` (a value, then an object): give one update")
+        else:
+            patch[key] = value
+    return patch

@@ -63,9 +63,9 @@ def parse_reply(text: str) -> Reply:
         problems += [f"unexpected {', '.join(f'`{k}`' for k in extra)}"] if extra else []
         raise ReplyError(f"the JSON block must have exactly `state_patch` and `action`: {'; '.join(problems)}")
     if not isinstance(value["state_patch"], dict):
-        raise ReplyError(f"`state_patch` must be an object, not {_json_type(value['state_patch'])}")
+        raise ReplyError(f"`state_patch` must be an object, not {json_type(value['state_patch'])}")
     if not isinstance(value["action"], str) or not value["action"].strip():
-        raise ReplyError(f"`action` must be a non-empty string, not {_json_type(value['action'])}")
+        raise ReplyError(f"`action` must be a non-empty string, not {json_type(value['action'])}")
     return Reply(value["state_patch"], value["action"].strip())
 
 
@@ -75,7 +75,8 @@ def format_reply(reasoning: str, state_patch: dict[str, Any], action: str) -> st
     return f"{reasoning.strip()}\n\n```json\n{block}\n```"
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """A JSON value's type as a message to the model names it ("an array", "null")."""
     if value is None:
         return "null"
     if isinstance(value, str):
