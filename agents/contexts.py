@@ -8,21 +8,25 @@ with the same instructions, where only context management differs (Appendix A).
 | memory     | P, a model-written summary, the 3 latest turns, latest observation   | no           |
 | stateful   | P, Σ, every earlier observation and response, latest observation     | yes          |
 | truncated  | the react prompt, oldest turns dropped to fit a token budget         | no           |
+| summary    | P, a model-written summary cut to a token budget, latest observation | no           |
 | groupchat  | P, the conversation of every agent so far, latest observation        | no           |
+
+`truncated` and `summary` are the paper's budget-matched controls (§5.1, Table 5): their prompts are held to
+the SKILL.state prompt budget, so what differs from SKILL.state is how the past is kept, not how much of it.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .prompts import skill_state_prompt
 from .reply import REPLY_SCHEMA, Reply, ReplyError, json_type, parse_reply
 
-RUNTIMES = ("skillstate", "react", "memory", "stateful", "truncated", "groupchat")
+RUNTIMES = ("skillstate", "react", "memory", "stateful", "truncated", "summary", "groupchat")
 
 ACTION_FORMAT = "Generate your next reasoning and action (format 'Action: <cmd>'):"
 STATEFUL_FORMAT = (
@@ -209,6 +213,67 @@ class Stateful(React):
 
 
 @dataclass
+class SummaryCapped(_ActionAnswer):
+    """The summary-capped control of the paper's Table 5 (§5.1: "strictly enforces a hard token ceiling on the
+    natural language summary"), pinned to the SKILL.state prompt budget: the prompt is P, a running summary of
+    every earlier turn, and the latest observation; no turn is kept verbatim.
+
+    The model writes the summary: after every applied step the runtime asks it (`summarize_request`, one extra
+    call whose tokens are counted) to fold that turn into the summary so far, in at most N tokens, N being what
+    the budget left for the summary in the step's prompt (`budget_tokens` minus P, the latest observation and
+    the format, by `count_tokens`). The ceiling is hard, as a generation cap is: what the model writes past N
+    tokens is cut off (at a word boundary) before it is kept, and each prompt cuts the kept summary again from
+    its end until the whole prompt fits `budget_tokens`, whatever the new observation's length. Only when P and
+    the observation alone exceed the budget does the prompt pass it, with an empty summary (`truncated` has
+    the same floor)."""
+
+    budget_tokens: int
+    """The prompt budget: the largest SKILL.state prompt of the same run, as for `truncated`."""
+    count_tokens: Callable[[str], int]
+    """text -> tokens (the runtime's tokenizer)"""
+    name: str = "summary"
+    summary: str = ""
+    _pending: Turn | None = None
+    _room: int | None = None
+    """Tokens the latest prompt left for the summary (None before the first prompt: the whole budget)."""
+
+    def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
+        def render(summary: str) -> str:
+            return (
+                f"Instructions:\n{instructions.strip()}\n\nSummarized History:\n{summary}\n\n"
+                f"Latest Observation:\n{observation.strip()}\n\n{ACTION_FORMAT}"
+            )
+
+        def fits(summary: str) -> bool:
+            return self.count_tokens(render(summary)) <= self.budget_tokens
+
+        self._room = max(0, self.budget_tokens - self.count_tokens(render("")))
+        return render(_longest_prefix(self.summary or "(none yet)", fits))
+
+    def remember(self, observation: str, response: str) -> None:
+        self._pending = Turn(observation, response)
+
+    def summarize_request(self) -> str | None:
+        if self._pending is None:
+            return None
+        room = self._ceiling()
+        return (
+            f"{SUMMARY_REQUEST}: fold the turn below into the summary, keeping every fact still needed, in at most "
+            f"{room} tokens (anything longer is cut off).\n\n"
+            f"Summary so far:\n{self.summary or '(none yet)'}\n\n"
+            f"Turn:\nObservation: {self._pending.observation}\nResponse: {self._pending.response}\n"
+        )
+
+    def summarized(self, text: str) -> None:
+        room = self._ceiling()
+        self.summary = _longest_prefix(text.strip(), lambda s: self.count_tokens(s) <= room)
+        self._pending = None
+
+    def _ceiling(self) -> int:
+        return self.budget_tokens if self._room is None else self._room
+
+
+@dataclass
 class GroupChat(_ActionAnswer):
     """A transcript-sharing group chat, as multi-agent frameworks run one: every agent sees the whole shared
     conversation (every agent's observations and answers, reasoning included)."""
@@ -291,3 +356,19 @@ def _compose(first: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
         else:
             patch[key] = value
     return patch
+
+
+def _longest_prefix(text: str, fits: Callable[[str], bool]) -> str:
+    """The longest prefix of `text` ending at a word's end that `fits` (the empty string when none does);
+    `fits` is taken to be monotone, as token counts of prefixes are."""
+    if fits(text):
+        return text
+    ends = [word.end() for word in re.finditer(r"\S+", text)]
+    kept, too_many = 0, len(ends)  # words: `kept` fit (0 is taken to), `too_many` do not
+    while too_many - kept > 1:
+        middle = (kept + too_many) // 2
+        if fits(text[: ends[middle - 1]]):
+            kept = middle
+        else:
+            too_many = middle
+    return text[: ends[kept - 1]] if kept else ""

@@ -1,5 +1,5 @@
-"""How the baselines read answers: the stateful runtime's `StateUpdate:` as models write it, and the `Action:`
-line."""
+"""How the baselines read answers and keep their context: the stateful runtime's `StateUpdate:` as models write
+it, the `Action:` line, and the summary-capped runtime held to its prompt budget."""
 
 from __future__ import annotations
 
@@ -9,13 +9,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillstate.agents.contexts import Stateful
+from skillstate.agents.contexts import RUNTIMES, SUMMARY_REQUEST, Stateful, SummaryCapped
+from skillstate.agents.prompts import render_observation
 from skillstate.agents.reply import Reply, ReplyError
 from skillstate.agents.scripted import SCRIPTED, answer
 
 PATCH = {"inventory": {"shelf_3": "item_7", "shelf_4": None}}
 PRETTY = json.dumps(PATCH, indent=2)
 INSTRUCTIONS = "You run the warehouse. Actions: Store <item> <shelf>, Ship <item> <shelf>, Move <item> <old> <new>."
+
+
+def words(text: str) -> int:
+    return len(text.split())
 
 
 @pytest.mark.parametrize(
@@ -121,3 +126,84 @@ def test_the_scripted_policys_stateful_answer_parses() -> None:
     assert context.parse(answer(SCRIPTED, prompt)) == Reply(
         {"inventory": {"shelf_0": "item_5"}}, "Store item_5 shelf_0"
     )
+
+
+def test_summary_is_a_runtime_beside_truncated() -> None:
+    assert RUNTIMES.index("summary") == RUNTIMES.index("truncated") + 1
+    assert SummaryCapped(budget_tokens=100, count_tokens=words).name == "summary"
+
+
+def test_the_summary_is_asked_for_after_each_turn_and_only_then() -> None:
+    context = SummaryCapped(budget_tokens=200, count_tokens=words)
+    assert context.summarize_request() is None
+    prompt = context.prompt(INSTRUCTIONS, {}, "Event: Shipment arrived containing item_1.")
+    assert "Summarized History:\n(none yet)" in prompt
+    context.remember("Event: Shipment arrived containing item_1.", "It is new.\nAction: Store item_1 shelf_0")
+    request = context.summarize_request()
+    assert request is not None and request.startswith(SUMMARY_REQUEST)
+    assert "Action: Store item_1 shelf_0" in request
+    assert f"at most {200 - words(prompt.replace('(none yet)', ''))} tokens" in request
+    context.summarized("shelf_0=item_1")
+    assert context.summarize_request() is None
+    assert "Summarized History:\nshelf_0=item_1\n" in context.prompt(
+        INSTRUCTIONS, {}, "Event: Customer ordered item_1."
+    )
+
+
+def test_a_summary_that_never_stops_growing_keeps_every_prompt_within_the_cap() -> None:
+    budget = 120
+    context = SummaryCapped(budget_tokens=budget, count_tokens=words)
+    for step in range(300):
+        observation = f"Event: Shipment arrived containing item_{step}." + " noise" * (step % 40)
+        prompt = context.prompt(INSTRUCTIONS, {}, observation)
+        assert words(prompt) <= budget
+        context.remember(observation, f"Stored.\nAction: Store item_{step} shelf_{step}")
+        request = context.summarize_request()
+        assert request is not None
+        context.summarized(f"{context.summary} shelf_{step}=item_{step} " + "filler " * 30)  # never compressed
+        assert words(context.summary) <= budget
+    assert context.summary.startswith("shelf_0=item_0")  # what passes the ceiling is cut off at the end
+
+
+def test_when_p_and_the_observation_alone_pass_the_budget_the_summary_is_empty() -> None:
+    context = SummaryCapped(budget_tokens=10, count_tokens=words, summary="shelf_0=item_0")
+    prompt = context.prompt(INSTRUCTIONS, {}, "Event: Customer ordered item_0.")
+    assert "Summarized History:\n\n" in prompt and "shelf_0" not in prompt
+
+
+def run_scripted(context: SummaryCapped, events: list[str]) -> list[tuple[str, str]]:
+    """Drive the context as the runtime does, with the scripted policy: (prompt, action) per event."""
+    steps, last = [], None
+    for event in events:
+        request = context.summarize_request()
+        if request is not None:
+            context.summarized(answer(SCRIPTED, request))
+        observation = render_observation({"last_action": last, "event": event})
+        prompt = context.prompt(INSTRUCTIONS, {}, observation)
+        text = answer(SCRIPTED, prompt)
+        action = context.parse(text).action
+        context.remember(observation, text)
+        steps.append((prompt, action))
+        last = {"action": action, "status": "ok", "result": "Done."}
+    return steps
+
+
+def test_the_scripted_policy_finds_an_item_through_the_summary_alone() -> None:
+    events = [f"Shipment arrived containing item_{n}." for n in range(30)] + ["Customer ordered item_3."]
+    steps = run_scripted(SummaryCapped(budget_tokens=2000, count_tokens=words), events)
+    assert [action for _, action in steps[:3]] == [
+        "Store item_0 shelf_0",
+        "Store item_1 shelf_1",
+        "Store item_2 shelf_2",
+    ]
+    assert steps[-1][1] == "Ship item_3 shelf_3"
+    assert "shelf_29=item_29" in steps[-1][0] and "Action: Store item_28" not in steps[-1][0]  # no verbatim turn
+
+
+def test_a_budget_too_small_for_the_whole_summary_cuts_it_and_the_policy_forgets() -> None:
+    budget = 60  # the rest of the prompt takes about 42 words: 18 are left for the summary
+    events = [f"Shipment arrived containing item_{n}." for n in range(40)] + ["Customer ordered item_39."]
+    steps = run_scripted(SummaryCapped(budget_tokens=budget, count_tokens=words), events)
+    assert all(words(prompt) <= budget for prompt, _ in steps)
+    assert "shelf_9=item_9" in steps[-1][0] and "item_39" not in steps[-1][0].partition("Latest Observation")[0]
+    assert steps[-1][1] == "Wait"  # item_39's shelf was cut from the summary: the policy has no record of it
