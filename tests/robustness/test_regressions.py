@@ -174,14 +174,80 @@ async def test_012_concurrent_lww_patches_of_one_agent_on_one_base_go_to_the_lat
     assert (await client.get_state("x")).state == {"v": committed_last}
 
 
-async def test_013_replicas_started_together_on_an_empty_database_all_start(postgres_url: str) -> None:  # noqa: F811
-    """Concurrent CREATE TABLE IF NOT EXISTS raced in PostgreSQL's catalog and the losing replicas exited 1."""
+async def test_013_replicas_started_together_on_an_empty_database_all_start(
+    postgres_url: str,  # noqa: F811
+    postgres_schema: tuple[str, str],  # noqa: F811
+) -> None:
+    """Concurrent CREATE TABLE IF NOT EXISTS raced in PostgreSQL's catalog and the losing replicas exited 1.
+    Every replica starts, and the tables of all three stores (revision log, skill store, credential store)
+    are made, and work through the replicas."""
+    import asyncpg
+
+    from skillstate.clients import UnauthenticatedError
+    from skillstate.server.auth.credentials import issue
+    from skillstate.server.storage.backends import open_credential_store
+    from skillstate.server.storage.records import Right
+
+    from ..waiting import eventually
+
     started = await asyncio.gather(*(start_server_process(postgres_url) for _ in range(4)))  # type: ignore[arg-type]
+    addresses = [f"127.0.0.1:{port}" for _, port in started]
     try:
-        for _, port in started:
-            async with StateClient(f"127.0.0.1:{port}") as replica:
+        dsn, schema = postgres_schema
+        connection = await asyncpg.connect(dsn)
+        try:
+            rows = await connection.fetch(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = $1", schema
+            )
+        finally:
+            await connection.close()
+        tables = {row["table_name"] for row in rows}
+        log_tables = {"executions", "revisions", "snapshots", "observations"}
+        skill_tables, credential_tables = {"skill_versions", "skill_files", "macro_revisions"}, {"credentials"}
+        assert log_tables | skill_tables | credential_tables <= tables, tables
+        for address in addresses:
+            async with StateClient(address) as replica:
                 with pytest.raises(NotFoundError):
                     await replica.get_state("nothing")
+        # the log: an execution made through one replica, written through another, read through a third
+        async with StateClient(addresses[0]) as a, StateClient(addresses[1]) as b, StateClient(addresses[2]) as c:
+            await a.create_execution("x", schema={"properties": {"n": {"x-merge": "counter"}}}, initial_state={"n": 0})
+            written = await b.submit_patch("x", {"n": 1}, agent_id="ada", base_revision=0)
+            read = await c.get_state("x")
+            assert (read.revision, read.state) == (written.revision, {"n": 1})
+        # the skill store: a skill registered through one replica, served by another from the shared store
+        files = {"tiny/SKILL.md": b"---\nname: tiny\ndescription: Does one thing.\n---\n# Tiny\n\nDo the thing.\n"}
+        async with SkillRegistryClient(addresses[0]) as r0, SkillRegistryClient(addresses[3]) as r3:
+            registered = await r0.register_skill(files)
+
+            async def served_by_another() -> bool:
+                try:
+                    return (await r3.get_skill("tiny")).summary.version == registered.version
+                except NotFoundError:
+                    return False
+
+            await eventually(served_by_another)
+        # the credential store: a credential issued to the database closes every replica to calls without
+        # one, and a replica finds it there when its token is used
+        store = open_credential_store(postgres_url)
+        await store.open()
+        try:
+            issued = await issue(store, "ada", ["x"], rights=[Right.READ])
+            assert [credential.token_id for credential in await store.all()] == [issued.credential.token_id]
+        finally:
+            await store.close()
+        for address in addresses:
+            async with StateClient(address) as anonymous, StateClient(address, token=issued.token) as ada:
+
+                async def closed() -> bool:
+                    try:
+                        await anonymous.get_state("x")
+                    except UnauthenticatedError:
+                        return True
+                    return False
+
+                await eventually(closed)
+                assert (await ada.get_state("x")).state == {"n": 1}
     finally:
         for process, _ in started:
             process.terminate()
