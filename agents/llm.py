@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,13 +55,16 @@ async def complete(
     *,
     response_schema: dict[str, Any] | None = None,
     retry_delays: Sequence[float] = RETRY_DELAYS,
+    policy_options: Mapping[str, Any] | None = None,
 ) -> Completion:
     """One model call with a single user message; usage as litellm reports it (or counted, when the provider
-    reports none). Transient failures are tried again after each of `retry_delays`."""
+    reports none). Transient failures are tried again after each of `retry_delays`. `policy_options` go to
+    the scripted test policy only (scripted.py: its think time, say); a real model never sees them."""
     litellm = _litellm()
+    options: dict[str, Any] = {"temperature": 0, "timeout": MODEL_TIMEOUT}
     if is_test_policy(model):
         register_provider(litellm)
-    options: dict[str, Any] = {"temperature": 0, "timeout": MODEL_TIMEOUT}
+        options.update(policy_options or {})
     if response_schema is not None and not is_test_policy(model) and litellm.supports_response_schema(model=model):
         options["response_format"] = {
             "type": "json_schema",

@@ -52,7 +52,8 @@ class StepRecord:
     completion_tokens: int
     outcome: str
     """`applied`, `conflict`, `invalid` (refused by the server), `malformed` (not in the format), `summary`
-    (a memory runtime's summarizing call) or `gave_up` (out of retries: no change, action Wait)."""
+    (a memory runtime's summarizing call), `abandoned` (the work was no longer the agent's when it answered:
+    nothing submitted) or `gave_up` (out of retries: no change, action Wait)."""
     action: str | None = None
     patch: dict[str, Any] | None = None
     error: str | None = None
@@ -95,6 +96,7 @@ class Agent:
         recorder: Recorder,
         limits: Limits = Limits(),
         reads: Sequence[str] | None = None,
+        policy_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.client = client
         self.execution_id = execution_id
@@ -107,6 +109,8 @@ class Agent:
         self.limits = limits
         self.reads = reads
         """The top-level state keys the skill declares it reads (None: the whole state)."""
+        self.policy_options = policy_options
+        """Options for the scripted test policy (its think time, say); never sent to a real model."""
         self.steps = 0
 
     async def run(self) -> None:
@@ -121,6 +125,15 @@ class Agent:
         model said Finish, or this was the final observation)."""
         self.steps += 1
         await self._summarize_if_asked()
+        answered = await self.answer(observation)
+        if answered is None:
+            return await self._give_up() or final
+        return _is_finish(answered) or final
+
+    async def answer(self, observation: str) -> Reply | None:
+        """Ask the model about `observation` and submit its patch and action, asking again after a malformed
+        reply, a refused patch or a lost conflict, as the limits allow. The applied reply, or None when the
+        step was given up (or, where `submission` says so, abandoned)."""
         conflicts = invalid = attempt = 0
         rejection: str | None = None
         while True:
@@ -128,35 +141,44 @@ class Agent:
             state = await self.read_state()
             shown = observation if rejection is None else f"{observation}\n{REJECTED} {rejection}"
             prompt = self.context.prompt(self.instructions, self._visible(state.state), shown)
-            completion = await complete(self.model, prompt, response_schema=self.context.response_schema)
+            completion = await complete(self.model, prompt, response_schema=self.context.response_schema,
+                                        policy_options=self.policy_options)  # fmt: skip
             try:
                 reply = self.context.parse(completion.text)
             except ReplyError as error:
                 self._record(completion, attempt, "malformed", error=str(error))
                 invalid, rejection = invalid + 1, str(error)
                 if invalid > self.limits.invalid_retries:
-                    return await self._give_up(state.revision) or final
+                    return None
                 continue
-            patch = reply.state_patch if self.context.writes_state else {}
+            submission = self.submission(reply, state)
+            if submission is None:
+                self._record(completion, attempt, "abandoned", action=reply.action)
+                return None
+            patch, action = submission
             try:
                 result = await self.client.submit_patch(
-                    self.execution_id, patch, agent_id=self.agent_id, base_revision=state.revision, action=reply.action
+                    self.execution_id, patch, agent_id=self.agent_id, base_revision=state.revision, action=action
                 )
             except ConflictError as error:
                 self._record(completion, attempt, "conflict", action=reply.action, patch=patch, error=error.message)
                 conflicts += 1
                 if conflicts > self.limits.conflict_retries:
-                    return await self._give_up(state.revision) or final
+                    return None
                 continue
             except ValidationError as error:
                 self._record(completion, attempt, "invalid", action=reply.action, patch=patch, error=error.message)
                 invalid, rejection = invalid + 1, error.message
                 if invalid > self.limits.invalid_retries:
-                    return await self._give_up(state.revision) or final
+                    return None
                 continue
             self._record(completion, attempt, "applied", action=reply.action, patch=patch, revision=result.revision)
             self.context.remember(observation, completion.text)
-            return _is_finish(reply) or final
+            return reply
+
+    def submission(self, reply: Reply, state: State) -> tuple[dict[str, Any], Any] | None:
+        """The patch and action to submit for a reply given on `state` (None: submit nothing, abandon)."""
+        return (reply.state_patch if self.context.writes_state else {}), reply.action
 
     async def read_state(self) -> State:
         """Σ as the next attempt sees it: the head, read fresh for every attempt."""
@@ -187,7 +209,8 @@ class Agent:
         self._record(completion, 0, "summary")
         self.context.summarized(completion.text)
 
-    async def _give_up(self, revision: int) -> bool:
+    async def _give_up(self) -> bool:
+        revision = (await self.read_state()).revision
         result = await self.client.submit_patch(
             self.execution_id, {}, agent_id=self.agent_id, base_revision=revision, action=WAIT
         )

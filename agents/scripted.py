@@ -10,10 +10,18 @@ actions (`Stored item_3 on shelf_5.`), or a summary's `shelf_5=item_3` pairs.
 `skillstate/faulty-R` (R a rate, for example `faulty-0.2`) makes, at rate R, the small-model errors the
 paper reports: 68% patches that overwrite or delete existing keys, 20% type errors, 12% malformed JSON. The
 draw is seeded by the prompt, so a run repeats exactly and a retry (whose prompt names the error) draws anew.
+
+Faulty agents for concurrent simulations, each answering its first call honestly: `skillstate/stalls` then
+never answers again (a hung model call), `skillstate/finishes-early` answers `Finish` to everything, and
+`skillstate/corrupts` keeps acting correctly but records every item it stores one shelf off (a state that
+is schema-valid and wrong). Options the runtime passes (`policy_options`): `think_ms`, how long each call
+takes (as a hosted model's latency would), and `agent`, whose calls a faulty variant counts.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import hashlib
 import json
 import random
@@ -22,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .contexts import ACTION_FORMAT, STATEFUL_FORMAT, SUMMARY_REQUEST
-from .envs.warehouse import shelf_number
+from .envs.warehouse import SHELVES, shelf_number
 from .prompts import OBSERVATION_HEADER, STATE_HEADER
 from .reply import format_reply
 
@@ -31,6 +39,8 @@ SCRIPTED = f"{PROVIDER}/scripted"
 TOKENIZER_MODEL = "gpt-4o"
 """The tokenizer the test policy's usage is counted with (o200k_base, shipped with litellm)."""
 FAULT_MIX = (("overwrite", 0.68), ("type", 0.20), ("malformed", 0.12))
+STALLS, FINISHES_EARLY, CORRUPTS = (f"{PROVIDER}/{name}" for name in ("stalls", "finishes-early", "corrupts"))
+FAULTY_AGENTS = (STALLS, FINISHES_EARLY, CORRUPTS)
 
 _STATE_BLOCK = re.compile(re.escape(STATE_HEADER) + r"\s*```json\n(.*?)\n```", re.DOTALL)
 _TRANSCRIPT = re.compile(
@@ -108,8 +118,9 @@ def _decide(observation: str, known: dict[str, str], reasoning: list[str]) -> tu
         return "Finish", {}
     if arrived := re.search(r"Shipment arrived containing (item_\d+)", observation):
         item = arrived.group(1)
-        shelf = _free_shelf(known)
-        reasoning.append(f"{item} arrived; the lowest shelf my records show free is {shelf}, so I store it there.")
+        shelf = _free_shelf(known, int(item.rpartition("_")[2]))
+        reasoning.append(f"{item} arrived; from the shelf of its number, the first my records show free is {shelf}, "
+                         "so I store it there.")  # fmt: skip
         return f"Store {item} {shelf}", {shelf: item}
     if ordered := re.search(r"Customer ordered (item_\d+)", observation):
         item = ordered.group(1)
@@ -125,8 +136,9 @@ def _decide(observation: str, known: dict[str, str], reasoning: list[str]) -> tu
         if item is None:
             reasoning.append(f"{shelf} needs maintenance, but I have no record of what it holds, so I wait.")
             return "Wait", {}
-        target = _free_shelf(known)
-        reasoning.append(f"{shelf} needs maintenance and holds {item}; I move it to {target}, the lowest free shelf.")
+        target = _free_shelf(known, shelf_number(shelf) + SHELVES // 2)
+        reasoning.append(f"{shelf} needs maintenance and holds {item}; I move it to {target}, the first free shelf "
+                         f"from {SHELVES // 2} places further.")  # fmt: skip
         return f"Move {item} {shelf} {target}", {shelf: None, target: item}
     reasoning.append("Nothing in the observation asks for an action, so I wait.")
     return "Wait", {}
@@ -156,11 +168,13 @@ def _apply(action: str, inventory: dict[str, str]) -> None:
         inventory[words[3]] = words[1]
 
 
-def _free_shelf(known: dict[str, str]) -> str:
-    number = 0
-    while f"shelf_{number}" in known:
-        number += 1
-    return f"shelf_{number}"
+def _free_shelf(known: dict[str, str], start: int) -> str:
+    """The first shelf from shelf_<start> up (past shelf_499, from shelf_0 again) that `known` does not list."""
+    for step in range(SHELVES):
+        shelf = f"shelf_{(start + step) % SHELVES}"
+        if shelf not in known:
+            return shelf
+    return f"shelf_{start % SHELVES}"
 
 
 def inject_fault(rng: random.Random, reasoning: str, patch: dict[str, Any], action: str) -> str:
@@ -226,9 +240,10 @@ def repo_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
     return "Nothing in the observation asks for an action, so I wait.", {}, "Wait"
 
 
-def answer(model: str, prompt: str) -> str:
-    """The scripted reply to a prompt, for `skillstate/scripted` or `skillstate/faulty-R`, in the format the
-    prompt asks for: a summary, `Action: <cmd>` (with `StateUpdate:` when asked), or the SKILL.state block."""
+def answer(model: str, prompt: str, call: int = 1) -> str:
+    """The scripted reply to a prompt, in the format the prompt asks for: a summary, `Action: <cmd>` (with
+    `StateUpdate:` when asked), or the SKILL.state block. `call` counts the calls of the asking agent (1 for
+    its first), for the faulty agents."""
     rate = fault_rate(model)
     if prompt.startswith(SUMMARY_REQUEST):
         known = read_prompt(prompt).inventory
@@ -238,6 +253,10 @@ def answer(model: str, prompt: str) -> str:
         return f"Inventory so far: {pairs or 'empty'}." + (f" Features: {features}." if features else "")
     observation = prompt.rpartition(OBSERVATION_HEADER)[2]
     reasoning, patch, action = (repo_answer if _REPO_EVENT.search(observation) else warehouse_answer)(prompt)
+    if model == FINISHES_EARLY and call > 1:
+        return format_reply("I believe the work is done.", {}, "Finish")
+    if model == CORRUPTS:
+        patch = _shelf_off(patch, action)
     if STATEFUL_FORMAT in prompt:
         return f"{reasoning}\nStateUpdate: {json.dumps(patch)}\nAction: {action}"
     if ACTION_FORMAT in prompt:
@@ -248,15 +267,28 @@ def answer(model: str, prompt: str) -> str:
     return format_reply(reasoning, patch, action)
 
 
+def _shelf_off(patch: dict[str, Any], action: str) -> dict[str, Any]:
+    """The patch of `corrupts`: a stored item recorded one shelf past the one the action stores it on."""
+    words = action.split()
+    inventory = patch.get("inventory")
+    if len(words) != 3 or words[0] != "Store" or not isinstance(inventory, dict) or words[2] not in inventory:
+        return patch
+    wrong = f"shelf_{(shelf_number(words[2]) + 1) % 500}"
+    return {**patch, "inventory": {**{k: v for k, v in inventory.items() if k != words[2]}, wrong: words[1]}}
+
+
 def fault_rate(model: str) -> float:
     name = model.rpartition("/")[2]
-    if name == "scripted":
+    if name == "scripted" or model in FAULTY_AGENTS:
         return 0.0
     if name.startswith("faulty-"):
         rate = float(name.removeprefix("faulty-"))
         if 0 <= rate <= 1:
             return rate
-    raise ValueError(f"unknown test policy {model!r}: use {SCRIPTED} or {PROVIDER}/faulty-R with 0 <= R <= 1")
+    raise ValueError(
+        f"unknown test policy {model!r}: use {SCRIPTED}, {PROVIDER}/faulty-R with 0 <= R <= 1, or one of "
+        f"{', '.join(FAULTY_AGENTS)}"
+    )
 
 
 def register_provider(litellm: Any) -> None:
@@ -268,9 +300,17 @@ def register_provider(litellm: Any) -> None:
     class ScriptedProvider(litellm.CustomLLM):  # type: ignore[misc]
         """litellm's door to the scripted test policy."""
 
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: collections.Counter[str] = collections.Counter()
+            """Calls per asking agent (`agent` option), for the faulty agents."""
+
         def completion(self, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+            options = kwargs.get("optional_params") or {}
+            agent = str(options.get("agent", ""))
+            self.calls[agent] += 1
             prompt = "\n".join(str(m.get("content") or "") for m in messages)
-            text = answer(model, prompt)
+            text = answer(model, prompt, self.calls[agent])
             prompt_tokens = litellm.token_counter(model=TOKENIZER_MODEL, messages=messages)
             completion_tokens = litellm.token_counter(model=TOKENIZER_MODEL, text=text)
             return litellm.ModelResponse(
@@ -284,6 +324,12 @@ def register_provider(litellm: Any) -> None:
             )
 
         async def acompletion(self, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+            options = kwargs.get("optional_params") or {}
+            think = float(options.get("think_ms", 0)) / 1000
+            if model == STALLS and self.calls[str(options.get("agent", ""))] >= 1:
+                await asyncio.Event().wait()  # never answers again: cancelled with the run
+            if think:
+                await asyncio.sleep(think)
             return self.completion(model, messages, **kwargs)
 
     litellm.custom_provider_map = [

@@ -124,7 +124,7 @@ def test_the_scripted_policys_stateful_answer_parses() -> None:
     context = Stateful()
     prompt = context.prompt(INSTRUCTIONS, {"inventory": {}}, "Event: Shipment arrived containing item_5.")
     assert context.parse(answer(SCRIPTED, prompt)) == Reply(
-        {"inventory": {"shelf_0": "item_5"}}, "Store item_5 shelf_0"
+        {"inventory": {"shelf_5": "item_5"}}, "Store item_5 shelf_5"
     )
 
 

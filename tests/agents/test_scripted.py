@@ -41,8 +41,8 @@ async def test_a_failed_action_is_taken_back_and_what_the_error_revealed_is_reco
     reply = parse_reply(
         (await complete("skillstate/scripted", skill_state_prompt(INSTRUCTIONS, state, observation))).text
     )
-    assert reply.state_patch == {"inventory": {"shelf_0": "item_9", "shelf_1": "item_2"}}
-    assert reply.action == "Store item_2 shelf_1"
+    assert reply.state_patch == {"inventory": {"shelf_0": "item_9", "shelf_2": "item_2"}}
+    assert reply.action == "Store item_2 shelf_2"
 
 
 async def test_the_faulty_variant_makes_the_papers_errors_at_its_rate_and_repeats_them() -> None:
@@ -53,7 +53,7 @@ async def test_the_faulty_variant_makes_the_papers_errors_at_its_rate_and_repeat
         assert text == (await complete("skillstate/faulty-0.5", prompt)).text
         try:
             reply = parse_reply(text)
-            failures += reply.state_patch.get("inventory") != {"shelf_0": f"item_{n}"}
+            failures += reply.state_patch.get("inventory") != {f"shelf_{n}": f"item_{n}"}
         except ReplyError:
             failures += 1
     assert 70 <= failures <= 130

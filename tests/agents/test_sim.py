@@ -90,7 +90,8 @@ class ReadsTogether(Agent):
 
 
 async def two_agents_storing_at_once(server_address: str, schema: dict[str, Any]) -> tuple[dict[str, Any], Recorder]:
-    """Two receiving agents read revision 0 together and each store an item: both pick shelf_0."""
+    """Two receiving agents read revision 0 together and each store an item: both pick shelf_1 (item_1 and
+    item_501 both start from shelf 1)."""
     async with StateClient(server_address) as client:
         created = await client.create_execution(schema=schema, initial_state={"inventory": {}})
         recorder = Recorder()
@@ -103,15 +104,15 @@ async def two_agents_storing_at_once(server_address: str, schema: dict[str, Any]
         ]  # fmt: skip
         await asyncio.gather(
             agents[0].step("Event: Shipment arrived containing item_1."),
-            agents[1].step("Event: Shipment arrived containing item_2."),
+            agents[1].step("Event: Shipment arrived containing item_501."),
         )
         return (await client.get_state(created.execution_id)).state, recorder
 
 
 async def test_two_agents_writing_one_shelf_conflict_and_the_loser_rereads(server_address: str) -> None:
     state, recorder = await two_agents_storing_at_once(server_address, WAREHOUSE_SCHEMA)  # `reject` by default
-    assert sorted(state["inventory"]) == ["shelf_0", "shelf_1"]
-    assert set(state["inventory"].values()) == {"item_1", "item_2"}
+    assert sorted(state["inventory"]) == ["shelf_1", "shelf_2"]
+    assert set(state["inventory"].values()) == {"item_1", "item_501"}
     outcomes = sorted(r.outcome for r in recorder.records)
     assert outcomes == ["applied", "applied", "conflict"], recorder.records
 
@@ -120,7 +121,7 @@ async def test_under_lww_the_greater_stamp_keeps_the_shelf_and_nobody_retries(se
     schema = json.loads(json.dumps(WAREHOUSE_SCHEMA))
     schema["properties"]["inventory"]["x-merge"] = "lww"
     state, recorder = await two_agents_storing_at_once(server_address, schema)
-    assert state["inventory"] == {"shelf_0": "item_2"}  # stamp (0, "right") > (0, "left"): the declared policy
+    assert state["inventory"] == {"shelf_1": "item_501"}  # stamp (0, "right") > (0, "left"): the declared policy
     assert sorted(r.outcome for r in recorder.records) == ["applied", "applied"]
 
 

@@ -1,0 +1,331 @@
+"""Simulations where agents really work at once: a timed world (envs/timed.py) emits events on its own clock,
+and several agents per skill handle them over one shared execution (team.py), or, for the baseline, take
+turns in a transcript-sharing group chat (floor.py).
+
+`await run_team(address, TeamConfig(agents_per_skill=4, pace=Pace(rate=1.5)))` registers the warehouse
+skills if needed, hydrates each skill's P once, creates the execution, starts the agents (each with its own
+client and identity, in this process or, with `processes`, each in its own) and the world, and returns a
+TeamResult whose `summary()` holds the figures docs/agents.md defines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import copy
+import statistics
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillstate.clients import ClientTLS, SkillRegistryClient, StateClient, open_channel
+
+from . import claims
+from .contexts import GroupChat, SkillState, Turn
+from .drift import state_drift
+from .envs.clock import Pace, arrival_ticks
+from .envs.timed import TimedWarehouse
+from .envs.timed_driver import TimedDriver, TimedRun
+from .envs.warehouse import generate_events
+from .floor import Floor, Speaker
+from .llm import _litellm, is_test_policy
+from .runtime import Agent, Limits, Recorder, StepRecord
+from .scripted import CORRUPTS, FINISHES_EARLY, SCRIPTED, STALLS, fault_rate
+from .sim import ENVIRONMENT, WAREHOUSE_SCHEMA, WAREHOUSE_SKILLS, ensure_skills, skill_context
+from .team import START, AgentDied, Coordination, TeamAgent
+
+TEAM_RUNTIMES = ("skillstate", "groupchat")
+COORDINATIONS = ("claims", "groups")
+FAULTS = {"stall": STALLS, "die": None, "finish": FINISHES_EARLY, "corrupt": CORRUPTS}
+"""Faulty agents a run may add, each in place of the last agent of a skill (in skill order): a test policy
+that stalls, says Finish early or records wrong state, and `die`, an agent that crashes holding a claim."""
+READY_TIMEOUT = 120.0
+"""Seconds agents may take to start (processes import litellm, seconds each on a busy machine)."""
+FINISH_WAIT = 5.0
+"""Seconds agents get to stop once the world is done; a stalled one is then cancelled (and counted)."""
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    agents_per_skill: int = 2
+    horizon: int = 100
+    """Events."""
+    runtime: str = "skillstate"
+    coordination: str = "claims"
+    """How agents of a skill share its events: claims in Σ only, or the skill's consumer group too."""
+    pace: Pace = field(default_factory=Pace)
+    think_ms: float = 300.0
+    """The test policy's time per call (a fast hosted model's latency); a real model takes its own."""
+    lease_ticks: int = 10
+    seed: int = 0
+    model: str = SCRIPTED
+    faults: tuple[str, ...] = ()
+    context_budget: int = 3000
+    limits: Limits = field(default_factory=Limits)
+    timeout: float = 600.0
+    """Seconds after which the run ends whatever is left."""
+    processes: bool = False
+    """Each agent in its own OS process (skillstate runtime only)."""
+
+    def __post_init__(self) -> None:
+        if self.runtime not in TEAM_RUNTIMES:
+            raise ValueError(f"runtime: {self.runtime!r} does not run concurrently (one of {', '.join(TEAM_RUNTIMES)})")
+        if self.coordination not in COORDINATIONS:
+            raise ValueError(f"coordination: one of {', '.join(COORDINATIONS)}, not {self.coordination!r}")
+        if not 1 <= self.agents_per_skill <= 64 or self.horizon < 1:
+            raise ValueError("agents_per_skill must be 1..64 and horizon at least 1")
+        unknown = [f for f in self.faults if f not in FAULTS]
+        if unknown or len(self.faults) > len(WAREHOUSE_SKILLS) * self.agents_per_skill - 1:
+            raise ValueError(
+                f"faults: {unknown or self.faults} (each one of {', '.join(FAULTS)}, fewer than the agents)"
+            )
+        if self.processes and self.runtime != "skillstate":
+            raise ValueError("processes: only skillstate agents run in processes of their own")
+        if is_test_policy(self.model):
+            fault_rate(self.model)
+
+    @property
+    def agent_ids(self) -> list[str]:
+        return [f"{skill}-{i}" for skill in WAREHOUSE_SKILLS for i in range(self.agents_per_skill)]
+
+    def faulty(self) -> dict[str, str]:
+        """agent id -> the fault it was given."""
+        by_skill = [[f"{skill}-{i}" for i in reversed(range(self.agents_per_skill))] for skill in WAREHOUSE_SKILLS]
+        order = [agent for row in zip(*by_skill, strict=True) for agent in row]  # the last of each skill first
+        return dict(zip(order, self.faults, strict=False))
+
+
+@dataclass
+class TeamResult:
+    config: TeamConfig
+    run: TimedRun
+    records: list[StepRecord]
+    counts: dict[str, int]
+    """What coordination cost, summed over agents (claims, claim_losses, takeovers, ...)."""
+    drift: list[str] | None
+    """Paths where Σ and the world disagree at the end (None: a runtime that keeps no shared state)."""
+    agents: dict[str, str]
+    """agent id -> how it ended: finished, died, stalled (cancelled), finished_early."""
+    wall_seconds: float
+
+    def summary(self) -> dict[str, Any]:
+        events = list(self.run.events.values())
+        handled = [e for e in events if e.handled_tick is not None]
+        tokens = sum(r.prompt_tokens + r.completion_tokens for r in self.records)
+        latencies = sorted(e.latency_ticks for e in handled if e.latency_ticks is not None)
+        conflicts = sum(r.outcome == "conflict" for r in self.records) + self.counts.get("claim_losses", 0)
+        return {
+            "runtime": self.config.runtime,
+            "coordination": self.config.coordination if self.config.runtime == "skillstate" else "turns",
+            "agents_per_skill": self.config.agents_per_skill,
+            "rate": self.config.pace.rate,
+            "tick_ms": self.config.pace.tick_ms,
+            "deadline_ticks": self.config.pace.deadline,
+            "think_ms": self.config.think_ms,
+            "seed": self.config.seed,
+            "model": self.config.model,
+            "events": self.config.horizon,
+            "handled_on_time": sum(e.on_time for e in handled),
+            "late": sum(not e.on_time for e in handled),
+            "dropped": self.config.horizon - len(handled),
+            "duplicate_actions": sum(e.actions_after_handled > 0 for e in events),
+            "conflicts": conflicts,
+            "claim_losses": self.counts.get("claim_losses", 0),
+            "state_drift": self.drift,
+            "tokens": tokens,
+            "tokens_per_handled_event": round(tokens / len(handled), 1) if handled else None,
+            "model_calls": len(self.records),
+            "makespan_ticks": max((e.handled_tick for e in handled if e.handled_tick is not None), default=0),
+            "latency_ticks_p50": _percentile(latencies, 50),
+            "latency_ticks_p99": _percentile(latencies, 99),
+            "latency_ms_p50": _ms(_percentile(latencies, 50), self.config.pace),
+            "latency_ms_p99": _ms(_percentile(latencies, 99), self.config.pace),
+            "wall_seconds": round(self.wall_seconds, 2),
+            "timed_out": self.run.timed_out,
+            "faults": self.config.faulty(),
+            "agents_ended": dict(sorted(self.agents.items())),
+            "coordination_counts": dict(sorted(self.counts.items())),
+        }
+
+    def on_time_per_tick(self) -> list[int]:
+        """Events handled on time at each tick (the throughput curve)."""
+        counts = [0] * (self.run.ticks + 1)
+        for e in self.run.events.values():
+            if e.on_time and e.handled_tick is not None and e.handled_tick <= self.run.ticks:
+                counts[e.handled_tick] += 1
+        return counts
+
+
+def _percentile(values: list[int], percent: int) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return float(values[0])
+    return float(statistics.quantiles(values, n=100, method="inclusive")[percent - 1])
+
+
+def _ms(ticks: float | None, pace: Pace) -> float | None:
+    return None if ticks is None else round(ticks * pace.tick_ms, 1)
+
+
+def team_schema() -> dict[str, Any]:
+    schema = copy.deepcopy(WAREHOUSE_SCHEMA)
+    schema["properties"].update(claims.SCHEMA)
+    return schema
+
+
+async def run_team(
+    address: str,
+    config: TeamConfig,
+    *,
+    jsonl: Path | None = None,
+    tokens: Mapping[str, str] | None = None,
+    tls: ClientTLS | None = None,
+    on_tick: Callable[[int, TimedRun], None] | None = None,
+) -> TeamResult:
+    """Run one concurrent simulation against the server at `address`; `tokens` as run_simulation takes."""
+    tokens = tokens or {}
+    recorder = Recorder(jsonl)
+    loop = asyncio.get_running_loop()
+    _litellm()  # here, not at the first model call: the import holds the loop for seconds
+    started = loop.time()
+    async with contextlib.AsyncExitStack() as stack:
+        channel = open_channel(address, token=tokens.get(ENVIRONMENT), tls=tls)
+        stack.push_async_callback(channel.close)
+        client, registry = StateClient(channel=channel), SkillRegistryClient(channel=channel)
+        await ensure_skills(registry, WAREHOUSE_SKILLS)
+        contexts = {skill: await skill_context(registry, (skill,), config.context_budget) for skill in WAREHOUSE_SKILLS}
+        execution = await client.create_execution(schema=team_schema(), initial_state={"inventory": {}, "clock": 0})
+        execution_id = execution.execution_id
+        world = TimedWarehouse(
+            generate_events(config.horizon, config.seed),
+            arrival_ticks(config.horizon, config.pace.rate, config.seed),
+            config.pace.deadline,
+        )
+        driver = TimedDriver(client, execution_id, world, config.pace, config.agent_ids, timeout=config.timeout,
+                             on_tick=on_tick)  # fmt: skip
+        if config.processes:
+            from .workers import start_processes
+
+            team = await start_processes(address, execution_id, config, contexts, tokens, tls, recorder)
+        else:
+            team = await _start_in_process(stack, address, execution_id, config, contexts, tokens, tls, recorder)
+        try:
+            for agent_id in config.agent_ids:
+                await client.publish_observation(execution_id, agent_id, {}, source=ENVIRONMENT, kind=START)
+            await _ready(team)
+            timed = await driver.run()
+            ended = await _until_ended(team.tasks)
+            await driver.finish()
+        finally:
+            for task in team.tasks:
+                task.cancel()
+            recorder.close()
+        final = await client.get_state(execution_id)
+    drift = state_drift(claims.visible(final.state), world.snapshot()) if config.runtime == "skillstate" else None
+    return TeamResult(config, timed, recorder.records, team.counts(), drift, ended, loop.time() - started)
+
+
+@dataclass
+class Team:
+    """The running agents: a task for each (or for the group chat's floor), and what coordination cost them."""
+
+    tasks: dict[asyncio.Future[Any], str]
+    """task -> the agent id it runs ("floor" for the group chat)."""
+    counts: Callable[[], dict[str, int]]
+    ready: Callable[[], Awaitable[None]]
+    """Returns once every agent receives what is published (the run's start reached it)."""
+
+
+async def _start_in_process(
+    stack: contextlib.AsyncExitStack,
+    address: str,
+    execution_id: str,
+    config: TeamConfig,
+    contexts: Mapping[str, tuple[str, tuple[str, ...] | None]],
+    tokens: Mapping[str, str],
+    tls: ClientTLS | None,
+    recorder: Recorder,
+) -> Team:
+    """Every agent as a task of this process, each with its own client."""
+    agents: list[Agent] = []
+    conversation: list[Turn] = []
+    faulty = config.faulty()
+    for agent_id in config.agent_ids:
+        skill = agent_id.rpartition("-")[0]
+        client = await stack.enter_async_context(StateClient(address, token=tokens.get(agent_id), tls=tls))
+        instructions, reads = contexts[skill]
+        fault = faulty.get(agent_id)
+        model = FAULTS.get(fault or "") or config.model
+        common: dict[str, Any] = {
+            "skills": [skill], "instructions": instructions, "model": model, "recorder": recorder,
+            "limits": config.limits, "reads": reads, "policy_options": _policy_options(config, agent_id),
+        }  # fmt: skip
+        if config.runtime == "groupchat":
+            agents.append(Speaker(client, execution_id, agent_id, context=GroupChat(agent_id, conversation), **common))
+        else:
+            coordination = Coordination(
+                group=config.coordination == "groups", lease_ticks=config.lease_ticks, tick_ms=config.pace.tick_ms,
+                die_after=1 if fault == "die" else None,
+            )  # fmt: skip
+            agents.append(TeamAgent(client, execution_id, agent_id, context=SkillState(), coordination=coordination,
+                                    **common))  # fmt: skip
+    if config.runtime == "groupchat":
+        floor = Floor(agents[0].client, execution_id, [a for a in agents if isinstance(a, Speaker)])
+        return Team({asyncio.ensure_future(floor.run()): "floor"}, lambda: {"turns": floor.turns}, _nothing)
+
+    def counts() -> dict[str, int]:
+        summed: collections.Counter[str] = collections.Counter()
+        for agent in agents:
+            summed.update(getattr(agent, "counts", {}))
+        return dict(summed)
+
+    async def ready() -> None:
+        await asyncio.gather(*(agent.ready.wait() for agent in agents if isinstance(agent, TeamAgent)))
+
+    async def run(agent: Agent) -> str:
+        await agent.run()
+        return agent.ended if isinstance(agent, TeamAgent) else "finished"
+
+    return Team({asyncio.ensure_future(run(agent)): agent.agent_id for agent in agents}, counts, ready)
+
+
+async def _nothing() -> None:
+    return None
+
+
+async def _ready(team: Team) -> None:
+    """Wait for every agent to be ready, failing with the first agent that failed instead."""
+    ready = asyncio.ensure_future(team.ready())
+    done, _ = await asyncio.wait([ready, *team.tasks], timeout=READY_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
+    if ready not in done:
+        ready.cancel()
+        for task in done:
+            task.result()  # an agent that failed before the run: its error
+        raise TimeoutError(f"the agents were not ready within {READY_TIMEOUT:.0f} s")
+
+
+async def _until_ended(tasks: dict[asyncio.Future[Any], str]) -> dict[str, str]:
+    """How each agent ended, once the world is done: finished, finished_early, died (counted, not raised), or
+    stalled (still running FINISH_WAIT seconds later, then cancelled)."""
+    done, pending = await asyncio.wait(tasks, timeout=FINISH_WAIT)
+    ended: dict[str, str] = {}
+    for task in done:
+        error = task.exception()
+        if isinstance(error, AgentDied):
+            ended[tasks[task]] = "died"
+        elif error is not None:
+            raise error
+        else:
+            ended[tasks[task]] = task.result() or "finished"
+    for task in pending:
+        task.cancel()
+        ended[tasks[task]] = "stalled"
+    await asyncio.gather(*pending, return_exceptions=True)
+    return ended
+
+
+def _policy_options(config: TeamConfig, agent_id: str) -> dict[str, Any]:
+    return {"think_ms": config.think_ms, "agent": agent_id} if is_test_policy(config.model) else {}

@@ -1,0 +1,242 @@
+"""A SKILL.state agent that works beside others of its skill, at once, over one execution.
+
+Every event of its skill reaches it: through its own observation stream (every agent of the skill sees
+every event, and claims.py decides who handles it), or through the skill's consumer group (the server hands
+each event to one member; the claim still guards against a redelivery acting twice). The claim is a state
+write, not a model call: an agent that loses spends no tokens. The winner asks its model (P, Σ and the
+event only, as every SKILL.state step) and submits the patch and the action together with `done` on its
+claim; the action takes effect only if that revision commits. An agent told that its action failed reopens
+its claim and asks again, with the failure in the observation.
+
+Events another agent holds are looked at again as their leases may run out, so the work of an agent that
+died or stalled goes to another. Faults for tests: `die_after` makes the agent crash after that many claims,
+holding the last one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from skillstate.clients import ConflictError, Observation, State
+
+from . import claims
+from .claims import Standing
+from .prompts import render_observation
+from .reply import Reply
+from .runtime import Agent, _is_finish, _mapping
+
+START, EVENT, OUTCOME, DONE = "start", "event", "outcome", "done"
+"""The kinds of observation a timed run publishes (concurrent.py, envs/timed_driver.py)."""
+
+
+class AgentDied(RuntimeError):
+    """The `die_after` fault: the agent stops mid-run, holding its claim."""
+
+
+@dataclass(frozen=True)
+class Coordination:
+    """How the agents of one skill share its events."""
+
+    group: bool = False
+    """Through the skill's consumer group (True), or every agent reading every event (False)."""
+    lease_ticks: int = 10
+    """How long a claim holds before another agent may take the event over."""
+    tick_ms: float = 100.0
+    """The world's tick, to turn leases into wall-clock waits."""
+    outcome_retries: int = 2
+    """New attempts at an event after the world reported that its action did not handle it."""
+    die_after: int | None = None
+    """A fault for tests: crash after this many claims, holding the last."""
+
+    @property
+    def lease_seconds(self) -> float:
+        return self.lease_ticks * self.tick_ms / 1000
+
+
+class TeamAgent(Agent):
+    """One of several agents of a skill; create with the Agent arguments plus `coordination`."""
+
+    def __init__(self, *args: Any, coordination: Coordination, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.coordination = coordination
+        self.counts: collections.Counter[str] = collections.Counter()
+        """claims, claim_losses, takeovers, abandoned, early_finish, gave_up: what coordination cost it."""
+        self._held: dict[str, tuple[Mapping[str, Any], Observation]] = {}
+        """Events another agent holds, looked at again as their leases may run out."""
+        self._tries: collections.Counter[str] = collections.Counter()
+        self._event: str | None = None
+        """The event the model is being asked about (what `submission` claims done)."""
+        self.finished = False
+        self._world_done = False
+        self.ready = asyncio.Event()
+        """Set once its stream delivers the run's start: it receives whatever is published from then on."""
+
+    @property
+    def group(self) -> str:
+        return self.skills[0]
+
+    async def run(self) -> None:
+        """Handle events until the world says it is done, or the model says Finish (see `ended`)."""
+        inbox: asyncio.Queue[Observation | BaseException] = asyncio.Queue()
+        reader = asyncio.create_task(self._read(inbox))
+        try:
+            while not self.finished and not self._world_done:
+                try:
+                    timeout = self.coordination.lease_seconds / 2 if self._held else None
+                    item = await asyncio.wait_for(inbox.get(), timeout)
+                except TimeoutError:
+                    await self._revisit()
+                    continue
+                if isinstance(item, BaseException):
+                    raise item
+                payload = _mapping(item.payload)
+                if item.kind == DONE:
+                    break
+                if item.kind == START:
+                    self.ready.set()
+                elif item.kind == OUTCOME:
+                    await self._on_outcome(payload)
+                else:
+                    await self._on_event(payload, item)
+        finally:
+            reader.cancel()
+
+    @property
+    def ended(self) -> str:
+        """How `run` ended: `finished`, or `finished_early` when the model said Finish."""
+        return "finished_early" if self.finished else "finished"
+
+    async def _read(self, inbox: asyncio.Queue[Observation | BaseException]) -> None:
+        options: dict[str, Any] = {}
+        if self.coordination.group:
+            options = {"group": self.group, "ack_deadline": self.coordination.lease_seconds}
+        try:
+            async for observation in self.client.observations(
+                self.execution_id, self.agent_id, skills=self.skills, **options
+            ):
+                self._world_done = self._world_done or observation.kind == DONE  # even behind a backlog
+                await inbox.put(observation)
+        except Exception as error:  # the run loop raises it
+            await inbox.put(error)
+
+    async def _on_event(self, payload: Mapping[str, Any], observation: Observation) -> None:
+        event_id = str(payload["event_id"])
+        state = await self.read_state()
+        where = claims.standing(state.state, event_id, self.agent_id)
+        if where is Standing.DONE:
+            await self._ack(observation)
+        elif where is Standing.HELD:
+            self._held[event_id] = (payload, observation)
+            await self._ack(observation)  # the lease, not the group, decides when it may be taken over
+        else:
+            await self._take(event_id, payload, observation, state, where)
+
+    async def _take(
+        self, event_id: str, payload: Mapping[str, Any], observation: Observation, state: State, where: Standing
+    ) -> None:
+        """Claim the event (unless it is this agent's already), then work on it."""
+        self._held.pop(event_id, None)
+        if where is not Standing.MINE:
+            until = claims.clock_of(state.state) + self.coordination.lease_ticks
+            try:
+                await self.client.submit_patch(
+                    self.execution_id,
+                    claims.claim_patch(event_id, self.agent_id, until),
+                    agent_id=self.agent_id,
+                    base_revision=state.revision,
+                )
+            except ConflictError:
+                self.counts["claim_losses"] += 1
+                self._held[event_id] = (payload, observation)
+                await self._ack(observation)
+                return
+            self.counts["claims"] += 1
+            self.counts["takeovers"] += where is Standing.EXPIRED
+            if self.coordination.die_after is not None and self.counts["claims"] >= self.coordination.die_after:
+                raise AgentDied(f"{self.agent_id} dies holding its claim of {event_id} (a test fault)")
+        await self._work(event_id, payload)
+        await self._ack(observation)
+
+    async def _on_outcome(self, payload: Mapping[str, Any]) -> None:
+        """The world ran this agent's action: if it did not handle the event, reopen the claim and retry."""
+        event_id = str(payload["event_id"])
+        if payload.get("handled"):
+            return
+        self._tries[event_id] += 1
+        if self._tries[event_id] > self.coordination.outcome_retries:
+            self.counts["gave_up"] += 1
+            return
+        state = await self.read_state()
+        until = claims.clock_of(state.state) + self.coordination.lease_ticks
+        try:
+            await self.client.submit_patch(
+                self.execution_id,
+                claims.claim_patch(event_id, self.agent_id, until),
+                agent_id=self.agent_id,
+                base_revision=state.revision,
+            )
+        except ConflictError:
+            return  # another agent wrote the claim meanwhile: the event is theirs now
+        await self._work(event_id, payload)
+
+    async def _work(self, event_id: str, payload: Mapping[str, Any]) -> None:
+        """Ask the model about the event and submit its answer with the claim done."""
+        self.steps += 1
+        self._event = event_id
+        try:
+            answered = await self.answer(render_observation(payload))
+        finally:
+            self._event = None
+        if answered is None:
+            self.counts["gave_up"] += 1
+            await self._release(event_id)
+        elif _is_finish(answered):
+            self.counts["early_finish"] += 1
+            self.finished = True
+
+    def submission(self, reply: Reply, state: State) -> tuple[dict[str, Any], Any] | None:
+        assert self._event is not None, "the model is asked only about an event"
+        if claims.standing(state.state, self._event, self.agent_id) is not Standing.MINE:
+            self.counts["abandoned"] += 1
+            return None  # taken over while this agent was slow: it must not act
+        if _is_finish(reply):
+            return claims.release_patch(self._event), None
+        return claims.with_claim(reply.state_patch, claims.done_patch(self._event)), {
+            "event": self._event,
+            "do": reply.action,
+        }
+
+    def _visible(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
+        return super()._visible(claims.visible(state))
+
+    async def _release(self, event_id: str) -> None:
+        """Let another agent take the event over at once (this one gave up on it)."""
+        state = await self.read_state()
+        if claims.standing(state.state, event_id, self.agent_id) is Standing.MINE:
+            with contextlib.suppress(ConflictError):  # taken over meanwhile
+                await self.client.submit_patch(
+                    self.execution_id,
+                    claims.release_patch(event_id),
+                    agent_id=self.agent_id,
+                    base_revision=state.revision,
+                )
+
+    async def _revisit(self) -> None:
+        """Look again at the events others hold: done ones are forgotten, expired ones taken over."""
+        state = await self.read_state()
+        for event_id, (payload, observation) in list(self._held.items()):
+            where = claims.standing(state.state, event_id, self.agent_id)
+            if where is Standing.DONE:
+                del self._held[event_id]
+            elif where in (Standing.EXPIRED, Standing.FREE, Standing.MINE):
+                await self._take(event_id, payload, observation, state, where)
+                return  # the state moved on: read it again next time
+
+    async def _ack(self, observation: Observation) -> None:
+        if self.coordination.group and observation.delivery:
+            await self.client.ack_observations(self.execution_id, self.group, [observation.sequence])

@@ -1,0 +1,153 @@
+"""Agents as OS processes of their own (`TeamConfig(processes=True)`, `skillstate sim --processes`): proof that
+the agents of a team share nothing in memory, only the server.
+
+The parent writes each agent's spec (address, token, execution, skill, its P, model and coordination) to a
+JSON file and starts `python -m skillstate.agents.workers SPEC`. The worker runs one TeamAgent with its own
+client, writes every model call to its own JSONL file, prints `ready` once the run's start reached its stream,
+and at the end prints one JSON line: how it ended and what coordination cost it. A worker that is killed
+(a stalled agent, at the end of the run) leaves the model calls it had written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from skillstate.clients import ClientTLS, StateClient
+
+from .contexts import SkillState
+from .runtime import Limits, Recorder, StepRecord
+from .team import AgentDied, Coordination, TeamAgent
+
+DIED = 3
+"""The exit code of a worker whose agent died (the `die` fault)."""
+
+
+async def start_processes(
+    address: str,
+    execution_id: str,
+    config: Any,
+    contexts: Mapping[str, tuple[str, tuple[str, ...] | None]],
+    tokens: Mapping[str, str],
+    tls: ClientTLS | None,
+    recorder: Recorder,
+) -> Any:
+    """Start one worker per agent of `config` (a TeamConfig) and return the Team of their processes."""
+    from .concurrent import FAULTS, Team, _policy_options
+
+    folder = Path(tempfile.mkdtemp(prefix="skillstate-workers-"))
+    ends: dict[str, dict[str, Any]] = {}
+    tasks: dict[asyncio.Future[Any], str] = {}
+    readiness: list[asyncio.Future[None]] = []
+    faulty = config.faulty()
+    for agent_id in config.agent_ids:
+        skill = agent_id.rpartition("-")[0]
+        fault = faulty.get(agent_id)
+        spec = {
+            "address": address, "token": tokens.get(agent_id), "execution_id": execution_id, "agent_id": agent_id,
+            "skill": skill, "instructions": contexts[skill][0], "reads": contexts[skill][1],
+            "model": FAULTS.get(fault or "") or config.model, "policy_options": _policy_options(config, agent_id),
+            "limits": dataclasses.asdict(config.limits), "records": str(folder / f"{agent_id}.jsonl"),
+            "tls_ca": tls.root_certificates.decode() if tls and tls.root_certificates else None,
+            "coordination": dataclasses.asdict(Coordination(
+                group=config.coordination == "groups", lease_ticks=config.lease_ticks, tick_ms=config.pace.tick_ms,
+                die_after=1 if fault == "die" else None)),
+        }  # fmt: skip
+        path = folder / f"{agent_id}.json"
+        path.write_text(json.dumps(spec), encoding="utf-8")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "skillstate.agents.workers", str(path),
+            stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        started = asyncio.get_running_loop().create_future()
+        readiness.append(started)
+        tasks[asyncio.ensure_future(_watch(process, agent_id, started, ends))] = agent_id
+
+    def counts() -> dict[str, int]:
+        summed: dict[str, int] = {}
+        for agent_id in config.agent_ids:
+            records = Path(folder / f"{agent_id}.jsonl")
+            if records.exists():
+                for line in records.read_text(encoding="utf-8").splitlines():
+                    recorder.records.append(StepRecord(**json.loads(line)))
+            for key, value in ends.get(agent_id, {}).get("counts", {}).items():
+                summed[key] = summed.get(key, 0) + value
+        return summed
+
+    async def ready() -> None:
+        await asyncio.gather(*readiness)
+
+    return Team(tasks, counts, ready)
+
+
+async def _watch(
+    process: asyncio.subprocess.Process, agent_id: str, ready: asyncio.Future[None], ends: dict[str, dict[str, Any]]
+) -> str:
+    """Follow one worker to its end: its `ready` line, then its closing line; killed if cancelled."""
+    assert process.stdout is not None
+    try:
+        async for line in process.stdout:
+            text = line.decode().strip()
+            if text == "ready" and not ready.done():
+                ready.set_result(None)
+            elif text.startswith("{"):
+                ends[agent_id] = json.loads(text)
+        code = await process.wait()
+    except asyncio.CancelledError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        raise
+    if not ready.done():
+        ready.set_exception(RuntimeError(f"agent {agent_id}'s process ended before the run started (exit {code})"))
+    if code == DIED:
+        raise AgentDied(f"{agent_id}'s process died (a test fault)")
+    if code != 0:
+        raise RuntimeError(f"agent {agent_id}'s process failed with exit code {code}")
+    return str(ends.get(agent_id, {}).get("ended", "finished"))
+
+
+async def _work(spec: dict[str, Any]) -> int:
+    from .llm import _litellm
+
+    _litellm()  # before the run starts: the import takes seconds
+    tls = ClientTLS(spec["tls_ca"].encode()) if spec["tls_ca"] else None
+    recorder = Recorder(Path(spec["records"]))
+    async with StateClient(spec["address"], token=spec["token"], tls=tls) as client:
+        agent = TeamAgent(
+            client, spec["execution_id"], spec["agent_id"], skills=[spec["skill"]], instructions=spec["instructions"],
+            model=spec["model"], context=SkillState(), recorder=recorder, limits=Limits(**spec["limits"]),
+            reads=spec["reads"], policy_options=spec["policy_options"],
+            coordination=Coordination(**spec["coordination"]),
+        )  # fmt: skip
+        running = asyncio.ensure_future(agent.run())
+        ready = asyncio.ensure_future(agent.ready.wait())
+        await asyncio.wait([running, ready], return_when=asyncio.FIRST_COMPLETED)
+        if ready.done():
+            print("ready", flush=True)
+        try:
+            await running
+        except AgentDied:
+            recorder.close()
+            return DIED
+        finally:
+            ready.cancel()
+    recorder.close()
+    print(json.dumps({"ended": agent.ended, "counts": dict(agent.counts)}), flush=True)
+    return 0
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    raise SystemExit(asyncio.run(_work(spec)))
+
+
+if __name__ == "__main__":
+    main()
