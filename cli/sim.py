@@ -16,6 +16,9 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import team
+from .common import UsageError
+
 if TYPE_CHECKING:
     from skillstate.agents.sim import SimConfig, SimResult
 
@@ -30,8 +33,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sim.add_argument(
         "--runtime",
         action="append",
-        choices=["skillstate", *BASELINES, "all"],
-        help="context management (repeatable; `all`: skillstate and every baseline; default: skillstate)",
+        metavar="NAME[,NAME...]",
+        help=f"context management: {', '.join(['skillstate', *BASELINES])}, or all (skillstate and every "
+        "baseline); repeatable, or comma-separated (default: skillstate)",
     )
     sim.add_argument(
         "--scenario",
@@ -40,6 +44,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="repo: a state-recovery scenario (the world changes outside the agents' actions)",
     )
     _common(sim, out="sim-results")
+    team.add_arguments(sim)
 
     demo = commands.add_parser("demo", help="three warehouse agents for 100 steps, skillstate beside the baselines")
     _common(demo, out="demo-results")
@@ -76,21 +81,23 @@ async def run(args: argparse.Namespace) -> int:
         env, agents, horizon, runtimes = "warehouse", 3, 100, ["skillstate", *BASELINES]
     else:
         env, agents, horizon = args.env, args.agents, args.horizon
-        chosen = args.runtime or ["skillstate"]
-        runtimes = ["skillstate", *BASELINES] if "all" in chosen else list(dict.fromkeys(chosen))
+        runtimes = _runtimes(args.runtime or ["skillstate"])
+    try:
+        connection = _connection(args)
+    except (OSError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    if args.command == "sim" and args.agents_per_skill:
+        if env != "warehouse":
+            raise UsageError("--agents-per-skill: only the warehouse runs on a clock so far")
+        async with local_server(args.server) as address:
+            return await team.run(args, runtimes, model, address, connection)
     configs = []
     for runtime in runtimes:
         try:
             configs.append(SimConfig(env, agents, horizon, runtime, args.noise, args.seed, model, scenario=scenario,
                                      result_limit=args.result_limit))  # fmt: skip
         except ValueError as error:
-            print(f"skillstate {args.command}: {error}", file=sys.stderr)
-            return 2
-    try:
-        connection = _connection(args)
-    except (OSError, ValueError) as error:
-        print(f"skillstate {args.command}: {error}", file=sys.stderr)
-        return 2
+            raise UsageError(str(error)) from None
     results: list[SimResult] = []
     async with local_server(args.server) as address:
         for config in configs:
@@ -110,6 +117,19 @@ async def run(args: argparse.Namespace) -> int:
     print(notes(results))
     print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {args.out / 'steps.jsonl'}")
     return 0
+
+
+def _runtimes(chosen: list[str]) -> list[str]:
+    """The runtimes of repeated, comma-separated --runtime values, in order, each once."""
+    from skillstate.agents.contexts import RUNTIMES
+
+    names = [name.strip() for value in chosen for name in value.split(",") if name.strip()]
+    if "all" in names:
+        return ["skillstate", *BASELINES]
+    unknown = [name for name in names if name not in RUNTIMES]
+    if unknown:
+        raise UsageError(f"--runtime: unknown {', '.join(unknown)} (one of {', '.join(RUNTIMES)}, or all)")
+    return list(dict.fromkeys(names))
 
 
 def _connection(args: argparse.Namespace) -> dict[str, Any]:

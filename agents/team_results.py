@@ -1,0 +1,104 @@
+"""Concurrent simulation results as people read them: a Markdown table, a PNG plot of throughput and of tokens
+per handled event as agents per skill grow, and a JSON file with every figure."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from .concurrent import TeamResult
+from .llm import is_test_policy
+from .results import TEST_POLICY_NOTE
+
+
+def label(result: TeamResult) -> str:
+    """skillstate (claims), skillstate (groups) or groupchat."""
+    summary = result.summary()
+    return f"skillstate ({summary['coordination']})" if result.config.runtime == "skillstate" else "groupchat"
+
+
+def table(results: Sequence[TeamResult]) -> str:
+    lines = [
+        "| runtime | agents per skill | on time | late | dropped | duplicate actions | state drift | conflicts "
+        "(claim losses) | tokens per handled event | latency p50 / p99, ticks | makespan, ticks | wall, s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(results, key=lambda r: (label(r), r.config.agents_per_skill)):
+        s = r.summary()
+        drift = "n/a" if s["state_drift"] is None else str(len(s["state_drift"]))
+        per_event = "" if s["tokens_per_handled_event"] is None else f"{s['tokens_per_handled_event']:,.0f}"
+        lines.append(
+            f"| {label(r)} | {s['agents_per_skill']} | {s['handled_on_time']}/{s['events']} | {s['late']} "
+            f"| {s['dropped']} | {s['duplicate_actions']} | {drift} | {s['conflicts']} ({s['claim_losses']}) "
+            f"| {per_event} | {_number(s['latency_ticks_p50'])} / {_number(s['latency_ticks_p99'])} "
+            f"| {s['makespan_ticks']} | {s['wall_seconds']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.0f}"
+
+
+def notes(results: Sequence[TeamResult]) -> str:
+    first = results[0].config
+    pace = first.pace
+    lines = [
+        f"Warehouse, {first.horizon} events at {pace.rate:g} a tick on average (seed {first.seed}), a tick "
+        f"{pace.tick_ms:g} ms, deadline {pace.deadline} ticks, {first.think_ms:g} ms a model call, leases of "
+        f"{first.lease_ticks} ticks. Faults: {', '.join(first.faults) or 'none'}."
+    ]
+    for model in sorted({r.config.model for r in results}):
+        lines.append(TEST_POLICY_NOTE.format(model=model) if is_test_policy(model) else f"Model: {model}.")
+    return "\n".join(lines)
+
+
+def plot(results: Sequence[TeamResult], path: Path) -> None:
+    """Left: events handled on time so far, per tick, for each run. Right: tokens per handled event against
+    agents per skill, one line per runtime."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (over_time, per_event) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for r in sorted(results, key=lambda r: (label(r), r.config.agents_per_skill)):
+        cumulative, total = [], 0
+        for count in r.on_time_per_tick():
+            total += count
+            cumulative.append(total)
+        over_time.plot(range(len(cumulative)), cumulative, label=f"{label(r)}, {r.config.agents_per_skill} per skill")
+    over_time.set_xlabel("tick")
+    over_time.set_ylabel("events handled on time, so far")
+    over_time.legend(fontsize=8)
+    for name in sorted({label(r) for r in results}):
+        runs = sorted((r for r in results if label(r) == name), key=lambda r: r.config.agents_per_skill)
+        points = [(r.config.agents_per_skill, r.summary()["tokens_per_handled_event"]) for r in runs]
+        points = [(x, y) for x, y in points if y is not None]
+        per_event.plot([x for x, _ in points], [y for _, y in points], marker="o", label=name)
+    per_event.set_xlabel("agents per skill")
+    per_event.set_ylabel("tokens per handled event")
+    per_event.set_yscale("log")
+    per_event.legend(fontsize=8)
+    model = results[0].config.model
+    figure.suptitle(f"warehouse, {results[0].config.horizon} events, "
+                    f"{'scripted test policy' if is_test_policy(model) else model}")  # fmt: skip
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def write(results: Sequence[TeamResult], directory: Path) -> dict[str, Path]:
+    """results.json, results.md and coordination.png in `directory`; returns their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "json": directory / "results.json",
+        "table": directory / "results.md",
+        "plot": directory / "coordination.png",
+    }
+    runs = [r.summary() | {"on_time_per_tick": r.on_time_per_tick()} for r in results]
+    paths["json"].write_text(json.dumps({"runs": runs, "notes": notes(results)}, indent=2) + "\n", encoding="utf-8")
+    paths["table"].write_text(f"{table(results)}\n\n{notes(results)}\n", encoding="utf-8")
+    plot(results, paths["plot"])
+    return paths

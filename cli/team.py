@@ -1,0 +1,109 @@
+"""`skillstate sim --agents-per-skill N ...`: agents working at once against a world on its own clock, beside
+the group chat under the same load (skillstate.agents.concurrent)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from .common import UsageError
+
+if TYPE_CHECKING:
+    from skillstate.agents.concurrent import TeamConfig, TeamResult
+
+COORDINATION_CHOICES = ("claims", "groups", "both")
+
+
+def add_arguments(sim: argparse.ArgumentParser) -> None:
+    team = sim.add_argument_group("agents at once (with --agents-per-skill)")
+    team.add_argument("--agents-per-skill", type=int, nargs="+", default=None, metavar="N",
+                      help="run N agents per skill at once against a timed world (several values: one run each, "
+                      "and a plot across them); exclusive with --agents")  # fmt: skip
+    team.add_argument("--rate", type=float, default=1.5, help="events per tick, on average (default: %(default)s)")
+    team.add_argument("--tick-ms", type=float, default=100.0, help="milliseconds per tick (default: %(default)s)")
+    team.add_argument("--deadline", type=int, default=20, help="ticks an event may wait (default: %(default)s)")
+    team.add_argument("--think-ms", type=float, default=300.0,
+                      help="the test policy's time per model call (default: %(default)s)")  # fmt: skip
+    team.add_argument("--lease", type=int, default=10, help="ticks a claim holds (default: %(default)s)")
+    team.add_argument("--coordination", choices=COORDINATION_CHOICES, default="claims",
+                      help="share a skill's events by claims in the state only, or through its consumer group "
+                      "too (both: a run of each; default: %(default)s)")  # fmt: skip
+    team.add_argument("--faults", default="", metavar="LIST",
+                      help="faulty agents to put in, comma-separated: stall, die, finish, corrupt")  # fmt: skip
+    team.add_argument("--processes", action="store_true", help="each agent in an OS process of its own")
+    team.add_argument("--run-timeout", type=float, default=600.0, metavar="SECONDS",
+                      help="end the run after this long whatever is left (default: %(default)s)")  # fmt: skip
+
+
+def configs(args: argparse.Namespace, runtimes: list[str], model: str) -> list[TeamConfig]:
+    """One TeamConfig per (runtime, coordination, agents per skill) the command line asks for."""
+    from skillstate.agents.concurrent import TEAM_RUNTIMES, TeamConfig
+    from skillstate.agents.envs.clock import Pace
+
+    if args.agents != 3:
+        raise UsageError("--agents and --agents-per-skill are exclusive")
+    unknown = [r for r in runtimes if r not in TEAM_RUNTIMES]
+    if unknown:
+        choices = " or ".join(TEAM_RUNTIMES)
+        raise UsageError(f"--runtime: {', '.join(unknown)} cannot run agents at once (use {choices})")
+    faults = tuple(f.strip() for f in args.faults.split(",") if f.strip())
+    coordinations = ["claims", "groups"] if args.coordination == "both" else [args.coordination]
+    try:
+        pace = Pace(args.tick_ms, args.rate, args.deadline)
+        common = {"horizon": args.horizon, "pace": pace, "think_ms": args.think_ms, "lease_ticks": args.lease,
+                  "seed": args.seed, "model": model, "faults": faults, "timeout": args.run_timeout,
+                  "processes": args.processes}  # fmt: skip
+        return [
+            TeamConfig(agents_per_skill=n, runtime=runtime, coordination=coordination, **common)
+            for runtime in runtimes
+            for coordination in (coordinations if runtime == "skillstate" else ["claims"])
+            for n in args.agents_per_skill
+        ]
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+async def run(
+    args: argparse.Namespace, runtimes: list[str], model: str, address: str, connection: dict[str, Any]
+) -> int:
+    """Run every configuration against `address`, then print and write the results."""
+    from skillstate.agents.concurrent import run_team
+    from skillstate.agents.team_results import notes, table, write
+
+    results: list[TeamResult] = []
+    for config in configs(args, runtimes, model):
+        sharing = f"/{config.coordination}" if config.runtime == "skillstate" else ""
+        name = f"{config.runtime}{sharing} x{config.agents_per_skill}"
+        progress = TickLine(name, config.horizon)
+        try:
+            results.append(await run_team(address, config, jsonl=args.out / "steps.jsonl", on_tick=progress.update,
+                                          **connection))  # fmt: skip
+        finally:
+            progress.close()
+    paths = write(results, args.out)
+    print(table(results))
+    print()
+    print(notes(results))
+    print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {args.out / 'steps.jsonl'}")
+    return 0
+
+
+class TickLine:
+    """Progress of a timed run on stderr: ticks so far and events handled (a line per 50 ticks off a tty)."""
+
+    def __init__(self, label: str, events: int) -> None:
+        self.label, self.events = label, events
+        self.tty = sys.stderr.isatty()
+
+    def update(self, tick: int, record: Any) -> None:
+        handled = sum(e.handled_tick is not None for e in record.events.values())
+        line = f"{self.label:>24}: tick {tick}, {handled}/{self.events} events handled"
+        if self.tty:
+            sys.stderr.write(f"\r{line}")
+        elif tick % 50 == 0:
+            sys.stderr.write(f"{line}\n")
+
+    def close(self) -> None:
+        if self.tty:
+            sys.stderr.write("\n")
