@@ -261,7 +261,7 @@ async def _start_in_process(
         model = FAULTS.get(fault or "") or config.model
         common: dict[str, Any] = {
             "skills": [skill], "instructions": instructions, "model": model, "recorder": recorder,
-            "limits": config.limits, "reads": reads, "policy_options": _policy_options(config, agent_id),
+            "limits": config.limits, "reads": reads, "policy_options": _policy_options(config),
         }  # fmt: skip
         if config.runtime == "groupchat":
             agents.append(Speaker(client, execution_id, agent_id, context=GroupChat(agent_id, conversation), **common))
@@ -327,5 +327,5 @@ async def _until_ended(tasks: dict[asyncio.Future[Any], str]) -> dict[str, str]:
     return ended
 
 
-def _policy_options(config: TeamConfig, agent_id: str) -> dict[str, Any]:
-    return {"think_ms": config.think_ms, "agent": agent_id} if is_test_policy(config.model) else {}
+def _policy_options(config: TeamConfig) -> dict[str, Any]:
+    return {"think_ms": config.think_ms} if is_test_policy(config.model) else {}

@@ -11,17 +11,16 @@ actions (`Stored item_3 on shelf_5.`), or a summary's `shelf_5=item_3` pairs.
 paper reports: 68% patches that overwrite or delete existing keys, 20% type errors, 12% malformed JSON. The
 draw is seeded by the prompt, so a run repeats exactly and a retry (whose prompt names the error) draws anew.
 
-Faulty agents for concurrent simulations, each answering its first call honestly: `skillstate/stalls` then
-never answers again (a hung model call), `skillstate/finishes-early` answers `Finish` to everything, and
-`skillstate/corrupts` keeps acting correctly but records every item it stores one shelf off (a state that
-is schema-valid and wrong). Options the runtime passes (`policy_options`): `think_ms`, how long each call
-takes (as a hosted model's latency would), and `agent`, whose calls a faulty variant counts.
+Faulty agents for concurrent simulations: `skillstate/stalls` never answers (a hung model call),
+`skillstate/finishes-early` answers `Finish` to its first event, and `skillstate/corrupts` acts correctly
+but records every item it stores one shelf off (a state that is schema-valid and wrong). Options the
+runtime may pass (`policy_options`): `think_ms`, how long each call takes, as a hosted model's latency
+would.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import hashlib
 import json
 import random
@@ -39,7 +38,8 @@ SCRIPTED = f"{PROVIDER}/scripted"
 TOKENIZER_MODEL = "gpt-4o"
 """The tokenizer the test policy's usage is counted with (o200k_base, shipped with litellm)."""
 FAULT_MIX = (("overwrite", 0.68), ("type", 0.20), ("malformed", 0.12))
-STALLS, FINISHES_EARLY, CORRUPTS = (f"{PROVIDER}/{name}" for name in ("stalls", "finishes-early", "corrupts"))
+FAULTY_NAMES = ("stalls", "finishes-early", "corrupts")
+STALLS, FINISHES_EARLY, CORRUPTS = (f"{PROVIDER}/{name}" for name in FAULTY_NAMES)
 FAULTY_AGENTS = (STALLS, FINISHES_EARLY, CORRUPTS)
 
 _STATE_BLOCK = re.compile(re.escape(STATE_HEADER) + r"\s*```json\n(.*?)\n```", re.DOTALL)
@@ -240,10 +240,9 @@ def repo_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
     return "Nothing in the observation asks for an action, so I wait.", {}, "Wait"
 
 
-def answer(model: str, prompt: str, call: int = 1) -> str:
+def answer(model: str, prompt: str) -> str:
     """The scripted reply to a prompt, in the format the prompt asks for: a summary, `Action: <cmd>` (with
-    `StateUpdate:` when asked), or the SKILL.state block. `call` counts the calls of the asking agent (1 for
-    its first), for the faulty agents."""
+    `StateUpdate:` when asked), or the SKILL.state block."""
     rate = fault_rate(model)
     if prompt.startswith(SUMMARY_REQUEST):
         known = read_prompt(prompt).inventory
@@ -253,9 +252,10 @@ def answer(model: str, prompt: str, call: int = 1) -> str:
         return f"Inventory so far: {pairs or 'empty'}." + (f" Features: {features}." if features else "")
     observation = prompt.rpartition(OBSERVATION_HEADER)[2]
     reasoning, patch, action = (repo_answer if _REPO_EVENT.search(observation) else warehouse_answer)(prompt)
-    if model == FINISHES_EARLY and call > 1:
+    name = model.rpartition("/")[2]  # litellm hands its provider the model without the provider's prefix
+    if name == "finishes-early":
         return format_reply("I believe the work is done.", {}, "Finish")
-    if model == CORRUPTS:
+    if name == "corrupts":
         patch = _shelf_off(patch, action)
     if STATEFUL_FORMAT in prompt:
         return f"{reasoning}\nStateUpdate: {json.dumps(patch)}\nAction: {action}"
@@ -279,7 +279,7 @@ def _shelf_off(patch: dict[str, Any], action: str) -> dict[str, Any]:
 
 def fault_rate(model: str) -> float:
     name = model.rpartition("/")[2]
-    if name == "scripted" or model in FAULTY_AGENTS:
+    if name == "scripted" or name in FAULTY_NAMES:
         return 0.0
     if name.startswith("faulty-"):
         rate = float(name.removeprefix("faulty-"))
@@ -300,17 +300,9 @@ def register_provider(litellm: Any) -> None:
     class ScriptedProvider(litellm.CustomLLM):  # type: ignore[misc]
         """litellm's door to the scripted test policy."""
 
-        def __init__(self) -> None:
-            super().__init__()
-            self.calls: collections.Counter[str] = collections.Counter()
-            """Calls per asking agent (`agent` option), for the faulty agents."""
-
         def completion(self, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
-            options = kwargs.get("optional_params") or {}
-            agent = str(options.get("agent", ""))
-            self.calls[agent] += 1
             prompt = "\n".join(str(m.get("content") or "") for m in messages)
-            text = answer(model, prompt, self.calls[agent])
+            text = answer(model, prompt)
             prompt_tokens = litellm.token_counter(model=TOKENIZER_MODEL, messages=messages)
             completion_tokens = litellm.token_counter(model=TOKENIZER_MODEL, text=text)
             return litellm.ModelResponse(
@@ -326,8 +318,8 @@ def register_provider(litellm: Any) -> None:
         async def acompletion(self, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
             options = kwargs.get("optional_params") or {}
             think = float(options.get("think_ms", 0)) / 1000
-            if model == STALLS and self.calls[str(options.get("agent", ""))] >= 1:
-                await asyncio.Event().wait()  # never answers again: cancelled with the run
+            if model.rpartition("/")[2] == "stalls":
+                await asyncio.Event().wait()  # never answers: cancelled with the run
             if think:
                 await asyncio.sleep(think)
             return self.completion(model, messages, **kwargs)

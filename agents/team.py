@@ -9,8 +9,8 @@ claim; the action takes effect only if that revision commits. An agent told that
 its claim and asks again, with the failure in the observation.
 
 Events another agent holds are looked at again as their leases may run out, so the work of an agent that
-died or stalled goes to another. Faults for tests: `die_after` makes the agent crash after that many claims,
-holding the last one.
+died or stalled goes to another. A fault for tests: `die_after` makes the agent crash at an event it takes
+up, right after its claim.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ class Coordination:
     outcome_retries: int = 2
     """New attempts at an event after the world reported that its action did not handle it."""
     die_after: int | None = None
-    """A fault for tests: crash after this many claims, holding the last."""
+    """A fault for tests: crash at the Nth event this agent takes up, right after claiming it (holding the
+    claim if it won it)."""
 
     @property
     def lease_seconds(self) -> float:
@@ -65,7 +66,8 @@ class TeamAgent(Agent):
         super().__init__(*args, **kwargs)
         self.coordination = coordination
         self.counts: collections.Counter[str] = collections.Counter()
-        """claims, claim_losses, takeovers, abandoned, early_finish, gave_up: what coordination cost it."""
+        """taken_up, claims, claim_losses, takeovers, abandoned, early_finish, gave_up: what coordination cost
+        it."""
         self._held: dict[str, tuple[Mapping[str, Any], Observation]] = {}
         """Events another agent holds, looked at again as their leases may run out."""
         self._tries: collections.Counter[str] = collections.Counter()
@@ -73,6 +75,7 @@ class TeamAgent(Agent):
         """The event the model is being asked about (what `submission` claims done)."""
         self.finished = False
         self._world_done = False
+        self._die_after_claiming = False
         self.ready = asyncio.Event()
         """Set once its stream delivers the run's start: it receives whatever is published from then on."""
 
@@ -141,6 +144,9 @@ class TeamAgent(Agent):
     ) -> None:
         """Claim the event (unless it is this agent's already), then work on it."""
         self._held.pop(event_id, None)
+        self.counts["taken_up"] += 1
+        if self.coordination.die_after is not None and self.counts["taken_up"] >= self.coordination.die_after:
+            self._die_after_claiming = True
         if where is not Standing.MINE:
             until = claims.clock_of(state.state) + self.coordination.lease_ticks
             try:
@@ -154,13 +160,17 @@ class TeamAgent(Agent):
                 self.counts["claim_losses"] += 1
                 self._held[event_id] = (payload, observation)
                 await self._ack(observation)
+                if self._die_after_claiming:
+                    raise AgentDied(
+                        f"{self.agent_id} dies at {event_id}, having lost its claim (a test fault)"
+                    ) from None
                 return
             self.counts["claims"] += 1
             self.counts["takeovers"] += where is Standing.EXPIRED
-            if self.coordination.die_after is not None and self.counts["claims"] >= self.coordination.die_after:
-                raise AgentDied(f"{self.agent_id} dies holding its claim of {event_id} (a test fault)")
-        await self._work(event_id, payload)
-        await self._ack(observation)
+        if self._die_after_claiming:
+            raise AgentDied(f"{self.agent_id} dies at {event_id}, holding its claim if it won one (a test fault)")
+        acted = await self._work(event_id, payload)
+        await self._ack(observation, requeue=not acted)  # not acted: another member should have it now
 
     async def _on_outcome(self, payload: Mapping[str, Any]) -> None:
         """The world ran this agent's action: if it did not handle the event, reopen the claim and retry."""
@@ -184,20 +194,27 @@ class TeamAgent(Agent):
             return  # another agent wrote the claim meanwhile: the event is theirs now
         await self._work(event_id, payload)
 
-    async def _work(self, event_id: str, payload: Mapping[str, Any]) -> None:
-        """Ask the model about the event and submit its answer with the claim done."""
+    async def _work(self, event_id: str, payload: Mapping[str, Any]) -> bool:
+        """Ask the model about the event and submit its answer with the claim done. True when it acted, or
+        when the event was taken over meanwhile (it is another agent's now)."""
         self.steps += 1
         self._event = event_id
+        abandoned = self.counts["abandoned"]
         try:
             answered = await self.answer(render_observation(payload))
         finally:
             self._event = None
         if answered is None:
+            if self.counts["abandoned"] > abandoned:
+                return True
             self.counts["gave_up"] += 1
             await self._release(event_id)
-        elif _is_finish(answered):
+            return False
+        if _is_finish(answered):
             self.counts["early_finish"] += 1
             self.finished = True
+            return False
+        return True
 
     def submission(self, reply: Reply, state: State) -> tuple[dict[str, Any], Any] | None:
         assert self._event is not None, "the model is asked only about an event"
@@ -237,6 +254,6 @@ class TeamAgent(Agent):
                 await self._take(event_id, payload, observation, state, where)
                 return  # the state moved on: read it again next time
 
-    async def _ack(self, observation: Observation) -> None:
+    async def _ack(self, observation: Observation, *, requeue: bool = False) -> None:
         if self.coordination.group and observation.delivery:
-            await self.client.ack_observations(self.execution_id, self.group, [observation.sequence])
+            await self.client.ack_observations(self.execution_id, self.group, [observation.sequence], requeue=requeue)

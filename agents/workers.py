@@ -53,7 +53,7 @@ async def start_processes(
         spec = {
             "address": address, "token": tokens.get(agent_id), "execution_id": execution_id, "agent_id": agent_id,
             "skill": skill, "instructions": contexts[skill][0], "reads": contexts[skill][1],
-            "model": FAULTS.get(fault or "") or config.model, "policy_options": _policy_options(config, agent_id),
+            "model": FAULTS.get(fault or "") or config.model, "policy_options": _policy_options(config),
             "limits": dataclasses.asdict(config.limits), "records": str(folder / f"{agent_id}.jsonl"),
             "tls_ca": tls.root_certificates.decode() if tls and tls.root_certificates else None,
             "coordination": dataclasses.asdict(Coordination(

@@ -323,10 +323,16 @@ class StateClient(RpcClient):
         async for item in self._resumable(open_stream, decode, after_sequence, resume):
             yield item
 
-    async def ack_observations(self, execution_id: str, group: str, sequences: Sequence[int]) -> int:
+    async def ack_observations(
+        self, execution_id: str, group: str, sequences: Sequence[int], *, requeue: bool = False
+    ) -> int:
         """Tell consumer group `group` that the observations `sequences` were handled, so that none is
-        delivered again; returns how many the group held unacknowledged (repeating an ack is harmless)."""
-        request = pb.AckObservationsRequest(execution_id=execution_id, group=group, sequences=list(sequences))
+        delivered again; with `requeue`, that they were not handled after all, so that the group delivers them
+        again at once, to another member if one is free. Returns how many the group held unacknowledged
+        (repeating an ack is harmless)."""
+        request = pb.AckObservationsRequest(
+            execution_id=execution_id, group=group, sequences=list(sequences), requeue=requeue
+        )
         reply: pb.AckObservationsResponse = await self._call(self._stub.AckObservations, request)
         return int(reply.acknowledged)
 

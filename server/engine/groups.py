@@ -103,26 +103,39 @@ class ConsumerGroup:
             self._on_idle(self)
         self._dispatch()
 
-    def ack(self, sequences: Iterable[int]) -> int:
-        """Mark observations handled; returns how many the group held unacknowledged."""
+    def ack(self, sequences: Iterable[int], requeue: bool = False) -> int:
+        """Mark observations handled (or, with `requeue`, not handled: to be delivered again at once, to
+        another member if one is free); returns how many the group held unacknowledged."""
         done = 0
-        for sequence in set(sequences):
-            member = self._holder.pop(sequence, None)
+        for sequence in sorted(set(sequences)):
+            member = self._holder.get(sequence)
             if member is not None:
-                _, deadline = member.held.pop(sequence)
-                deadline.cancel()
-                member.expired.clear()  # it is alive: it acknowledges
+                member.expired.clear()  # it is alive: it answers
                 done += 1
-                continue
-            for other in self._members:
-                if sequence in other.expired:
-                    other.expired.clear()
-            waiting = next((d for d in self._ready if d.record.sequence == sequence and d.count), None)
-            if waiting is not None:  # taken back, not yet given out again
-                self._ready.remove(waiting)
-                done += 1
+                self._take_back(member, [sequence])
+                if requeue:
+                    self._dispatch(avoid=member)
+                else:
+                    self._ready.popleft()  # what _take_back put in front: done
+            elif not requeue:
+                self._forget_expired(sequence)
+                done += self._forget_waiting(sequence)
         self._dispatch()
         return done
+
+    def _forget_expired(self, sequence: int) -> None:
+        """A late acknowledgement of a delivery taken back: its member is alive after all."""
+        for member in self._members:
+            if sequence in member.expired:
+                member.expired.clear()
+
+    def _forget_waiting(self, sequence: int) -> int:
+        """Drop a taken-back delivery that was handled after all; 1 if there was one."""
+        waiting = next((d for d in self._ready if d.record.sequence == sequence and d.count), None)
+        if waiting is None:
+            return 0
+        self._ready.remove(waiting)
+        return 1
 
     def close(self) -> None:
         for member in self._members:

@@ -144,15 +144,16 @@ class Observations:
                 await pump
             self._leave(group, member)
 
-    def ack(self, execution: Execution, group_name: str, sequences: Collection[int]) -> int:
-        """Acknowledge observations a group delivered; returns how many it held unacknowledged."""
+    def ack(self, execution: Execution, group_name: str, sequences: Collection[int], requeue: bool = False) -> int:
+        """Acknowledge observations a group delivered (with `requeue`: hand them out again now); returns how
+        many it held unacknowledged."""
         group = self._groups.get((execution.id, check_label(group_name, "group", self._limits)))
         if group is None:
             raise NotFoundError(
                 f"group: execution {execution.id!r} has no consumer group {group_name!r} on this server "
                 "(a group lives while it has members, and for a while after its last one left)"
             )
-        return group.ack(sequences)
+        return group.ack(sequences, requeue)
 
     def _join(
         self, execution: Execution, skills: Sequence[str], after_sequence: int, options: GroupOptions

@@ -237,9 +237,12 @@ class StateEngine:
         async for item in self._observations.group_stream(execution, agent_id, skills, after_sequence, group):
             yield item
 
-    async def ack_observations(self, execution_id: str, group: str, sequences: Sequence[int]) -> int:
-        """Tell a consumer group its observations `sequences` were handled; returns how many it held."""
-        return self._observations.ack(await self._executions.get(execution_id), group, sequences)
+    async def ack_observations(
+        self, execution_id: str, group: str, sequences: Sequence[int], requeue: bool = False
+    ) -> int:
+        """Tell a consumer group its observations `sequences` were handled (or, with requeue, were not: to be
+        delivered again at once); returns how many it held unacknowledged."""
+        return self._observations.ack(await self._executions.get(execution_id), group, sequences, requeue)
 
     # -- watch and history -------------------------------------------------------------------------------
 

@@ -120,7 +120,9 @@ class StateServicer(pb_grpc.StateServiceServicer):
             yield pb.StreamObservationsResponse(observation=_observation(observation))
 
     async def AckObservations(self, request: pb.AckObservationsRequest, context: Any) -> pb.AckObservationsResponse:
-        done = await self._engine.ack_observations(request.execution_id, request.group, list(request.sequences))
+        done = await self._engine.ack_observations(
+            request.execution_id, request.group, list(request.sequences), request.requeue
+        )
         return pb.AckObservationsResponse(acknowledged=done)
 
 

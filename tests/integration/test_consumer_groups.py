@@ -21,7 +21,11 @@ class Member:
         self.agent = agent
         self.received: asyncio.Queue[Observation] = asyncio.Queue()
         self._stream: AsyncIterator[Observation] = client.observations(
-            execution_id, agent, skills=["s"], group="g", **options  # type: ignore[arg-type]
+            execution_id,
+            agent,
+            skills=["s"],
+            group="g",
+            **options,  # type: ignore[arg-type]
         )
         self._task = asyncio.ensure_future(self._read())
 
@@ -148,3 +152,22 @@ async def test_a_member_still_gets_what_is_addressed_to_it_and_groups_are_checke
             await client.ack_observations(execution_id, "nope", [1])
     finally:
         await member.leave()
+
+
+async def test_an_observation_given_back_goes_to_another_member_at_once(client: StateClient) -> None:
+    execution_id = (await client.create_execution()).execution_id
+    a, b = await first_members(client, execution_id, 2)
+    try:
+        await client.publish_observation(execution_id, "skill:s", "one")
+        await client.publish_observation(execution_id, "skill:s", "two")
+        first, second = await a.next(), await b.next()
+        await client.ack_observations(execution_id, "g", [second.sequence])
+        assert await client.ack_observations(execution_id, "g", [first.sequence], requeue=True) == 1
+        again = await b.next()  # b, not a, although a is free too: it gave the observation back
+        assert (again.sequence, again.delivery) == (first.sequence, 2)
+        await client.ack_observations(execution_id, "g", [again.sequence])
+        await client.publish_observation(execution_id, "skill:s", "three")
+        assert (await a.next()).payload == "three", "giving back is not stalling: a gets new work"
+    finally:
+        await a.leave()
+        await b.leave()

@@ -141,7 +141,8 @@ class StateServiceServicer:
 
     def AckObservations(self, request, context):
         """AckObservations tells a consumer group that observations it delivered were handled: they are not
-        delivered again, and their member may receive more.
+        delivered again, and their member may receive more. With requeue, that they were not: they go to a
+        member again at once.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

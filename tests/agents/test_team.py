@@ -1,0 +1,206 @@
+"""Agents at once over one execution: claims in Σ, leases, consumer groups, faults that must not hang a run,
+and state drift, through a real server (the scripted test policy, with a short think time)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+
+os.environ["SKILLSTATE_OFFLINE"] = "1"
+
+from skillstate.agents import claims
+from skillstate.agents.claims import Standing
+from skillstate.agents.concurrent import TeamConfig, run_team, team_schema
+from skillstate.agents.contexts import SkillState
+from skillstate.agents.drift import state_drift
+from skillstate.agents.envs.clock import Pace, arrival_ticks
+from skillstate.agents.envs.timed import TimedWarehouse
+from skillstate.agents.envs.warehouse import generate_events
+from skillstate.agents.runtime import Limits, Recorder
+from skillstate.agents.team import AgentDied, Coordination, TeamAgent
+from skillstate.clients import ConflictError, State, StateClient
+
+from ..waiting import eventually
+
+FAST = Pace(tick_ms=50, rate=1.0, deadline=40)
+"""A quick world for tests: 20 ticks a second."""
+
+
+def quick(**overrides: Any) -> TeamConfig:
+    return TeamConfig(**{"horizon": 12, "pace": FAST, "think_ms": 50, "lease_ticks": 6, "timeout": 60} | overrides)
+
+
+def test_where_an_event_stands_follows_its_claim_and_the_clock() -> None:
+    state: dict[str, Any] = {"clock": 10, "claims": {"a": {"agent": "x", "until": 12}, "b": {"agent": "x", "until": 9},
+                                                    "c": {"agent": "y", "until": 0, "done": True}}}  # fmt: skip
+    assert claims.standing(state, "a", "x") is Standing.MINE
+    assert claims.standing(state, "a", "y") is Standing.HELD
+    assert claims.standing(state, "b", "y") is Standing.EXPIRED, "its lease ran out at tick 9"
+    assert claims.standing(state, "c", "x") is Standing.DONE, "a done claim never expires"
+    assert claims.standing(state, "d", "x") is Standing.FREE
+    assert claims.visible(state | {"inventory": {}}) == {"inventory": {}}
+
+
+def test_state_drift_names_every_path_where_the_state_and_the_world_disagree() -> None:
+    world = {"inventory": {"shelf_1": "item_1", "shelf_2": "item_2", "shelf_3": "item_3"}}
+    believed = {"inventory": {"shelf_1": "item_1", "shelf_2": "item_9", "shelf_4": "item_3"}, "claims": {"e": {}}}
+    assert state_drift(believed, world) == ["/inventory/shelf_2", "/inventory/shelf_3", "/inventory/shelf_4"]
+    assert state_drift(world, world) == []
+    assert state_drift({}, {"inventory": {}}) == ["/inventory"]
+
+
+def test_arrivals_come_from_the_seed_at_the_rate_asked() -> None:
+    ticks = arrival_ticks(2000, 1.5, seed=7)
+    assert ticks == arrival_ticks(2000, 1.5, seed=7) and ticks != arrival_ticks(2000, 1.5, seed=8)
+    assert ticks == sorted(ticks) and ticks[0] >= 1
+    assert 1.4 < len(ticks) / ticks[-1] < 1.6, "Poisson(1.5) a tick: 1.5 events a tick on average"
+
+
+def test_an_order_waits_until_its_item_is_on_a_shelf() -> None:
+    events = generate_events(6, seed=0)
+    first_order = next(e for e in events if e.kind.value == "order")
+    world = TimedWarehouse(events, [1] * len(events), deadline=5)
+    announced = {a.event_id for a in world.due(1)}
+    receive = next(e for e in events if e.item == first_order.item and e.kind.value == "receive")
+    assert f"e{receive.index}" in announced and f"e{first_order.index}" not in announced
+    shelf = f"shelf_{receive.index + 50}"
+    assert world.act(f"e{receive.index}", f"Store {receive.item} {shelf}").handled
+    assert f"e{first_order.index}" in {a.event_id for a in world.due(2)}
+
+
+class ReadsTogether(TeamAgent):
+    """Its first read of Σ waits until every agent of the barrier has read: all claim on one revision."""
+
+    barrier: asyncio.Barrier | None = None
+
+    async def read_state(self) -> State:
+        state = await super().read_state()
+        if self.barrier is not None:
+            barrier, self.barrier = self.barrier, None
+            await barrier.wait()
+        return state
+
+
+async def test_eight_agents_racing_for_one_event_exactly_one_acts_and_the_losers_spend_no_tokens(
+    server_address: str,
+) -> None:
+    async with StateClient(server_address) as client:
+        execution_id = (
+            await client.create_execution(schema=team_schema(), initial_state={"inventory": {}})
+        ).execution_id
+        recorder, barrier = Recorder(), asyncio.Barrier(8)
+        agents = []
+        for i in range(8):
+            agent = ReadsTogether(client, execution_id, f"warehouse-receiving-{i}", skills=["warehouse-receiving"],
+                                  instructions="Store arrivals.", model="skillstate/scripted", context=SkillState(),
+                                  recorder=recorder, limits=Limits(), coordination=Coordination())  # fmt: skip
+            agent.barrier = barrier
+            agents.append(agent)
+        running = [asyncio.ensure_future(agent.run()) for agent in agents]
+        for agent in agents:
+            await client.publish_observation(execution_id, agent.agent_id, {}, kind="start")
+        await asyncio.wait_for(asyncio.gather(*(a.ready.wait() for a in agents)), 10)
+        event = {"event": "Shipment arrived containing item_3.", "event_id": "e0", "tick": 0, "deadline": 9}
+        await client.publish_observation(execution_id, "skill:warehouse-receiving", event, kind="event")
+        history = client.watch(execution_id)
+        acted = None
+        async for revision in history:
+            if isinstance(revision.action, dict):
+                acted = revision
+                break
+        for agent in agents:
+            await client.publish_observation(execution_id, agent.agent_id, {"done": True}, kind="done")
+        await asyncio.wait_for(asyncio.gather(*running), 10)
+        assert acted is not None and acted.action == {"event": "e0", "do": "Store item_3 shelf_3"}
+        assert sum(a.counts["claims"] for a in agents) == 1 and sum(a.counts["claim_losses"] for a in agents) == 7
+        assert [r.agent for r in recorder.records] == [acted.agent_id], "one model call, by the winner"
+        state = (await client.get_state(execution_id)).state
+        assert state["claims"] == {"e0": {"agent": acted.agent_id, "until": 10, "done": True}}
+        with pytest.raises(ConflictError):  # a late claim on the revision before the action loses too
+            await client.submit_patch(execution_id, claims.claim_patch("e0", "late", 99), agent_id="late",
+                                      base_revision=acted.revision - 1)  # fmt: skip
+
+
+async def test_four_agents_a_skill_keep_up_where_one_falls_behind(server_address: str) -> None:
+    pace = Pace(tick_ms=50, rate=1.2, deadline=12)
+    one = (await run_team(server_address, quick(agents_per_skill=1, horizon=40, pace=pace, think_ms=150))).summary()
+    four = (await run_team(server_address, quick(agents_per_skill=4, horizon=40, pace=pace, think_ms=150))).summary()
+    assert four["handled_on_time"] > one["handled_on_time"]
+    assert four["handled_on_time"] >= 0.9 * 40 and one["handled_on_time"] < 0.8 * 40
+    for run in (one, four):
+        assert run["duplicate_actions"] == 0 and run["state_drift"] == [] and run["dropped"] == 0
+    assert four["tokens_per_handled_event"] < 1.3 * one["tokens_per_handled_event"], "no per-agent transcript"
+
+
+async def test_the_claim_of_an_agent_that_dies_is_taken_over_once_its_lease_runs_out(server_address: str) -> None:
+    async with StateClient(server_address) as client:
+        initial = {"inventory": {}, "clock": 0}
+        execution_id = (await client.create_execution(schema=team_schema(), initial_state=initial)).execution_id
+        recorder = Recorder()
+        common: dict[str, Any] = {"skills": ["warehouse-receiving"], "instructions": "Store arrivals.",
+                                  "model": "skillstate/scripted", "context": SkillState(), "recorder": recorder,
+                                  "limits": Limits()}  # fmt: skip
+        dying = TeamAgent(client, execution_id, "warehouse-receiving-0", **common,
+                          coordination=Coordination(lease_ticks=5, die_after=1))  # fmt: skip
+        survivor = TeamAgent(client, execution_id, "warehouse-receiving-1", **common,
+                             coordination=Coordination(lease_ticks=5, tick_ms=20))  # fmt: skip
+        event = {"event": "Shipment arrived containing item_3.", "event_id": "e0", "tick": 0, "deadline": 9}
+        dies = asyncio.ensure_future(dying.run())
+        await client.publish_observation(execution_id, dying.agent_id, event, kind="event")  # to it alone
+        with pytest.raises(AgentDied):
+            await asyncio.wait_for(dies, 10)
+        assert claims.claim_of((await client.get_state(execution_id)).state, "e0") == claims.Claim(dying.agent_id, 5)
+        running = asyncio.ensure_future(survivor.run())
+        await client.publish_observation(execution_id, survivor.agent_id, event, kind="event")
+        await eventually(lambda: survivor.counts["taken_up"] == 0 and bool(survivor._held))  # held: the lease is live
+        head = (await client.get_state(execution_id)).revision
+        await client.submit_patch(execution_id, {"clock": 6}, agent_id="environment", base_revision=head)
+        await eventually(lambda: survivor.counts["takeovers"] == 1)  # it looks again as the lease may run out
+        await eventually(lambda: bool(recorder.records))
+        await client.publish_observation(execution_id, survivor.agent_id, {"done": True}, kind="done")
+        await asyncio.wait_for(running, 10)
+        state = (await client.get_state(execution_id)).state
+        assert state["claims"]["e0"] == {"agent": survivor.agent_id, "until": 11, "done": True}
+        assert state["inventory"] == {"shelf_3": "item_3"} and [r.agent for r in recorder.records] == [
+            survivor.agent_id
+        ]
+
+
+@pytest.mark.parametrize("coordination", ["claims", "groups"])
+async def test_a_run_with_an_agent_that_dies_handles_every_event_once(server_address: str, coordination: str) -> None:
+    summary = (await run_team(server_address, quick(agents_per_skill=2, coordination=coordination,
+                                                    faults=("die",)))).summary()  # fmt: skip
+    assert summary["agents_ended"]["warehouse-receiving-1"] == "died"
+    assert summary["dropped"] == 0 and summary["duplicate_actions"] == 0 and summary["state_drift"] == []
+    if coordination == "groups":  # it was handed one of the first two arrivals, and claimed it: free then
+        assert summary["coordination_counts"]["takeovers"] >= 1
+
+
+async def test_stalled_dead_and_early_finishing_agents_do_not_hang_a_run(server_address: str) -> None:
+    faults = ("stall", "die", "finish")  # through the groups, each faulty agent is handed work of its skill
+    result = await run_team(server_address, quick(agents_per_skill=2, horizon=16, coordination="groups", faults=faults))
+    summary = result.summary()
+    assert summary["agents_ended"]["warehouse-receiving-1"] == "stalled"
+    assert summary["agents_ended"]["warehouse-shipping-1"] == "died"
+    assert summary["agents_ended"]["warehouse-maintenance-1"] == "finished_early"
+    assert not summary["timed_out"] and summary["dropped"] == 0 and summary["duplicate_actions"] == 0, summary
+
+
+async def test_a_policy_that_writes_wrong_state_shows_up_as_drift(server_address: str) -> None:
+    honest = (await run_team(server_address, quick(agents_per_skill=1))).summary()
+    corrupt = (await run_team(server_address, quick(agents_per_skill=1, faults=("corrupt",)))).summary()
+    assert honest["state_drift"] == []
+    assert corrupt["state_drift"] and all(path.startswith("/inventory/shelf_") for path in corrupt["state_drift"])
+
+
+async def test_seeded_runs_see_the_same_events_and_score_alike(server_address: str) -> None:
+    """The events (items, kinds, ticks, deadlines) repeat exactly for a seed; which agent handles which
+    event, and when within its deadline, depends on the interleaving and may differ."""
+    runs = [await run_team(server_address, quick(agents_per_skill=3, seed=4)) for _ in range(2)]
+    arrivals = [sorted((e.arrival.event_id, e.arrival.text, e.arrival.tick, e.arrival.deadline)
+                       for e in run.run.events.values()) for run in runs]  # fmt: skip
+    assert arrivals[0] == arrivals[1] and len(arrivals[0]) == 12
+    assert [r.summary()["handled_on_time"] for r in runs] == [12, 12]
