@@ -219,13 +219,14 @@ async def run_team(
             timed = await driver.run()
             ended = await _until_ended(team.tasks)
             await driver.finish()
+            counts = team.counts()
         finally:
             for task in team.tasks:
                 task.cancel()
             recorder.close()
         final = await client.get_state(execution_id)
     drift = state_drift(claims.visible(final.state), world.snapshot()) if config.runtime == "skillstate" else None
-    return TeamResult(config, timed, recorder.records, team.counts(), drift, ended, loop.time() - started)
+    return TeamResult(config, timed, recorder.records, counts, drift, ended, loop.time() - started)
 
 
 @dataclass
@@ -235,6 +236,7 @@ class Team:
     tasks: dict[asyncio.Future[Any], str]
     """task -> the agent id it runs ("floor" for the group chat)."""
     counts: Callable[[], dict[str, int]]
+    """Called once, when every agent has ended."""
     ready: Callable[[], Awaitable[None]]
     """Returns once every agent receives what is published (the run's start reached it)."""
 

@@ -76,7 +76,7 @@ async def start_processes(
             records = Path(folder / f"{agent_id}.jsonl")
             if records.exists():
                 for line in records.read_text(encoding="utf-8").splitlines():
-                    recorder.records.append(StepRecord(**json.loads(line)))
+                    recorder.add(StepRecord(**json.loads(line)))
             for key, value in ends.get(agent_id, {}).get("counts", {}).items():
                 summed[key] = summed.get(key, 0) + value
         return summed

@@ -78,3 +78,47 @@ async def test_sim_against_a_server_that_requires_credentials(db_path: Path, tmp
         assert "| 6 | skillstate | 1.00 |" in out
     finally:
         await server.stop(grace=0)
+
+
+async def test_agents_at_once_each_in_its_own_process_with_its_own_token(db_path: Path, tmp_path: Path) -> None:
+    """--processes on a server that requires credentials: every agent calls as itself, from a process of its
+    own (nothing shared in memory), with a token written beforehand for its id `{skill}-{i}`."""
+    from skillstate.server.auth.credentials import issue
+    from skillstate.server.auth.guard import Mode
+    from skillstate.server.rpc.app import start_server
+    from skillstate.server.storage.credential_store.sqlite import SqliteCredentialStore
+    from skillstate.server.storage.records import Right
+    from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
+
+    store = SqliteCredentialStore(db_path)
+    server = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", credentials=store, auth=Mode.REQUIRED)
+    try:
+        rights = {Right.ADMIN, Right.PUBLISH, Right.READ, Right.WRITE, Right.REGISTRY}
+        tokens = {"environment": (await issue(store, "environment", ["*"], rights=rights)).token}
+        for skill in ("warehouse-receiving", "warehouse-shipping", "warehouse-maintenance"):
+            agent = f"{skill}-0"
+            tokens[agent] = (await issue(store, agent, ["*"], [skill], rights={Right.READ, Right.WRITE})).token
+        (tmp_path / "tokens.json").write_text(json.dumps(tokens))
+        code, out, err = await skillstate(
+            server, "sim", "warehouse", "--agents-per-skill", "1", "--processes", "--horizon", "6", "--tick-ms", "50",
+            "--think-ms", "20", "--deadline", "100", "--tokens", str(tmp_path / "tokens.json"), "--out", str(tmp_path),
+        )  # fmt: skip
+        assert code == 0, err
+        run = json.loads((tmp_path / "results.json").read_text())["runs"][0]
+        assert (run["agents_per_skill"], run["handled_on_time"], run["duplicate_actions"]) == (1, 6, 0)
+        assert run["state_drift"] == [] and "| skillstate (claims) | 1 | 6/6 |" in out
+        agents = {json.loads(line)["agent"] for line in (tmp_path / "steps.jsonl").read_text().splitlines()}
+        assert agents <= set(tokens) - {"environment"} and len(agents) >= 2  # written by the processes themselves
+    finally:
+        await server.stop(grace=0)
+
+
+async def test_agents_at_once_are_asked_for_as_the_issue_says(tmp_path: Path) -> None:
+    code, _, err = await skillstate(None, "sim", "warehouse", "--agents", "1", "--agents-per-skill", "2",
+                                    "--out", str(tmp_path))  # fmt: skip
+    assert code == 2 and "--agents and --agents-per-skill are exclusive" in err
+    code, _, err = await skillstate(None, "sim", "warehouse", "--agents-per-skill", "2", "--runtime", "react",
+                                    "--out", str(tmp_path))  # fmt: skip
+    assert code == 2 and "react cannot run agents at once" in err
+    code, _, err = await skillstate(None, "sim", "warehouse", "--runtime", "skillstate,clever", "--out", str(tmp_path))
+    assert code == 2 and "--runtime: unknown clever" in err
