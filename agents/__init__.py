@@ -4,12 +4,18 @@ environments and simulations that score them (docs/agents.md).
 result = await run_simulation("127.0.0.1:50051", SimConfig(env="warehouse", runtime="skillstate"))
 print(result.summary())
 
+team = await run_team("127.0.0.1:50051", TeamConfig(agents_per_skill=4, pace=Pace(rate=1.5)))  # at once
+print(team.summary())
+
 Importing this package loads neither litellm (imported at the first model call) nor matplotlib (at the first
 plot).
 """
 
-from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, Truncated
+from .concurrent import TeamConfig, TeamResult, run_team
+from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, SummaryCapped, Truncated
+from .drift import state_drift
 from .envs.base import Environment, Notice, Outcome
+from .envs.clock import Pace
 from .envs.driver import Driver
 from .envs.repo import RepoEnvironment
 from .envs.warehouse import WarehouseEnvironment
@@ -17,6 +23,7 @@ from .llm import is_test_policy
 from .runtime import Agent, Limits, Recorder, StepRecord
 from .scripted import SCRIPTED
 from .sim import ENVIRONMENT, SimConfig, SimResult, run_simulation
+from .team import Coordination, TeamAgent
 
 __all__ = [
     "ENVIRONMENT",
@@ -24,6 +31,7 @@ __all__ = [
     "SCRIPTED",
     "Agent",
     "Context",
+    "Coordination",
     "Driver",
     "Environment",
     "GroupChat",
@@ -31,6 +39,7 @@ __all__ = [
     "Memory",
     "Notice",
     "Outcome",
+    "Pace",
     "React",
     "Recorder",
     "RepoEnvironment",
@@ -39,8 +48,14 @@ __all__ = [
     "SkillState",
     "Stateful",
     "StepRecord",
+    "SummaryCapped",
+    "TeamAgent",
+    "TeamConfig",
+    "TeamResult",
     "Truncated",
     "WarehouseEnvironment",
     "is_test_policy",
     "run_simulation",
+    "run_team",
+    "state_drift",
 ]

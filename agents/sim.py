@@ -20,7 +20,7 @@ from typing import Any
 from skillstate.clients import ClientTLS, NotFoundError, SkillRegistryClient, StateClient, open_channel
 from skillstate.project_skills import FOLDER as PROJECT_SKILLS
 
-from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, Truncated, Turn
+from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, SummaryCapped, Truncated, Turn
 from .envs import repo
 from .envs.base import Environment
 from .envs.driver import Driver
@@ -98,7 +98,7 @@ class SimConfig:
     seed: int = 0
     model: str = SCRIPTED
     window_tokens: int = 2000
-    """The truncated runtime's prompt budget."""
+    """The prompt budget of the truncated and summary runtimes (the largest SKILL.state prompt, in the paper)."""
     context_budget: int = 3000
     """Tokens of hydrated skill context per agent (P)."""
     limits: Limits = field(default_factory=Limits)
@@ -303,6 +303,10 @@ def make_context(config: SimConfig, agent_id: str, conversation: list[Turn]) -> 
         return Stateful()
     if config.runtime == "truncated":
         return Truncated(budget_tokens=config.window_tokens, count_tokens=lambda text: count_tokens(config.model, text))
+    if config.runtime == "summary":
+        return SummaryCapped(
+            budget_tokens=config.window_tokens, count_tokens=lambda text: count_tokens(config.model, text)
+        )
     return GroupChat(agent_id, conversation)
 
 

@@ -49,7 +49,9 @@ async def measure(horizons: list[int], seed: int, model: str, noise: int = 0) ->
             ours: SimResult | None = None
             for runtime in RUNTIMES:
                 config = SimConfig(horizon=horizon, runtime=runtime, seed=seed, noise=noise, model=model)
-                if runtime == "truncated" and ours is not None:  # the window is the shared-state prompt budget
+                if (
+                    runtime in ("truncated", "summary") and ours is not None
+                ):  # the window is the shared-state prompt budget
                     config = replace(config, window_tokens=max(ours.prompt_sizes))
                 result = await run_simulation(address, config)
                 ours = result if runtime == "skillstate" else ours

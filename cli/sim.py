@@ -22,7 +22,7 @@ from .common import UsageError
 if TYPE_CHECKING:
     from skillstate.agents.sim import SimConfig, SimResult
 
-BASELINES = ("react", "memory", "stateful", "truncated", "groupchat")
+BASELINES = ("react", "memory", "stateful", "truncated", "summary", "groupchat")
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,8 +56,9 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
     parser.add_argument(
         "--model", default=None, help="a litellm model string (default: skillstate/scripted, the test policy)"
     )
-    parser.add_argument("--window-tokens", type=int, default=None, help="the truncated runtime's prompt budget "
-                        "(default: the largest skillstate prompt of the same run, else 2000)")  # fmt: skip
+    parser.add_argument("--window-tokens", type=int, default=None,
+                        help="the truncated and summary runtimes' prompt budget (default: the largest skillstate "
+                        "prompt of the same run, else 2000)")  # fmt: skip
     parser.add_argument("--result-limit", type=int, default=None, metavar="CHARS",
                         help="cut action results to CHARS, telling the agent (default: never cut)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path(out), help="where results go (default: %(default)s)")
@@ -109,13 +110,15 @@ async def run(args: argparse.Namespace) -> int:
                 print(f"skillstate {args.command}: the {config.runtime} run failed: {type(error).__name__}: {error}",
                       file=sys.stderr)  # fmt: skip
                 return 1
-    paths = write(results, args.out)
-    print(table(results))
-    if recovery := recovery_table(results):
-        print(f"\n{recovery}")
-    print()
-    print(notes(results))
-    print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {args.out / 'steps.jsonl'}")
+        paths = write(results, args.out)
+        print(table(results))
+        if recovery := recovery_table(results):
+            print(f"\n{recovery}")
+        print()
+        print(notes(results))
+        print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {args.out / 'steps.jsonl'}")
+        if args.command == "demo":
+            await team.demo(model, address, connection, args.out / "at-once")
     return 0
 
 
@@ -151,7 +154,7 @@ async def _run_one(
 
     from skillstate.agents.sim import run_simulation
 
-    if config.runtime == "truncated":
+    if config.runtime in ("truncated", "summary"):
         ours = [r for r in done if r.config.runtime == "skillstate"]
         window = args.window_tokens or (max(ours[0].prompt_sizes) if ours else config.window_tokens)
         config = replace(config, window_tokens=window)

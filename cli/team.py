@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import UsageError
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
     from skillstate.agents.concurrent import TeamConfig, TeamResult
 
 COORDINATION_CHOICES = ("claims", "groups", "both")
+DEMO = {"agents_per_skill": 3, "horizon": 40, "rate": 1.5, "tick_ms": 100.0, "deadline": 20, "think_ms": 150.0}
+"""The demo's run of agents at once: three agents a skill, and the group chat taking turns on the same events."""
 
 
 def add_arguments(sim: argparse.ArgumentParser) -> None:
@@ -68,25 +71,43 @@ async def run(
     args: argparse.Namespace, runtimes: list[str], model: str, address: str, connection: dict[str, Any]
 ) -> int:
     """Run every configuration against `address`, then print and write the results."""
+    await run_configs(configs(args, runtimes, model), address, connection, args.out)
+    return 0
+
+
+async def demo(model: str, address: str, connection: dict[str, Any], out: Path) -> None:
+    """The demo's second part: SKILL.state agents at once beside the group chat, on a world with a clock."""
+    from skillstate.agents.concurrent import TeamConfig
+    from skillstate.agents.envs.clock import Pace
+
+    pace = Pace(DEMO["tick_ms"], DEMO["rate"], int(DEMO["deadline"]))
+    common = {"agents_per_skill": int(DEMO["agents_per_skill"]), "horizon": int(DEMO["horizon"]), "pace": pace,
+              "think_ms": DEMO["think_ms"], "model": model}  # fmt: skip
+    print(f"\nAgents at once: {common['agents_per_skill']} a skill, {common['horizon']} events arriving on their "
+          "own clock, beside the group chat taking turns on the same events\n")  # fmt: skip
+    configs = [TeamConfig(runtime=runtime, **common) for runtime in ("skillstate", "groupchat")]
+    await run_configs(configs, address, connection, out)
+
+
+async def run_configs(configs: list[TeamConfig], address: str, connection: dict[str, Any], out: Path) -> None:
     from skillstate.agents.concurrent import run_team
     from skillstate.agents.team_results import notes, table, write
 
     results: list[TeamResult] = []
-    for config in configs(args, runtimes, model):
+    for config in configs:
         sharing = f"/{config.coordination}" if config.runtime == "skillstate" else ""
         name = f"{config.runtime}{sharing} x{config.agents_per_skill}"
         progress = TickLine(name, config.horizon)
         try:
-            results.append(await run_team(address, config, jsonl=args.out / "steps.jsonl", on_tick=progress.update,
+            results.append(await run_team(address, config, jsonl=out / "steps.jsonl", on_tick=progress.update,
                                           **connection))  # fmt: skip
         finally:
             progress.close()
-    paths = write(results, args.out)
+    paths = write(results, out)
     print(table(results))
     print()
     print(notes(results))
-    print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {args.out / 'steps.jsonl'}")
-    return 0
+    print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {out / 'steps.jsonl'}")
 
 
 class TickLine:

@@ -9,7 +9,8 @@ EXPECTED = {
     "RUNTIMES", "Context", "GroupChat", "Memory", "React", "SkillState", "Stateful", "Truncated",
     "Environment", "Notice", "Outcome", "Driver", "RepoEnvironment", "WarehouseEnvironment",
     "ENVIRONMENT", "SimConfig", "SimResult", "run_simulation",
-    "SCRIPTED", "is_test_policy",
+    "SCRIPTED", "is_test_policy", "SummaryCapped",
+    "TeamConfig", "TeamResult", "run_team", "Pace", "TeamAgent", "Coordination", "state_drift",
 }  # fmt: skip
 
 

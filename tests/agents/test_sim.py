@@ -41,7 +41,7 @@ async def test_a_seeded_run_repeats_exactly(server_address: str) -> None:
     assert other.records != first.records
 
 
-@pytest.mark.parametrize("runtime", ["react", "memory", "stateful", "truncated", "groupchat"])
+@pytest.mark.parametrize("runtime", ["react", "memory", "stateful", "truncated", "summary", "groupchat"])
 async def test_every_baseline_runs_to_its_end_through_the_server(server_address: str, runtime: str) -> None:
     result = await run_simulation(server_address, SimConfig(horizon=12, seed=1, runtime=runtime, window_tokens=600))
     assert result.events == 12 and 0 <= result.handled <= 12

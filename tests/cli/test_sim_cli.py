@@ -13,7 +13,7 @@ from .test_cli import skillstate
 async def test_the_demo_prints_table_1_and_writes_its_results(tmp_path: Path) -> None:
     code, out, err = await skillstate(None, "demo", "--out", str(tmp_path))
     assert code == 0, err
-    runtimes = ["skillstate", "react", "memory", "stateful", "truncated", "groupchat"]
+    runtimes = ["skillstate", "react", "memory", "stateful", "truncated", "summary", "groupchat"]
     rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| 100 |")]
     assert [row[1].strip() for row in rows] == runtimes
     assert "TEST POLICY" in out and "not how a model performs" in out
@@ -26,6 +26,12 @@ async def test_the_demo_prints_table_1_and_writes_its_results(tmp_path: Path) ->
     steps = (tmp_path / "steps.jsonl").read_text().splitlines()
     assert len(steps) >= 6 * 100 and all(json.loads(line)["prompt_tokens"] >= 0 for line in steps)
     assert "events" in err  # progress
+    at_once = {run["runtime"]: run for run in json.loads((tmp_path / "at-once" / "results.json").read_text())["runs"]}
+    ours, chat = at_once["skillstate"], at_once["groupchat"]
+    assert (ours["agents_per_skill"], ours["events"], ours["duplicate_actions"], ours["state_drift"]) == (3, 40, 0, [])
+    assert ours["handled_on_time"] > chat["handled_on_time"], "agents at once keep up; agents taking turns fall behind"
+    assert chat["tokens_per_handled_event"] > 3 * ours["tokens_per_handled_event"]
+    assert "Agents at once: 3 a skill" in out and (tmp_path / "at-once" / "coordination.png").exists()
 
 
 async def test_sim_runs_one_runtime_against_a_running_server(server: RunningServer, tmp_path: Path) -> None:
