@@ -1,10 +1,10 @@
 .PHONY: install test check protos bench serve robustness
 
-install:            ## editable install with the development tools
-	python3 -m pip install -e '.[dev]'
+install:            ## editable install with the development tools, in .venv (what the README gives)
+	python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'
 
 test:               ## the test suite (what the README gives)
-	python3 -m pytest
+	.venv/bin/python -m pytest
 
 check:              ## everything CI runs
 	bash .ci/run

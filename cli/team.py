@@ -81,11 +81,14 @@ async def demo(model: str, address: str, connection: dict[str, Any], out: Path) 
     from skillstate.agents.envs.clock import Pace
 
     pace = Pace(DEMO["tick_ms"], DEMO["rate"], int(DEMO["deadline"]))
-    common = {"agents_per_skill": int(DEMO["agents_per_skill"]), "horizon": int(DEMO["horizon"]), "pace": pace,
-              "think_ms": DEMO["think_ms"], "model": model}  # fmt: skip
-    print(f"\nAgents at once: {common['agents_per_skill']} a skill, {common['horizon']} events arriving on their "
-          "own clock, beside the group chat taking turns on the same events\n")  # fmt: skip
-    configs = [TeamConfig(runtime=runtime, **common) for runtime in ("skillstate", "groupchat")]
+    agents, horizon = int(DEMO["agents_per_skill"]), int(DEMO["horizon"])
+    print(f"\nAgents at once: {agents} a skill, {horizon} events arriving on their own clock, beside the group "
+          "chat taking turns on the same events\n")  # fmt: skip
+    configs = [
+        TeamConfig(agents_per_skill=agents, horizon=horizon, runtime=runtime, pace=pace,
+                   think_ms=DEMO["think_ms"], model=model)  # fmt: skip
+        for runtime in ("skillstate", "groupchat")
+    ]
     await run_configs(configs, address, connection, out)
 
 

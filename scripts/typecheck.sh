@@ -8,4 +8,4 @@ for pair in server:server clients:clients agents:agents cli:cli state:proto/skil
     skills:proto/skillstate/skills project_skills:skills; do
   ln -s "$PWD/${pair#*:}" "$tree/${pair%%:*}"
 done
-MYPYPATH=build/typecheck exec "${PYTHON:-python3}" -m mypy -p skillstate.server -p skillstate.clients -p skillstate.cli "$@"
+MYPYPATH=build/typecheck exec "${PYTHON:-python3}" -m mypy -p skillstate.server -p skillstate.clients -p skillstate.cli -p skillstate.agents "$@"
