@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillstate.clients import ClientTLS, NotFoundError, SkillRegistryClient, StateClient, open_channel
+from skillstate.clients import ClientTLS, Hydrated, NotFoundError, Skill, SkillRegistryClient, StateClient, open_channel
 from skillstate.project_skills import FOLDER as PROJECT_SKILLS
 
 from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, SummaryCapped, Truncated, Turn
@@ -31,6 +31,8 @@ from .scripted import SCRIPTED, fault_rate
 
 ENVIRONMENT = "environment"
 """The key of the environment driver's token in `run_simulation(tokens=...)`."""
+STATE_SECTION = "state"
+"""The title of the section that defines a skill's state (its `## State`)."""
 READS_KEY = "state-reads"
 """The skill metadata key naming the top-level state keys its agent reads (comma-separated)."""
 WAREHOUSE_SKILLS = tuple(SKILL_OF.values())
@@ -325,16 +327,32 @@ async def ensure_skills(registry: SkillRegistryClient, names: tuple[str, ...]) -
 async def skill_context(
     registry: SkillRegistryClient, skills: tuple[str, ...], budget: int
 ) -> tuple[str, tuple[str, ...] | None]:
-    """An agent's P, each skill's context hydrated by the registry for its own description, joined; and the
-    top-level state keys its skills declare they read (`metadata: state-reads: a, b`), or None (the whole
-    state) when any of them declares nothing."""
+    """An agent's P, each skill's context hydrated by the registry for its own description, with what defines
+    its state always in it (below), joined; and the top-level state keys its skills declare they read
+    (`metadata: state-reads: a, b`), or None (the whole state) when any of them declares nothing. Every
+    runtime gets this same P."""
     parts, reads = [], {}
     declared_by_all = True
     for name in skills:
         skill = await registry.get_skill(name)
         hydrated = await registry.hydrate(skill.summary.description, budget_tokens=budget, skill_names=[name])
-        parts.append(hydrated.context)
         declared = skill.metadata.get(READS_KEY)
+        keys = [key.strip() for key in (declared or "").split(",") if key.strip()]
+        parts.append("\n\n".join([hydrated.context, *state_definition(skill, hydrated, keys)]))
         declared_by_all = declared_by_all and declared is not None
-        reads.update(dict.fromkeys(key.strip() for key in (declared or "").split(",") if key.strip()))
+        reads.update(dict.fromkeys(keys))
     return "\n\n".join(parts), tuple(reads) if declared_by_all else None
+
+
+def state_definition(skill: Skill, hydrated: Hydrated, keys: list[str]) -> list[str]:
+    """What a hydrated context must add so that the agent knows the shape of the state it reads and writes:
+    the skill's State section when hydration left it out (it does when the budget is spent on the procedure),
+    or, for a skill with none, the state keys its metadata declares."""
+    shown = {index for skill_name, index, _, _ in hydrated.sections if skill_name == skill.summary.name}
+    defining = [section for section in skill.sections if section.title.strip().lower() == STATE_SECTION]
+    if defining:
+        return [section.text.strip() for section in defining if section.index not in shown]
+    if keys:
+        held = ", ".join(f"`{key}`" for key in keys)
+        return [f"## State\n\nThis skill reads {held} of the shared execution state: read it fresh at every step."]
+    return []

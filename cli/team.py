@@ -84,11 +84,10 @@ async def demo(model: str, address: str, connection: dict[str, Any], out: Path) 
     agents, horizon = int(DEMO["agents_per_skill"]), int(DEMO["horizon"])
     print(f"\nAgents at once: {agents} a skill, {horizon} events arriving on their own clock, beside the group "
           "chat taking turns on the same events\n")  # fmt: skip
-    configs = [
-        TeamConfig(agents_per_skill=agents, horizon=horizon, runtime=runtime, pace=pace,
-                   think_ms=DEMO["think_ms"], model=model)  # fmt: skip
-        for runtime in ("skillstate", "groupchat")
-    ]
+    think = DEMO["think_ms"]
+    runtimes = ("skillstate", "groupchat")
+    configs = [TeamConfig(agents_per_skill=agents, horizon=horizon, runtime=r, pace=pace, think_ms=think, model=model)
+               for r in runtimes]  # fmt: skip
     await run_configs(configs, address, connection, out)
 
 

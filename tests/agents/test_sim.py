@@ -13,10 +13,18 @@ os.environ["SKILLSTATE_OFFLINE"] = "1"
 import pytest
 
 from skillstate.agents.contexts import SkillState
+from skillstate.agents.envs import repo
 from skillstate.agents.prompts import render_observation
 from skillstate.agents.runtime import Agent, Limits, Recorder
-from skillstate.agents.sim import WAREHOUSE_SCHEMA, SimConfig, run_simulation
-from skillstate.clients import PermissionDeniedError, State, StateClient
+from skillstate.agents.sim import (
+    WAREHOUSE_SCHEMA,
+    WAREHOUSE_SKILLS,
+    SimConfig,
+    ensure_skills,
+    run_simulation,
+    skill_context,
+)
+from skillstate.clients import PermissionDeniedError, SkillRegistryClient, State, StateClient
 
 
 async def test_three_agents_share_one_state_that_matches_the_world(server_address: str, tmp_path: Path) -> None:
@@ -207,3 +215,20 @@ async def test_agents_on_a_server_that_requires_credentials_each_call_as_themsel
             await run_simulation(address, SimConfig(horizon=4, seed=2), tokens=tokens)
     finally:
         await server.stop(grace=0)
+
+
+@pytest.mark.parametrize("skill", [*WAREHOUSE_SKILLS, *repo.SKILLS])
+async def test_an_agents_p_always_says_what_its_state_holds(server_address: str, skill: str) -> None:
+    """Hydration spends the budget on the procedure and left the State section out: P must define the state
+    the agent reads and writes, whatever the budget (the skill's State section, or its declared keys)."""
+    async with SkillRegistryClient(server_address) as registry:
+        await ensure_skills(registry, (skill,))
+        package = await registry.get_skill(skill)
+        for budget in (300, 3000):
+            instructions, reads = await skill_context(registry, (skill,), budget)
+            state = [s for s in package.sections if s.title == "State"]
+            if state:
+                assert state[0].text.strip() in instructions
+            else:
+                assert reads and all(f"`{key}`" in instructions for key in reads)
+                assert "of the shared execution state" in instructions
