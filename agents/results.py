@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .llm import is_test_policy
+from .seeds import markdown, table_rows
 from .sim import SimResult
 
 TEST_POLICY_NOTE = (
@@ -57,16 +58,17 @@ def notes(results: Sequence[SimResult]) -> str:
 
 
 def plot(results: Sequence[SimResult], path: Path) -> None:
-    """Cumulative tokens per step, one line per runtime (of the longest horizon)."""
+    """Cumulative tokens per step, one line per runtime (of the longest horizon, the first seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     horizon = max(r.config.horizon for r in results)
+    seed = min(r.config.seed for r in results)
     figure, axis = plt.subplots(figsize=(8, 4.5))
     for r in results:
-        if r.config.horizon == horizon:
+        if (r.config.horizon, r.config.seed) == (horizon, seed):
             curve = r.cumulative_tokens()
             ours = r.config.runtime == "skillstate"
             axis.plot(range(1, len(curve) + 1), curve, label=f"{r.config.runtime} (score {r.score:.2f})",
@@ -75,7 +77,7 @@ def plot(results: Sequence[SimResult], path: Path) -> None:
     axis.set_ylabel("cumulative tokens (prompt + completion)")
     model = results[0].config.model
     label = "scripted test policy" if is_test_policy(model) else model
-    axis.set_title(f"{results[0].config.env}, {results[0].config.agents} agents, T={horizon}, {label}")
+    axis.set_title(f"{results[0].config.env}, {results[0].config.agents} agents, T={horizon}, seed {seed}, {label}")
     axis.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=120)
@@ -87,9 +89,13 @@ def write(results: Sequence[SimResult], directory: Path) -> dict[str, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     paths = {"json": directory / "results.json", "table": directory / "results.md", "plot": directory / "tokens.png"}
     runs = [r.summary() | {"cumulative_tokens": r.cumulative_tokens()} for r in results]
-    paths["json"].write_text(json.dumps({"runs": runs, "notes": notes(results)}, indent=2) + "\n", encoding="utf-8")
+    rows = table_rows(results)
+    document = {"runs": runs, "table": rows, "notes": notes(results)}
+    paths["json"].write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     recovery = recovery_table(results)
-    text = table(results) + (f"\n\n{recovery}" if recovery else "") + f"\n\n{notes(results)}\n"
+    per_seed = len({r.config.seed for r in results}) > 1
+    text = (markdown(rows) if per_seed else table(results)) + (f"\n\n{recovery}" if recovery else "")
+    text += f"\n\n{notes(results)}\n"
     paths["table"].write_text(text, encoding="utf-8")
     plot(results, paths["plot"])
     return paths

@@ -15,13 +15,14 @@ Faulty agents for concurrent simulations: `skillstate/stalls` never answers (a h
 `skillstate/finishes-early` answers `Finish` to its first event, and `skillstate/corrupts` acts correctly
 but records every item it stores one shelf off (a state that is schema-valid and wrong). Options the
 runtime may pass (`policy_options`): `think_ms`, how long each call takes, as a hosted model's latency
-would.
+would, and `reply_words`, how many words of reasoning each answer gives (`sim --reply-words`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -240,9 +241,10 @@ def repo_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
     return "Nothing in the observation asks for an action, so I wait.", {}, "Wait"
 
 
-def answer(model: str, prompt: str) -> str:
+def answer(model: str, prompt: str, reply_words: int | None = None) -> str:
     """The scripted reply to a prompt, in the format the prompt asks for: a summary, `Action: <cmd>` (with
-    `StateUpdate:` when asked), or the SKILL.state block."""
+    `StateUpdate:` when asked), or the SKILL.state block. `reply_words` sets how many words of reasoning
+    come before the answer (None: what the decision itself says, 30-90 words); every runtime gets the same."""
     rate = fault_rate(model)
     if prompt.startswith(SUMMARY_REQUEST):
         known = read_prompt(prompt).inventory
@@ -252,6 +254,8 @@ def answer(model: str, prompt: str) -> str:
         return f"Inventory so far: {pairs or 'empty'}." + (f" Features: {features}." if features else "")
     observation = prompt.rpartition(OBSERVATION_HEADER)[2]
     reasoning, patch, action = (repo_answer if _REPO_EVENT.search(observation) else warehouse_answer)(prompt)
+    if reply_words is not None:
+        reasoning = lengthened(reasoning, reply_words)
     name = model.rpartition("/")[2]  # litellm hands its provider the model without the provider's prefix
     if name == "finishes-early":
         return format_reply("I believe the work is done.", {}, "Finish")
@@ -265,6 +269,25 @@ def answer(model: str, prompt: str) -> str:
     if rate and rng.random() < rate:
         return inject_fault(rng, reasoning, patch, action)
     return format_reply(reasoning, patch, action)
+
+
+DELIBERATION = (
+    "Before I act, I go over the observation once more and ask whether anything in it changes the plan.",
+    "I check that the action names exactly the item and the shelves involved, in the order the format wants.",
+    "I make sure that what I record stays consistent with what the world reported after the last action.",
+    "I consider the alternatives and keep the simplest action that does what the observation asks for.",
+    "Nothing else in the observation calls for a different step, so I keep to the procedure of the skill.",
+)
+"""Sentences of step-by-step deliberation a longer reply adds, in turn (`reply_words`)."""
+
+
+def lengthened(reasoning: str, words: int) -> str:
+    """The reasoning cut, or extended with DELIBERATION, to exactly `words` words (at least one)."""
+    parts = reasoning.split()
+    filler = itertools.cycle(" ".join(DELIBERATION).split())
+    while len(parts) < words:
+        parts.append(next(filler))
+    return " ".join(parts[: max(words, 1)])
 
 
 def _shelf_off(patch: dict[str, Any], action: str) -> dict[str, Any]:
@@ -302,7 +325,8 @@ def register_provider(litellm: Any) -> None:
 
         def completion(self, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
             prompt = "\n".join(str(m.get("content") or "") for m in messages)
-            text = answer(model, prompt)
+            words = (kwargs.get("optional_params") or {}).get("reply_words")
+            text = answer(model, prompt, None if words is None else int(words))
             prompt_tokens = litellm.token_counter(model=TOKENIZER_MODEL, messages=messages)
             completion_tokens = litellm.token_counter(model=TOKENIZER_MODEL, text=text)
             return litellm.ModelResponse(

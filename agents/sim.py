@@ -106,6 +106,8 @@ class SimConfig:
     limits: Limits = field(default_factory=Limits)
     scenario: str | None = None
     """A state-recovery scenario (repo: force-push, flaky-ci, pr-closed)."""
+    reply_words: int | None = None
+    """Words of reasoning in every answer of the scripted test policy (None: its own 30-90); test policy only."""
     result_limit: int | None = None
     """Characters of an action's result an observation carries; a longer result is cut, and the agent is
     told (None: never cut)."""
@@ -126,6 +128,10 @@ class SimConfig:
             raise ValueError("horizon must be at least 1 and noise at least 0")
         if is_test_policy(self.model):
             fault_rate(self.model)  # raises for an unknown test policy
+        elif self.reply_words is not None:
+            raise ValueError("reply_words: only the scripted test policy's reply length can be set")
+        if self.reply_words is not None and self.reply_words < 1:
+            raise ValueError("reply_words must be at least 1")
 
 
 @dataclass
@@ -181,6 +187,7 @@ class SimResult:
                 "noise": self.config.noise,
                 "seed": self.config.seed,
                 "model": self.config.model,
+                "reply_words": self.config.reply_words,
                 "score": round(self.score, 4),
                 "handled": self.handled,
                 "events": self.events,
@@ -243,6 +250,7 @@ async def run_simulation(
                     recorder=recorder,
                     limits=config.limits,
                     reads=reads,
+                    policy_options={"reply_words": config.reply_words} if config.reply_words else None,
                 )
             )
         running = [asyncio.create_task(agent.run(), name=f"agent-{agent.agent_id}") for agent in agents]

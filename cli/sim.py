@@ -29,7 +29,13 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sim = commands.add_parser("sim", help="run a simulation: agents, an environment and a runtime")
     sim.add_argument("env", choices=["warehouse", "repo"], help="the environment")
     sim.add_argument("--agents", type=int, default=3, help="3: one per skill; 1: one for all (default: %(default)s)")
-    sim.add_argument("--horizon", type=int, default=100, help="events to handle (default: %(default)s)")
+    sim.add_argument("--horizon", type=int, nargs="+", default=[100],
+                     help="events to handle; several values: a run at each (default: %(default)s)")  # fmt: skip
+    sim.add_argument("--reply-words", type=int, default=None, metavar="N",
+                     help="test policy only: words of reasoning in every answer (default: its own, 30-90)")  # fmt: skip
+    sim.add_argument("--seeds", type=int, default=1, metavar="N",
+                     help="run seeds --seed .. --seed+N-1 and report mean ± SD with paired t-tests against "
+                     "skillstate (default: %(default)s)")  # fmt: skip
     sim.add_argument(
         "--runtime",
         action="append",
@@ -72,6 +78,8 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
 async def run(args: argparse.Namespace) -> int:
     from skillstate.agents.results import notes, recovery_table, table, write
     from skillstate.agents.scripted import SCRIPTED
+    from skillstate.agents.seeds import markdown as seed_table
+    from skillstate.agents.seeds import table_rows
     from skillstate.agents.sim import SimConfig
 
     model = args.model or SCRIPTED
@@ -79,10 +87,12 @@ async def run(args: argparse.Namespace) -> int:
         os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
     scenario = getattr(args, "scenario", None)
     if args.command == "demo":
-        env, agents, horizon, runtimes = "warehouse", 3, 100, ["skillstate", *BASELINES]
+        env, agents, horizons, runtimes, seeds = "warehouse", 3, [100], ["skillstate", *BASELINES], 1
     else:
-        env, agents, horizon = args.env, args.agents, args.horizon
+        env, agents, horizons, seeds = args.env, args.agents, list(dict.fromkeys(args.horizon)), args.seeds
         runtimes = _runtimes(args.runtime or ["skillstate"])
+        if seeds < 1 or min(horizons) < 1:
+            raise UsageError("--seeds and --horizon must be at least 1")
     try:
         connection = _connection(args)
     except (OSError, ValueError) as error:
@@ -90,15 +100,22 @@ async def run(args: argparse.Namespace) -> int:
     if args.command == "sim" and args.agents_per_skill:
         if env != "warehouse":
             raise UsageError("--agents-per-skill: only the warehouse runs on a clock so far")
+        if len(horizons) > 1 or seeds > 1:
+            raise UsageError("--agents-per-skill runs one --horizon and one seed")
+        args.horizon = horizons[0]
         async with local_server(args.server) as address:
             return await team.run(args, runtimes, model, address, connection)
     configs = []
-    for runtime in runtimes:
-        try:
-            configs.append(SimConfig(env, agents, horizon, runtime, args.noise, args.seed, model, scenario=scenario,
-                                     result_limit=args.result_limit))  # fmt: skip
-        except ValueError as error:
-            raise UsageError(str(error)) from None
+    ordered = sorted(runtimes, key=lambda runtime: runtime != "skillstate")  # its prompts size the windows
+    for horizon in horizons:
+        for seed in range(args.seed, args.seed + seeds):
+            for runtime in ordered:
+                try:
+                    configs.append(SimConfig(env, agents, horizon, runtime, args.noise, seed, model,
+                                             scenario=scenario, result_limit=args.result_limit,
+                                             reply_words=getattr(args, "reply_words", None)))  # fmt: skip
+                except ValueError as error:
+                    raise UsageError(str(error)) from None
     results: list[SimResult] = []
     async with local_server(args.server) as address:
         for config in configs:
@@ -111,7 +128,7 @@ async def run(args: argparse.Namespace) -> int:
                       file=sys.stderr)  # fmt: skip
                 return 1
         paths = write(results, args.out)
-        print(table(results))
+        print(table(results) if seeds == 1 else seed_table(table_rows(results)))
         if recovery := recovery_table(results):
             print(f"\n{recovery}")
         print()
@@ -155,10 +172,11 @@ async def _run_one(
     from skillstate.agents.sim import run_simulation
 
     if config.runtime in ("truncated", "summary"):
-        ours = [r for r in done if r.config.runtime == "skillstate"]
+        ours = [r for r in done if (r.config.runtime, r.config.horizon, r.config.seed)
+                == ("skillstate", config.horizon, config.seed)]  # fmt: skip
         window = args.window_tokens or (max(ours[0].prompt_sizes) if ours else config.window_tokens)
         config = replace(config, window_tokens=window)
-    bar = ProgressBar(f"{config.runtime:>10}", config.horizon)
+    bar = ProgressBar(f"T={config.horizon} seed {config.seed} {config.runtime:>10}", config.horizon)
     try:
         return await run_simulation(address, config, jsonl=args.out / "steps.jsonl", on_event=bar.update, **connection)
     finally:

@@ -107,3 +107,16 @@ async def test_the_test_policy_is_registered_with_litellm_only_when_its_model_is
         assert registered()
     finally:
         litellm.custom_provider_map = previous
+
+
+@pytest.mark.parametrize("words", [5, 60, 400])
+def test_reply_length_is_set_in_words_and_the_same_for_every_runtime(words: int) -> None:
+    from skillstate.agents.contexts import Stateful
+    from skillstate.agents.scripted import answer
+
+    observation = render_observation({"event": "Shipment arrived containing item_4."})
+    ours = answer(SCRIPTED, skill_state_prompt(INSTRUCTIONS, {"inventory": {}}, observation), words)
+    theirs = answer(SCRIPTED, Stateful().prompt(INSTRUCTIONS, {"inventory": {}}, observation), words)
+    assert len(ours.split("```json")[0].split()) == words
+    assert len(theirs.split("\nStateUpdate:")[0].split()) == words
+    assert parse_reply(ours).action == "Store item_4 shelf_4"
