@@ -1,10 +1,14 @@
-"""An Okapi BM25 index that grows and shrinks one document at a time (no rebuild on add or remove).
+"""An Okapi BM25 index that grows and shrinks one document at a time (no rebuild on add or remove), and
+forks into versions that share what neither changes.
 
-Postings are kept in dictionaries for cheap updates and mirrored, per term and on first use after a change,
-as numpy arrays, so a search scores every posting of its terms in vectorized steps: the cost of a query at
-100,000 skills is a few array operations per term, not a Python loop per posting. Results do not depend on
-the order documents were added in: scores are summed over the query's terms in sorted order, and ties are
-broken by key.
+Each term's postings are a pair of numpy arrays (document slots, frequencies), so a search scores every
+posting of its terms in vectorized steps: the cost of a query at 100,000 skills is a few array operations
+per term, not a Python loop per posting. The arrays are never written once made: adds and removes are
+staged and settled (new arrays for the terms they touch, one concatenation each) before the next read, so
+a version that readers hold never changes under them, and `fork` gives a writer its own version for a
+shallow copy of the tables (not of the arrays), made when the fork first writes.
+Results do not depend on the order documents were added in, nor on which slots they hold: scores are
+summed over the query's terms in sorted order, and ties are broken by key.
 """
 
 from __future__ import annotations
@@ -17,9 +21,15 @@ from typing import Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from .bulk import settle_long_lived
+
 Key = TypeVar("Key", bound=Hashable)
+Slots = npt.NDArray[np.int64]
+Frequencies = npt.NDArray[np.float64]
 
 _GROWTH = 1.5
+_NO_SLOTS: Slots = np.zeros(0, dtype=np.int64)
+_NO_FREQUENCIES: Frequencies = np.zeros(0)
 
 
 class BM25Index(Generic[Key]):
@@ -27,15 +37,23 @@ class BM25Index(Generic[Key]):
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
-        self._postings: dict[str, dict[int, int]] = {}
-        """term -> {document slot: term frequency}"""
-        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
-        """term -> (slots, frequencies) mirroring _postings; dropped when the term's postings change."""
+        self._postings: dict[str, tuple[Slots, Frequencies]] = {}
+        """term -> (slots, frequencies), settled; the arrays are read-only and may be shared with forks."""
         self._slot_of: dict[Key, int] = {}
         self._keys: list[Key | None] = []
         self._lengths: npt.NDArray[np.float64] = np.zeros(64)
         self._free: list[int] = []
         self._total_length = 0
+        self._shared = False
+        """Whether the tables above may be shared with a fork: copied before this index writes them."""
+        self._added: dict[str, dict[int, int]] = {}
+        """Staged: term -> {slot: frequency} of documents added since the last settle."""
+        self._born: set[int] = set()
+        """Slots of documents added since the last settle (their postings are staged, not settled)."""
+        self._dead: set[int] = set()
+        """Settled slots whose documents were removed since the last settle."""
+        self._touched: set[str] = set()
+        """Terms whose settled postings the staged changes replace."""
 
     def __len__(self) -> int:
         return len(self._slot_of)
@@ -43,22 +61,34 @@ class BM25Index(Generic[Key]):
     def __contains__(self, key: object) -> bool:
         return key in self._slot_of
 
+    def fork(self) -> BM25Index[Key]:
+        """An index with the same documents; changes to either never show in the other. Settles first."""
+        self.settle()
+        other: BM25Index[Key] = BM25Index.__new__(BM25Index)
+        other.__dict__.update(self.__dict__)
+        other._added, other._born, other._dead, other._touched = {}, set(), set(), set()
+        self._shared = other._shared = True
+        return other
+
     def add(self, key: Key, document: Iterable[str]) -> None:
+        self._own()
         if key in self._slot_of:
             self.remove(key)
         slot = self._free.pop() if self._free else self._new_slot()
         self._slot_of[key] = slot
         self._keys[slot] = key
+        self._born.add(slot)
         counts = Counter(document)
         for term, count in counts.items():
-            self._postings.setdefault(term, {})[slot] = count
-            self._arrays.pop(term, None)
+            self._added.setdefault(term, {})[slot] = count
+            self._touched.add(term)
         length = sum(counts.values())
         self._lengths[slot] = length
         self._total_length += length
 
     def remove(self, key: Key, document: Iterable[str] | None = None) -> None:
         """Forget a document; pass its terms to skip a scan of every posting list."""
+        self._own()
         slot = self._slot_of.pop(key, None)
         if slot is None:
             return
@@ -66,22 +96,51 @@ class BM25Index(Generic[Key]):
         self._lengths[slot] = 0
         self._keys[slot] = None
         self._free.append(slot)
-        for term in set(document) if document is not None else list(self._postings):
-            postings = self._postings.get(term)
-            if postings is not None and postings.pop(slot, None) is not None:
-                self._arrays.pop(term, None)
-                if not postings:
-                    del self._postings[term]
+        touched = set(document) if document is not None else {*self._postings, *self._added}
+        if slot in self._born:  # added since the last settle: only its staged postings exist
+            self._born.discard(slot)
+            for term in touched:
+                self._added.get(term, {}).pop(slot, None)
+        else:
+            self._dead.add(slot)
+        self._touched |= touched
+
+    def settle(self) -> None:
+        """Turn the staged changes into postings: new arrays for the terms they touched (every read settles
+        first, and the registry settles a version before readers get it)."""
+        if not self._touched:
+            return
+        self._own()
+        dead = np.fromiter(self._dead, dtype=np.int64, count=len(self._dead))
+        for term in sorted(self._touched):
+            slots, frequencies = self._postings.get(term, (_NO_SLOTS, _NO_FREQUENCIES))
+            if len(dead) and len(slots):
+                kept = ~np.isin(slots, dead)
+                slots, frequencies = slots[kept], frequencies[kept]
+            added = self._added.get(term)
+            if added:
+                slots = np.concatenate((slots, np.fromiter(added.keys(), dtype=np.int64, count=len(added))))
+                frequencies = np.concatenate(
+                    (frequencies, np.fromiter(added.values(), dtype=np.float64, count=len(added)))
+                )
+            if len(slots):
+                slots.flags.writeable = frequencies.flags.writeable = False
+                self._postings[term] = (slots, frequencies)
+            else:
+                self._postings.pop(term, None)
+        self._added, self._born, self._dead, self._touched = {}, set(), set(), set()
 
     def holds(self, term: str, where: Callable[[Key], bool] | None = None) -> bool:
         """Whether some document (satisfying `where`) holds the term."""
-        slots = self._postings.get(term, {})
+        self.settle()
+        slots = self._postings.get(term, (_NO_SLOTS,))[0]
         if where is None:
-            return bool(slots)
-        return any(where(self._key(slot)) for slot in slots)
+            return bool(len(slots))
+        return any(where(self._key(slot)) for slot in slots.tolist())
 
     def search(self, query: Iterable[str], limit: int) -> list[tuple[Key, float]]:
         """The `limit` best keys with their scores, best first; ties in key order (deterministic)."""
+        self.settle()
         count = len(self._slot_of)
         if not count or limit <= 0:
             return []
@@ -90,7 +149,7 @@ class BM25Index(Generic[Key]):
         for term in sorted(set(query)):
             if term not in self._postings:
                 continue
-            slots, frequencies = self._array(term)
+            slots, frequencies = self._postings[term]
             idf = math.log(1 + (count - len(slots) + 0.5) / (len(slots) + 0.5))
             norms = self.k1 * (1 - self.b + self.b * self._lengths[slots] / average)
             scores[slots] += idf * frequencies * (self.k1 + 1) / (frequencies + norms)
@@ -101,15 +160,12 @@ class BM25Index(Generic[Key]):
         ranked = sorted(((self._key(int(slot)), float(scores[slot])) for slot in hits), key=lambda h: (-h[1], h[0]))
         return ranked[:limit]
 
-    def _array(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        arrays = self._arrays.get(term)
-        if arrays is None:
-            postings = self._postings[term]
-            arrays = self._arrays[term] = (
-                np.fromiter(postings.keys(), dtype=np.int64, count=len(postings)),
-                np.fromiter(postings.values(), dtype=np.float64, count=len(postings)),
-            )
-        return arrays
+    def _own(self) -> None:
+        """Copy the tables this index shares with a fork before it writes them (the arrays stay shared)."""
+        if self._shared:
+            self._postings, self._slot_of, self._keys = dict(self._postings), dict(self._slot_of), list(self._keys)
+            self._lengths, self._free, self._shared = self._lengths.copy(), list(self._free), False
+            settle_long_lived()  # see MacroIndex._own_tables
 
     def _key(self, slot: int) -> Key:
         key = self._keys[slot]

@@ -1,8 +1,9 @@
 """The skill library in memory: each skill's current graph and the lexical indexes over skills and sections.
 
-Adding or removing a skill updates the indexes in place (BM25 keeps per-term postings), so the library is
-maintained incrementally: after any sequence of adds and removes it ranks exactly as one built from
-scratch with the skills it holds (a property test checks this).
+Adding or removing a skill updates the indexes incrementally (BM25 keeps per-term postings), so after any
+sequence of adds and removes the library ranks exactly as one built from scratch with the skills it holds
+(a property test checks this). `fork` gives a writer a library of its own to change while readers keep
+the one they hold: the two share every skill and every posting array that neither changes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .bm25 import BM25Index
+from .bulk import settle_long_lived
 from .graph import SectionNode, SkillGraph
 from .text import terms
 from .tokens import count_tokens
@@ -42,6 +44,8 @@ class SkillLibrary:
         self._skills: dict[str, LibrarySkill] = {}
         self._skill_index: BM25Index[str] = BM25Index()
         self._section_index: BM25Index[NodeKey] = BM25Index()
+        self._shared = False
+        """Whether `_skills` may be shared with a fork: copied before this library writes it."""
 
     def __len__(self) -> int:
         return len(self._skills)
@@ -55,9 +59,28 @@ class SkillLibrary:
     def get(self, name: str) -> LibrarySkill | None:
         return self._skills.get(name)
 
+    def fork(self) -> SkillLibrary:
+        """A library with the same skills; changes to either never show in the other. Costs a copy of its
+        tables (not of the skills or postings), made when one of the two first changes."""
+        other = SkillLibrary.__new__(SkillLibrary)
+        other._skills, other._skill_index, other._section_index = (
+            self._skills,
+            self._skill_index.fork(),
+            self._section_index.fork(),
+        )
+        self._shared = other._shared = True
+        return other
+
+    def settle(self) -> None:
+        """Finish the indexes' staged changes, so that reading the library writes nothing (every read does
+        it first; the registry does it before readers get the library)."""
+        self._skill_index.settle()
+        self._section_index.settle()
+
     def add(self, graph: SkillGraph, version: int) -> LibrarySkill:
         """Add a skill, replacing an earlier version of the same name."""
         self.remove(graph.skill)
+        self._own()
         skill = LibrarySkill(
             graph,
             version,
@@ -72,13 +95,19 @@ class SkillLibrary:
         return skill
 
     def remove(self, name: str) -> LibrarySkill | None:
-        skill = self._skills.pop(name, None)
-        if skill is None:
+        if name not in self._skills:
             return None
+        self._own()
+        skill = self._skills.pop(name)
         self._skill_index.remove(name, skill.description_terms | frozenset(terms(name)))
         for node, node_terms in zip(skill.graph.nodes, skill.node_terms, strict=True):
             self._section_index.remove((name, node.index), node_terms)
         return skill
+
+    def _own(self) -> None:
+        if self._shared:
+            self._skills, self._shared = dict(self._skills), False
+            settle_long_lived()  # see MacroIndex._own_tables
 
     def mentions(self, term: str, only: frozenset[str] | None = None) -> bool:
         """Whether any section (of the `only` skills, if given) holds the term."""

@@ -9,21 +9,25 @@ match it (key, ports, verifier paths, similar text); what matches none stays a r
 a bucket whose residuals now recur across skills with a positive gain is promoted to a macro. Removing a
 skill drops its occurrences; a macro left with one occurrence is retired and its residual may be promoted
 again. Execution evidence (ReportOutcome) raises a macro's default rendering level, then splits or retires it.
+
+`MacroIndex.fork` gives a writer an index of its own to maintain while readers keep the one they hold: the
+two share every graph, run, text and macro, and each bucket and key set until one of them changes it.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from .bulk import fewer_collections
+from .bulk import fewer_collections, settle_long_lived
 from .graph import SkillGraph
 from .macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Compression, Key, Level, Macro, Occurrence
 from .motif_discovery import SIMILARITY, Run, SkillText, find_macros, jaccard, ports_of, runs_of, verifiable_nodes
 from .text import terms
 
 
-@dataclass
+@dataclass(frozen=True)
 class Evidence:
     """What executions reported about one macro since it was last revised."""
 
@@ -70,9 +74,29 @@ class MacroIndex:
         self._verifiable: dict[str, tuple[bool, ...]] = {}
         """Per skill, whether each node may sit in a macro on its own (see `verifiable`)."""
         self.evidence: dict[str, Evidence] = {}
+        self._shared_tables = self._shared_evidence = False
+        """Whether the tables above (and, apart, the evidence) may be shared with a fork: copied before this
+        index writes them."""
+        self._own_buckets: set[Key] = set()
+        self._own_key_sets: set[Key] = set()
+        """The buckets and key sets this index made or copied since it last forked: the others may be shared
+        with a fork, and are copied before this index changes them."""
+        self._copied_buckets = False
+
+    def fork(self) -> MacroIndex:
+        """An index with the same macros, residuals, evidence and revisions; changes to either never show in
+        the other. The first change to either copies its tables, shallowly (at 10K skills the largest, the
+        node holders, has about 130K entries; a report that revises nothing copies the evidence alone), and
+        a bucket or key set is copied when one of the two first changes it."""
+        other = copy.copy(self)
+        for index in (self, other):
+            index._shared_tables = index._shared_evidence = True
+            index._own_buckets, index._own_key_sets = set(), set()
+        return other
 
     def rebuild(self, graphs: Iterable[SkillGraph], node_tokens: dict[str, tuple[int, ...]]) -> None:
         """Full MotifZip: forget the macros (not the revisions) and compress the given library from scratch."""
+        self.revised = dict(self.revised)  # its own from now on, like the tables _reset makes
         self._reset()
         with fewer_collections():
             for graph in sorted(graphs, key=lambda g: g.skill):
@@ -81,6 +105,7 @@ class MacroIndex:
 
     def add(self, graph: SkillGraph, tokens: tuple[int, ...]) -> None:
         """Assimilate a new skill (or a new version, replacing the old one)."""
+        self._own_tables()
         if graph.skill in self._graphs:
             self.remove(graph.skill)
         self._index(graph, tokens)
@@ -90,9 +115,10 @@ class MacroIndex:
         self._promote({run.key for run in runs})
 
     def remove(self, skill: str) -> None:
-        graph = self._graphs.pop(skill, None)
-        if graph is None:
+        if skill not in self._graphs:
             return
+        self._own_tables()
+        graph = self._graphs.pop(skill)
         freed: set[Key] = set()
         for macro_id in sorted(
             {self._holder[(skill, i)][0] for i in range(len(graph.nodes)) if (skill, i) in self._holder}
@@ -101,7 +127,7 @@ class MacroIndex:
             self._set_occurrences(macro, tuple(o for o in macro.occurrences if o.skill != skill))
             freed.add(macro.key)
         for run in self._runs.pop(skill):
-            del self._buckets[run.key][run.occurrence]
+            del self._bucket(run.key)[run.occurrence]
         del self._tokens[skill]
         del self._texts[skill]
         del self._verifiable[skill]
@@ -128,18 +154,21 @@ class MacroIndex:
         macro = self._macros.get(macro_id)
         if macro is None:
             return
-        evidence = self.evidence.setdefault(macro_id, Evidence())
-        evidence.uses += 1
-        evidence.expansions += expanded
-        evidence.verifier_failures += verifier_failed
+        self._own_evidence()
+        seen = self.evidence.get(macro_id, Evidence())
+        evidence = self.evidence[macro_id] = Evidence(
+            seen.uses + 1, seen.expansions + expanded, seen.verifier_failures + verifier_failed
+        )
         if macro.default_level < Level.FULL and (
             evidence.verifier_failures
             or (evidence.uses >= MIN_EVIDENCE and evidence.expansions >= EXPANSION_SHARE * evidence.uses)
         ):
+            self._own_tables()
             self._macros[macro_id] = replace(macro, default_level=Level(macro.default_level + 1))
             self.revised[macro.key] = self._macros[macro_id].default_level
             self.evidence[macro_id] = Evidence()
         elif macro.default_level == Level.FULL and evidence.verifier_failures >= FAILURES_TO_SPLIT:
+            self._own_tables()
             self.revised[macro.key] = None
             self._set_occurrences(macro, ())
             if macro.prototype.length > 1:  # split: its single sections may form smaller macros
@@ -156,7 +185,42 @@ class MacroIndex:
         self._verifiable[graph.skill] = verifiable_nodes(graph)
         self._runs[graph.skill] = list(runs_of(graph, tokens, node_terms))
         for run in self._runs[graph.skill]:
-            self._buckets.setdefault(run.key, {})[run.occurrence] = run
+            self._bucket(run.key)[run.occurrence] = run
+        if self._copied_buckets:  # as long-lived as the tables: see _own_tables
+            self._copied_buckets = False
+            settle_long_lived()
+
+    def _own_tables(self) -> None:
+        self._own_evidence()
+        if self._shared_tables:
+            self.revised, self._graphs, self._tokens = dict(self.revised), dict(self._graphs), dict(self._tokens)
+            self._runs, self._buckets, self._macros = dict(self._runs), dict(self._buckets), dict(self._macros)
+            self._macros_by_key, self._holder = dict(self._macros_by_key), dict(self._holder)
+            self._texts, self._verifiable, self._shared_tables = dict(self._texts), dict(self._verifiable), False
+            # the copies are as long-lived as the library: out of the collector's reach at once, or each young
+            # collection the maintenance triggers walks their entries until they age (82 ms stalls at 10K)
+            settle_long_lived()
+
+    def _own_evidence(self) -> None:
+        if self._shared_evidence:
+            self.evidence, self._shared_evidence = dict(self.evidence), False
+
+    def _bucket(self, key: Key) -> dict[Occurrence, Run]:
+        """A bucket to change: made, or copied if a fork may share it."""
+        bucket = self._buckets.get(key)
+        if bucket is None or key not in self._own_buckets:
+            self._copied_buckets |= bucket is not None
+            bucket = self._buckets[key] = {} if bucket is None else dict(bucket)
+            self._own_buckets.add(key)
+        return bucket
+
+    def _key_set(self, key: Key) -> set[str]:
+        """The macro ids of a key, to change: made, or copied if a fork may share them."""
+        ids = self._macros_by_key.get(key)
+        if ids is None or key not in self._own_key_sets:
+            ids = self._macros_by_key[key] = set() if ids is None else set(ids)
+            self._own_key_sets.add(key)
+        return ids
 
     def _shingles_of(self, occurrence: Occurrence) -> frozenset[int]:
         return self._texts[occurrence.skill].shingles(occurrence.nodes)
@@ -207,7 +271,7 @@ class MacroIndex:
             if len(occurrences) >= MIN_OCCURRENCES and _gain(self._tokens, occurrences) > 0:
                 candidate = replace(candidate, default_level=self.revised.get(candidate.key) or Level.CONTRACT)
                 self._macros[candidate.macro_id] = candidate
-                self._macros_by_key.setdefault(candidate.key, set()).add(candidate.macro_id)
+                self._key_set(candidate.key).add(candidate.macro_id)
                 self._set_occurrences(candidate, occurrences)
 
     def _set_occurrences(self, macro: Macro, occurrences: tuple[Occurrence, ...]) -> None:
@@ -219,7 +283,8 @@ class MacroIndex:
                     del self._holder[(o.skill, i)]
         if len(occurrences) < MIN_OCCURRENCES or _gain(self._tokens, occurrences) <= 0:
             self._macros.pop(macro.macro_id, None)
-            self._macros_by_key.get(macro.key, set()).discard(macro.macro_id)
+            if macro.key in self._macros_by_key:
+                self._key_set(macro.key).discard(macro.macro_id)
             self.evidence.pop(macro.macro_id, None)
             return
         occurrences = tuple(sorted(occurrences))

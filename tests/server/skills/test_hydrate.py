@@ -135,6 +135,36 @@ def test_incremental_adds_and_removes_equal_a_rebuild(operations: list[tuple[boo
         assert hydrate(incremental, query, 2000) == hydrate(rebuilt, query, 2000)
 
 
+@settings(max_examples=40)
+@given(st.lists(st.tuples(st.sampled_from(["add", "remove", "fork", "fork back"]), st.integers(0, len(GRAPHS) - 1)),
+                max_size=30), QUERIES)  # fmt: skip
+def test_a_fork_and_the_library_it_came_from_change_apart(operations: list[tuple[str, int]], words: list[str]) -> None:
+    """What a registration does to its fork never shows in the library readers hold, and the other way round
+    (`fork back` goes on changing the original and keeps the fork); each still ranks and hydrates as a
+    library built from scratch with the skills it held."""
+    library, present = SkillLibrary(), set[int]()
+    kept: list[tuple[SkillLibrary, set[int]]] = []
+    for operation, index in operations:
+        if operation == "add":
+            library.add(GRAPHS[index], version=1)
+            present.add(index)
+        elif operation == "remove":
+            library.remove(GRAPHS[index].skill)
+            present.discard(index)
+        else:
+            fork = library.fork()
+            kept.append((library, set(present)) if operation == "fork" else (fork, set(present)))
+            library = fork if operation == "fork" else library
+    query = " ".join(words)
+    for held, skills in [*kept, (library, present)]:
+        rebuilt = library_of(sorted(skills))
+        assert [skill.name for skill in held] == [skill.name for skill in rebuilt]
+        assert held.rank_sections(words, 50) == rebuilt.rank_sections(words, 50)
+        assert held.rank_skills(words, 50) == rebuilt.rank_skills(words, 50)
+        if skills:
+            assert hydrate(held, query, 2000) == hydrate(rebuilt, query, 2000)
+
+
 SYNTHETIC = [build_graph(load_package(s.files, s.folder)) for s in generate_library(80, seed=11)]
 SYNTHETIC_LIBRARY = SkillLibrary()
 for _graph in SYNTHETIC:

@@ -52,6 +52,54 @@ def test_any_sequence_of_adds_and_removes_keeps_every_macro_valid(operations: li
     assert_valid(index, present)
 
 
+Operation = tuple[str, int, bool, bool]
+"""(add, remove, report, fork or fork back; a graph, or for a report the rank of its macro; expanded; failed)"""
+
+
+def apply(index: MacroIndex, operation: Operation) -> None:
+    kind, i, expanded, failed = operation
+    if kind == "add":
+        index.add(GRAPHS[i], TOKENS[GRAPHS[i].skill])
+    elif kind == "remove":
+        index.remove(GRAPHS[i].skill)
+    elif kind == "report" and (macros := index.compression().macros):
+        index.report(macros[i % len(macros)].macro_id, expanded=expanded, verifier_failed=failed)
+
+
+def state(index: MacroIndex) -> object:
+    return index.compression(), index.evidence, index.revised
+
+
+@settings(max_examples=25)
+@given(st.lists(st.tuples(st.sampled_from(["add", "add", "remove", "report", "report", "fork", "fork back"]),
+                          st.integers(0, len(GRAPHS) - 1), st.booleans(), st.booleans()), max_size=60))  # fmt: skip
+def test_a_fork_and_the_index_it_came_from_change_apart_and_exactly_as_without_forks(
+    operations: list[Operation],
+) -> None:
+    """Each index a fork left behind (or, for `fork back`, each fork left behind) holds exactly what the same
+    operations up to that point give an index never forked, and so does the last; and each goes on to
+    maintain the skills that arrive next exactly as the index never forked does."""
+    index = MacroIndex()
+    kept: list[tuple[MacroIndex, int]] = []
+    for done, operation in enumerate(operations):
+        if operation[0] in ("fork", "fork back"):
+            fork = index.fork()
+            kept.append((index, done) if operation[0] == "fork" else (fork, done))
+            index = fork if operation[0] == "fork" else index
+        else:
+            apply(index, operation)
+    arrivals: list[Operation] = [("add", i, False, False) for i in range(0, len(GRAPHS), 7)]
+    for held, done in [*kept, (index, len(operations))]:
+        plain = MacroIndex()
+        for operation in operations[:done]:
+            apply(plain, operation)
+        assert state(held) == state(plain)
+        for operation in [o for o in operations[done:] if not o[0].startswith("fork")] + arrivals:
+            apply(held, operation)
+            apply(plain, operation)
+        assert state(held) == state(plain)
+
+
 def test_streaming_arrivals_come_close_to_a_full_recompression() -> None:
     index = MacroIndex()
     half = len(GRAPHS) // 2
