@@ -1,9 +1,13 @@
-"""The skill registry: registered versions in a SkillStore, the current ones in a SkillLibrary.
+"""The skill registry: registered versions in a SkillStore, the current ones in a published Snapshot.
 
-Loading a package and building its graph run in a worker thread, so a large package does not stall the
-event loop the state server shares; the library itself is only touched on the loop. Registrations and
-removals are serialized, and a version is stored before the library serves it: a restart serves exactly
-what was acknowledged.
+A snapshot (the current skills, their library and their macros) never changes once published. Readers
+(hydrations, Expand, GetSkill, ListSkills, library stats) take the one current when they start and work
+over it to the end, the heavy part in a worker thread: they never wait for a writer, and never see part of
+one. Writers (registrations, removals, outcome reports, looks at a shared store) take turns; each builds
+the next snapshot off to the side in the writer thread, from forks of the current indexes that share everything the
+change leaves alone (the seconds of macro maintenance a 10K-skill library costs a registration run there),
+then publishes it with one assignment on the loop. A version is stored before a snapshot serves it: a
+restart serves exactly what was acknowledged.
 """
 
 from __future__ import annotations
@@ -11,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import functools
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -30,7 +35,6 @@ from .library import SkillLibrary, node_tokens
 from .macro_index import MacroIndex
 from .macros import Compression, Level, key_from_json, key_to_json
 from .package import Diagnostic, PackageLimits, SkillPackage, load_package
-from .readwrite import ReadWriteLock
 from .render import MacroBlock, render_macro
 
 log = logging.getLogger(__name__)
@@ -74,6 +78,73 @@ SYNC_INTERVAL = 1.0
 """Seconds between looks at a shared store for skills other servers registered or removed."""
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """One version of the library, never changed once published: what a reader works over."""
+
+    views: Mapping[str, SkillView]
+    """The current skills by name."""
+    library: SkillLibrary
+    macros: MacroIndex
+    generation: int
+    """Counts changes to the skills and macros; cached results name the generation they were computed for."""
+
+
+class _Draft:
+    """The next snapshot as one writer builds it: forks of the current one's indexes, changed in place.
+    `snapshot()` ends it: the draft's tables are then the published ones and must not change again."""
+
+    def __init__(self, base: Snapshot) -> None:
+        self._base_views = base.views
+        self.views: dict[str, SkillView] | None = None
+        self.library = base.library.fork()
+        self.macros = base.macros.fork()
+        self.generation = base.generation
+
+    def serve(
+        self, stored: SkillVersion, package: SkillPackage, graph: SkillGraph, maintain_macros: bool = True
+    ) -> None:
+        skill = self.library.add(graph, stored.version)
+        self._views()[package.name] = SkillView(stored, package, graph, skill.node_tokens)
+        if maintain_macros:
+            self.macros.add(graph, skill.node_tokens)  # seconds for a large library
+        self.generation += 1
+
+    def forget(self, name: str) -> None:
+        del self._views()[name]
+        self.library.remove(name)
+        self.macros.remove(name)
+        self.generation += 1
+
+    def report(
+        self, shown: set[str], expanded: set[str], failed: set[str]
+    ) -> tuple[list[Revision], list[tuple[str, int | None]]]:
+        """Record one execution's evidence; returns the revisions and the (key, level) pairs to store."""
+        revisions, levels = [], []
+        for macro_id in sorted(shown):
+            before = self.macros.macro(macro_id)
+            self.macros.report(macro_id, expanded=macro_id in expanded, verifier_failed=macro_id in failed)
+            after = self.macros.macro(macro_id)
+            if before is not None and (after is None or after.default_level != before.default_level):
+                revisions.append(Revision(macro_id, after.default_level if after else None))
+                level = self.macros.revised[before.key]
+                levels.append((key_to_json(before.key), int(level) if level else None))
+        if revisions:
+            self.generation += 1
+        return revisions, levels
+
+    def snapshot(self) -> Snapshot:
+        """The draft as a snapshot, its indexes settled so that reading them writes nothing."""
+        self.library.settle()
+        views = self._base_views if self.views is None else self.views
+        return Snapshot(views, self.library, self.macros, self.generation)
+
+    def _views(self) -> dict[str, SkillView]:
+        if self.views is None:
+            self.views = dict(self._base_views)
+        return self.views
+
+
 class SkillRegistry:
     def __init__(
         self,
@@ -81,28 +152,52 @@ class SkillRegistry:
         limits: PackageLimits = PackageLimits(),
         extractor: Extractor | None = None,
         worker: concurrent.futures.Executor | None = None,
+        writer: concurrent.futures.Executor | None = None,
     ) -> None:
-        """`worker` runs what would hold the event loop (loading packages, maintaining macros, hydrating);
-        by default asyncio's default executor."""
+        """`worker` runs what would hold the event loop (loading packages, hydrating, measuring the library),
+        by default asyncio's default executor. `writer` builds the library at start and every writer's next
+        snapshot (maintaining macros: seconds at 10K skills), by default on a thread of the registry's own:
+        writers take turns anyway, and one thread keeps their allocations in one malloc arena, where what
+        the start and each registration free is reused (spread over the default executor's threads, a
+        10K-skill library stayed about 240 MB larger after a dozen registrations)."""
         self._store = store
         self._worker = worker
+        self._writer = writer or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="skillstate-skill-writer")
+        self._own_writer = writer is None
         self._limits = limits
         self._extractor = extractor
         """Sec2Graph's role and contract extraction when not the deterministic rules (llm_extract.py)."""
-        self.library = SkillLibrary()
-        self._current: dict[str, SkillView] = {}
-        self._access = ReadWriteLock()
-        """Readers (hydrations, in worker threads) or one writer (a registration, removal or report)."""
-        self._generation = 0
-        """Counts changes to the library; cached results name the generation they were computed for."""
-        self.macros = MacroIndex()
-        """The library's macros: compressed in full at start, then maintained skill by skill (ReZip)."""
+        self._snapshot = Snapshot({}, SkillLibrary(), MacroIndex(), 0)
+        """The published version: replaced whole by a writer, never changed."""
+        self._writing = asyncio.Lock()
+        """Writers take turns: each builds the next snapshot from the one the last writer published."""
+        self._hydrated: contextvars.ContextVar[Snapshot | None] = contextvars.ContextVar(
+            f"skillstate-hydrated-{id(self)}", default=None
+        )
+        """The snapshot the calling task's latest hydration read (see `library`)."""
         self._stats: tuple[int, LibraryStats, Compression] | None = None
         self._measuring = asyncio.Lock()
         self._hydrations: OrderedDict[str, tuple[Hydration, set[str]]] = OrderedDict()
         """hydration id -> (the hydration, the macros expanded from it)"""
         self._loading: asyncio.Task[None] | None = None
+        self._syncing: asyncio.Task[None] | None = None
         self._synced_at = -float("inf")
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The library as the last writer published it."""
+        return self._snapshot
+
+    @property
+    def library(self) -> SkillLibrary:
+        """The library the calling task's latest hydration read, else the current one: a reply built after
+        `hydrate` describes the version it was hydrated over, whatever a writer published meanwhile."""
+        return (self._hydrated.get() or self._snapshot).library
+
+    @property
+    def macros(self) -> MacroIndex:
+        """The library's macros: compressed in full at start, then maintained skill by skill (ReZip)."""
+        return self._snapshot.macros
 
     async def start(self) -> None:
         """Open the store and start rebuilding the library in the background: the server it shares serves
@@ -112,60 +207,92 @@ class SkillRegistry:
 
     async def ready(self) -> None:
         """Wait until the library holds every stored skill (raises what rebuilding it raised). Every public
-        call waits here first."""
+        call waits here first. With a shared store, a look at what other servers changed starts when
+        SYNC_INTERVAL has passed: it is a writer, so a reader goes on with the snapshot it finds, and a
+        writer takes its turn after the look (`_turn`)."""
         if self._loading is None:
             raise StorageError("the skill registry was not started")
         await asyncio.shield(self._loading)
-        if self._store.shared and time.monotonic() - self._synced_at > SYNC_INTERVAL:
-            await self._sync()
+        if self._sync_due() and (self._syncing is None or self._syncing.done()):
+            self._syncing = asyncio.create_task(self._sync_in_turn(), name="skillstate-skill-sync")
+
+    def _sync_due(self) -> bool:
+        return self._store.shared and time.monotonic() - self._synced_at > SYNC_INTERVAL
+
+    async def _sync_in_turn(self) -> None:
+        """The look a reader started, in a writer's turn (`_turn` looks when one is due)."""
+        try:
+            async with self._turn():
+                pass
+        except Exception:  # the next call looks again
+            log.warning("looking at the shared skill store failed", exc_info=True)
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[Snapshot]:
+        """A writer's turn, after a look at a shared store if one is due; yields the snapshot to build on."""
+        async with self._writing:
+            if self._sync_due():
+                await self._sync()
+            yield self._snapshot
 
     async def _sync(self) -> None:
         """Serve what other servers registered or removed in a shared store since this one last looked."""
-        async with self._access.write():
-            self._synced_at = time.monotonic()
-            stored = await self._store.current_versions()
-            for name in [name for name in self._current if name not in stored]:
-                await self._off_loop(self._forget, name)
-            for name, number in sorted(stored.items()):
-                current = self._current.get(name)
-                if current is not None and current.stored.version == number:
-                    continue
-                version = await self._store.get(name, number)
-                if version is not None:
-                    package, graph = await self._off_loop(self._load, version.files, version.folder, False)
-                    if current is not None:
-                        await self._off_loop(self._forget, name)
-                    await self._off_loop(self._serve, version, package, graph)
+        self._synced_at = time.monotonic()
+        stored = await self._store.current_versions()
+        views = self._snapshot.views
+        gone = [name for name in views if name not in stored]
+        arrived = []
+        for name, number in sorted(stored.items()):
+            current = views.get(name)
+            if current is not None and current.stored.version == number:
+                continue
+            version = await self._store.get(name, number)
+            if version is not None:
+                package, graph = await self._off_loop(self._load, version.files, version.folder, False)
+                arrived.append((version, package, graph))
+
+        def change(draft: _Draft) -> None:
+            for name in gone:
+                draft.forget(name)
+            for version, package, graph in arrived:
+                draft.serve(version, package, graph)
+
+        if gone or arrived:
+            self._publish((await self._build(change))[0])
 
     async def close(self) -> None:
-        if self._loading is not None:
-            self._loading.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._loading
+        for task in (self._loading, self._syncing):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         await self._store.close()
+        if self._own_writer:
+            self._writer.shutdown(wait=False, cancel_futures=True)
 
     async def _rebuild(self) -> None:
-        self.macros.revised = {
+        draft = _Draft(self._snapshot)
+        draft.macros.revised = {
             key_from_json(key): Level(level) if level else None
             for key, level in (await self._store.macro_revisions()).items()
         }
         with fewer_collections():
-            for stored in await self._store.current():
-                package, graph = await self._off_loop(self._load, stored.files, stored.folder, False)
-                self._serve(stored, package, graph, maintain_macros=False)
-        graphs = [view.graph for view in self._current.values()]
-        tokens = {view.graph.skill: view.node_tokens for view in self._current.values()}
-        await self._off_loop(self.macros.rebuild, graphs, tokens)
-        settle_long_lived()
-        log.info("skill library ready: %d skills, %d macros", len(self._current), len(self.macros.compression().macros))
+            for stored in await self._store.current():  # loaded and indexed in the writer, in one hop each
+                await self._off_loop(self._load_into, draft, stored, writer=True)
+        views = draft.views or {}
+        graphs = [view.graph for view in views.values()]
+        tokens = {view.graph.skill: view.node_tokens for view in views.values()}
+        await self._off_loop(draft.macros.rebuild, graphs, tokens, writer=True)
+        self._publish(await self._off_loop(draft.snapshot, writer=True))
+        log.info("skill library ready: %d skills, %d macros", len(views), len(self.macros.compression().macros))
 
     async def register(self, files: Mapping[str, bytes], folder: str = "", strict: bool = False) -> Registration:
         """Load, store and serve a package; raises SkillFormatError (INVALID_ARGUMENT) listing its errors."""
         await self.ready()
         package, graph = await self._off_loop(self._load, dict(files), folder, strict)
         digest = package.digest
-        async with self._access.write():
-            current = self._current.get(package.name)
+        async with self._turn() as snapshot:
+            current = snapshot.views.get(package.name)
             if current is not None and current.stored.digest == digest:
                 return Registration(
                     package.name, current.stored.version, len(graph.nodes), package.warnings, True, digest
@@ -176,26 +303,19 @@ class SkillRegistry:
                 await self._store.add(stored)
             except DuplicateRowError as e:  # another server wrote this version: ours must not overwrite it
                 raise InvalidArgumentError(f"skill {package.name!r}: {e}") from e
-            await self._off_loop(self._serve, stored, package, graph)  # seconds for a large library
-            settle_long_lived()
+            self._publish((await self._build(lambda draft: draft.serve(stored, package, graph)))[0])
         return Registration(package.name, number, len(graph.nodes), package.warnings, False, digest)
 
     async def remove(self, name: str) -> int:
         """Take a skill out of the library; returns the version that was current."""
         await self.ready()
-        async with self._access.write():
-            current = self._current.get(name)
+        async with self._turn() as snapshot:
+            current = snapshot.views.get(name)
             if current is None:
                 raise NotFoundError(f"name: no skill {name!r} in the library")
             await self._store.mark_removed(name, current.stored.version, time.time())
-            await self._off_loop(self._forget, name)
+            self._publish((await self._build(lambda draft: draft.forget(name)))[0])
             return current.stored.version
-
-    def _forget(self, name: str) -> None:
-        del self._current[name]
-        self.library.remove(name)
-        self.macros.remove(name)
-        self._generation += 1
 
     async def page(self, page_size: int = 0, after: str = "") -> tuple[list[SkillView], bool]:
         """Current skills named after `after`, by name, a page at a time; and whether more follow."""
@@ -203,18 +323,16 @@ class SkillRegistry:
         size = DEFAULT_PAGE if page_size == 0 else page_size
         if not 1 <= size <= MAX_PAGE:
             raise InvalidArgumentError(f"page_size: must be 0-{MAX_PAGE}, got {page_size}")
-        async with self._access.read():
-            names = sorted(name for name in self._current if name > after)
-            page = [self._current[name] for name in names[:size]]
-        return page, len(names) > size
+        views = self._snapshot.views
+        names = sorted(name for name in views if name > after)
+        return [views[name] for name in names[:size]], len(names) > size
 
     async def get(self, name: str, version: int = 0) -> SkillView:
         """The current version (version 0) or an earlier one, removed or not."""
         await self.ready()
         if version < 0:
             raise InvalidArgumentError(f"version: must be >= 0, got {version}")
-        async with self._access.read():
-            current = self._current.get(name)
+        current = self._snapshot.views.get(name)
         if current is not None and version in (0, current.stored.version):
             return current
         stored = await self._store.get(name, version) if version else None
@@ -233,11 +351,12 @@ class SkillRegistry:
         if not 1 <= budget <= MAX_BUDGET:
             raise InvalidArgumentError(f"budget_tokens: must be 1-{MAX_BUDGET}, got {budget}")
         names = list(skill_names)
-        async with self._access.read():  # the library as one registration left it, unchanged until the end
-            missing = sorted(set(names) - self._current.keys())
-            if missing:
-                raise NotFoundError(f"skill_names: not in the library: {', '.join(missing)}")
-            hydration = await self._off_loop(hydrate, self.library, query, budget, names, self.macros)
+        snapshot = self._snapshot  # the library as it is now, to the end, whatever writers publish meanwhile
+        missing = sorted(set(names) - snapshot.views.keys())
+        if missing:
+            raise NotFoundError(f"skill_names: not in the library: {', '.join(missing)}")
+        hydration = await self._off_loop(hydrate, snapshot.library, query, budget, names, snapshot.macros)
+        self._hydrated.set(snapshot)
         self._hydrations[hydration.hydration_id] = (hydration, set())
         self._hydrations.move_to_end(hydration.hydration_id)
         while len(self._hydrations) > KEPT_HYDRATIONS:
@@ -251,40 +370,28 @@ class SkillRegistry:
         block = next((b for b in hydration.macros if b.macro.macro_id == macro_id), None)
         if block is None:
             raise NotFoundError(f"macro_id: {macro_id!r} is not a macro of hydration {hydration_id}")
-        async with self._access.read():
-            graph = self.library.graph(block.occurrence.skill) if block.occurrence.skill in self.library else None
-        if graph is None:
+        library = self._snapshot.library
+        if block.occurrence.skill not in library:
             raise NotFoundError(f"hydration_id: skill {block.occurrence.skill!r} left the library; hydrate again")
         expanded.add(macro_id)
-        return render_macro(graph, MacroBlock(block.macro, block.occurrence, level))
+        return render_macro(library.graph(block.occurrence.skill), MacroBlock(block.macro, block.occurrence, level))
 
     async def report_outcome(self, hydration_id: str, success: bool, failed_macro_ids: Iterable[str]) -> list[Revision]:
         """Record the evidence of one execution for every macro its context showed; returns the revisions,
         which are stored (a restart keeps raised levels and splits)."""
         await self.ready()
-        async with self._access.write():
+        async with self._turn():
             hydration, expanded = self._hydration(hydration_id)
             shown = {b.macro.macro_id for b in hydration.macros}
             failed = set(failed_macro_ids)
             unknown = sorted(failed - shown)
             if unknown:
                 raise InvalidArgumentError(f"failed_macro_ids: not macros of this hydration: {', '.join(unknown)}")
-            revisions = await self._report(shown, expanded, failed)
+            snapshot, (revisions, levels) = await self._build(lambda draft: draft.report(shown, expanded, failed))
+            for key, level in levels:
+                await self._store.save_macro_revision(key, level)
+            self._publish(snapshot)
             del self._hydrations[hydration_id]  # one report per hydration
-        if revisions:
-            self._generation += 1
-        return revisions
-
-    async def _report(self, shown: set[str], expanded: set[str], failed: set[str]) -> list[Revision]:
-        revisions = []
-        for macro_id in sorted(shown):
-            before = self.macros.macro(macro_id)
-            self.macros.report(macro_id, expanded=macro_id in expanded, verifier_failed=macro_id in failed)
-            after = self.macros.macro(macro_id)
-            if before is not None and (after is None or after.default_level != before.default_level):
-                revisions.append(Revision(macro_id, after.default_level if after else None))
-                level = self.macros.revised[before.key]
-                await self._store.save_macro_revision(key_to_json(before.key), int(level) if level else None)
         return revisions
 
     def _hydration(self, hydration_id: str) -> tuple[Hydration, set[str]]:
@@ -297,30 +404,46 @@ class SkillRegistry:
         """The library's size and compression, measured in a worker thread and cached until it changes."""
         await self.ready()
         async with self._measuring:
-            if self._stats is None or self._stats[0] != self._generation:
+            snapshot = self._snapshot
+            if self._stats is None or self._stats[0] != snapshot.generation:
+                graphs = [view.graph for view in snapshot.views.values()]
                 # fewer collections: a full one of the millions of objects this builds holds the GIL
-                async with self._access.read():
-                    generation = self._generation
-                    graphs = [view.graph for view in self._current.values()]
-                    with fewer_collections():
-                        compression = await self._off_loop(self.macros.compression)
-                        stats = await self._off_loop(library_stats, compression, graphs)
-                self._stats = (generation, stats, compression)
+                with fewer_collections():
+                    compression = await self._off_loop(snapshot.macros.compression)
+                    stats = await self._off_loop(library_stats, compression, graphs)
+                self._stats = (snapshot.generation, stats, compression)
                 settle_long_lived()  # kept until the library changes: out of the full collections meanwhile
             return self._stats[1], self._stats[2]
 
-    async def _off_loop(self, work: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._worker, functools.partial(work, *args))
+    async def _build(self, change: Callable[[_Draft], T]) -> tuple[Snapshot, T]:
+        """The next snapshot, built in the writer thread: the current one forked, changed and settled (called
+        in a writer's turn)."""
+        base = self._snapshot
+
+        def build() -> tuple[Snapshot, T]:
+            draft = _Draft(base)
+            result = change(draft)
+            return draft.snapshot(), result
+
+        return await self._off_loop(build, writer=True)
+
+    def _publish(self, snapshot: Snapshot) -> None:
+        replaced = [self._snapshot]
+        self._snapshot = snapshot
+        settle_long_lived()  # the new tables join the library out of the full collections' reach
+        with contextlib.suppress(RuntimeError):  # the writer is shut down: freed here
+            # the tables only the replaced snapshot held take ms to free (tens at 10K skills): in the writer,
+            # unless a reader still holds it (then freed where that reader lets go)
+            self._writer.submit(replaced.clear)
+
+    async def _off_loop(self, work: Callable[..., T], *args: Any, writer: bool = False) -> T:
+        executor = self._writer if writer else self._worker
+        return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(work, *args))
+
+    def _load_into(self, draft: _Draft, stored: SkillVersion) -> None:
+        package, graph = self._load(stored.files, stored.folder, False)
+        draft.serve(stored, package, graph, maintain_macros=False)
 
     def _load(self, files: Mapping[str, bytes], folder: str, strict: bool) -> tuple[SkillPackage, SkillGraph]:
         package = load_package(files, folder, strict=strict, limits=self._limits)
         return package, build_graph(package, self._extractor)
-
-    def _serve(
-        self, stored: SkillVersion, package: SkillPackage, graph: SkillGraph, maintain_macros: bool = True
-    ) -> None:
-        skill = self.library.add(graph, stored.version)
-        self._current[package.name] = SkillView(stored, package, graph, skill.node_tokens)
-        if maintain_macros:
-            self.macros.add(graph, skill.node_tokens)
-        self._generation += 1

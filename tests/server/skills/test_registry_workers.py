@@ -1,14 +1,22 @@
-"""The registry's heavy work runs in its worker: the event loop keeps answering while a hydration or a
-registration is parked there, and a reader never sees the library half-changed (the readers-writer lock)."""
+"""The registry's heavy work runs in worker threads: the event loop keeps answering while a hydration is
+parked there, and readers work over a published snapshot, so a registration parked in the middle of its
+macro maintenance (in the writer thread) neither holds them up nor shows them any of its change."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
 import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+import pytest
 
 from bench.synthetic import generate_library
-from skillstate.server.skills.readwrite import ReadWriteLock
+from skillstate.server.errors import NotFoundError
+from skillstate.server.skills.macro_index import MacroIndex
 from skillstate.server.skills.registry import SkillRegistry
 from skillstate.server.storage.skill_store.memory import MemorySkillStore
 
@@ -41,69 +49,80 @@ async def test_the_loop_keeps_answering_while_a_hydration_is_parked_in_the_worke
         worker.shutdown()
 
 
-async def test_readers_share_the_lock_and_a_writer_waits_for_them_then_goes_before_later_readers() -> None:
-    lock = ReadWriteLock()
-    order: list[str] = []
-    release = {name: asyncio.Event() for name in ("r1", "r2", "w", "r3")}
+class ParkingWorker(concurrent.futures.ThreadPoolExecutor):
+    """One thread. Once armed, the first job to call the given function waits at that call until the gate
+    opens: a trace of the job's own thread sees the call, and nothing of the registry is replaced."""
 
-    async def reader(name: str) -> None:
-        async with lock.read():
-            order.append(f"{name} in")
-            await release[name].wait()
-        order.append(f"{name} out")
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.parked, self.gate = threading.Event(), threading.Event()
+        self.parked_in: object = None
+        """The `self` of the parked call."""
+        self._at: Any = None
 
-    async def writer() -> None:
-        async with lock.write():
-            order.append("w in")
-            await release["w"].wait()
-        order.append("w out")
+    def park_at(self, function: Callable[..., object]) -> None:
+        self._at = function.__code__
 
-    tasks = [asyncio.ensure_future(reader("r1")), asyncio.ensure_future(reader("r2"))]
-    await settle()
-    tasks.append(asyncio.ensure_future(writer()))
-    await settle()
-    tasks.append(asyncio.ensure_future(reader("r3")))  # arrives after the waiting writer: goes after it
-    await settle()
-    assert order == ["r1 in", "r2 in"]
-    release["r1"].set()
-    release["r2"].set()
-    await settle()
-    assert order == ["r1 in", "r2 in", "r1 out", "r2 out", "w in"]
-    release["w"].set()
-    release["r3"].set()
-    await asyncio.gather(*tasks)
-    assert order[5:] == ["w out", "r3 in", "r3 out"]
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        return super().submit(self._traced, fn, *args, **kwargs)
+
+    def _traced(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        previous = sys.gettrace()
+        sys.settrace(self._trace)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            sys.settrace(previous)
+
+    def _trace(self, frame: FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code is self._at and not self.parked.is_set():
+            self.parked_in = frame.f_locals.get("self")
+            self.parked.set()
+            self.gate.wait()
 
 
-async def test_a_writer_that_goes_away_while_waiting_lets_the_readers_behind_it_in() -> None:
-    lock = ReadWriteLock()
-    entered = asyncio.Event()
-    release = asyncio.Event()
+async def test_a_hydration_is_answered_while_a_registration_is_parked_mid_maintenance_and_sees_none_of_it() -> None:
+    worker, writer = concurrent.futures.ThreadPoolExecutor(1), ParkingWorker()
+    registry = SkillRegistry(MemorySkillStore(), worker=worker, writer=writer)
+    await registry.start()
+    try:
+        skills = generate_library(12, seed=3)
+        *present, newcomer = skills
+        for skill in present:
+            await registry.register(skill.files, skill.folder)
+        task = newcomer.task.rsplit(" (", 1)[0]
+        before = await registry.hydrate(task, 3000)
+        stats_before = await registry.stats()
+        macros_before = registry.macros
 
-    async def hold_read() -> None:
-        async with lock.read():
-            entered.set()
-            await release.wait()
+        writer.park_at(MacroIndex._promote)  # after the new skill's runs are indexed and assimilated
+        registering = asyncio.ensure_future(registry.register(newcomer.files, newcomer.folder))
+        assert await asyncio.wait_for(asyncio.to_thread(writer.parked.wait, 60), 90), "the registration never parked"
+        removing = asyncio.ensure_future(registry.remove(present[0].name))
 
-    holder = asyncio.ensure_future(hold_read())
-    await entered.wait()
+        during = await asyncio.wait_for(registry.hydrate(task, 3000), 30)  # answered while the writer is parked
+        assert during == before  # the library as it was before the registration, not part of it
+        assert writer.parked_in is not None and writer.parked_in is not macros_before  # maintenance runs on a fork
+        assert registry.library.get(newcomer.name) is None
+        assert await asyncio.wait_for(registry.stats(), 30) == stats_before
+        page, _ = await registry.page()
+        assert [view.stored.name for view in page] == sorted(s.name for s in present)
+        with pytest.raises(NotFoundError):
+            await registry.get(newcomer.name)
+        with pytest.raises(NotFoundError):
+            await registry.hydrate(task, 3000, [newcomer.name])
+        await settle()
+        assert not registering.done() and not removing.done()  # writers take turns: the removal waits
 
-    async def write() -> None:
-        async with lock.write():
-            raise AssertionError("the writer was cancelled before it got the lock")
-
-    writer = asyncio.ensure_future(write())
-    await settle()
-    late_reader_in = asyncio.Event()
-
-    async def late_reader() -> None:
-        async with lock.read():
-            late_reader_in.set()
-
-    late = asyncio.ensure_future(late_reader())
-    await settle()
-    assert not late_reader_in.is_set()  # held back for the waiting writer
-    writer.cancel()
-    await asyncio.wait_for(late_reader_in.wait(), 5)
-    release.set()
-    await asyncio.gather(holder, late)
+        writer.gate.set()
+        await asyncio.wait_for(asyncio.gather(registering, removing), 60)
+        after = await registry.hydrate(task, 3000)
+        assert newcomer.name in after.source_skills and after != before
+        page, _ = await registry.page()
+        assert [view.stored.name for view in page] == sorted(s.name for s in skills[1:])
+        assert registry.macros is not macros_before
+    finally:
+        writer.gate.set()
+        await registry.close()
+        worker.shutdown()
+        writer.shutdown()
