@@ -11,7 +11,7 @@ Importing this package loads neither litellm (imported at the first model call) 
 plot).
 """
 
-from .concurrent import TeamConfig, TeamResult, run_team
+from .concurrent import TeamResult, run_team
 from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, SummaryCapped, Truncated
 from .drift import state_drift
 from .envs.base import Environment, Notice, Outcome
@@ -24,6 +24,7 @@ from .runtime import Agent, Limits, Recorder, StepRecord
 from .scripted import SCRIPTED
 from .sim import ENVIRONMENT, SimConfig, SimResult, run_simulation
 from .team import Coordination, TeamAgent
+from .team_setup import TeamConfig
 
 __all__ = [
     "ENVIRONMENT",

@@ -15,8 +15,8 @@ import collections
 import contextlib
 import copy
 import statistics
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,71 +30,16 @@ from .envs.timed import TimedWarehouse
 from .envs.timed_driver import TimedDriver, TimedRun
 from .envs.warehouse import generate_events
 from .floor import Floor, Speaker
-from .llm import _litellm, is_test_policy
-from .runtime import Agent, Limits, Recorder, StepRecord
-from .scripted import CORRUPTS, FINISHES_EARLY, SCRIPTED, STALLS, fault_rate
+from .llm import _litellm
+from .runtime import Agent, Recorder, StepRecord
 from .sim import ENVIRONMENT, WAREHOUSE_SCHEMA, WAREHOUSE_SKILLS, ensure_skills, skill_context
 from .team import START, AgentDied, Coordination, TeamAgent
+from .team_setup import FAULTS, Team, TeamConfig, policy_options
 
-TEAM_RUNTIMES = ("skillstate", "groupchat")
-COORDINATIONS = ("claims", "groups")
-FAULTS = {"stall": STALLS, "die": None, "finish": FINISHES_EARLY, "corrupt": CORRUPTS}
-"""Faulty agents a run may add, each in place of the last agent of a skill (in skill order): a test policy
-that stalls, says Finish early or records wrong state, and `die`, an agent that crashes holding a claim."""
 READY_TIMEOUT = 120.0
 """Seconds agents may take to start (processes import litellm, seconds each on a busy machine)."""
 FINISH_WAIT = 5.0
 """Seconds agents get to stop once the world is done; a stalled one is then cancelled (and counted)."""
-
-
-@dataclass(frozen=True)
-class TeamConfig:
-    agents_per_skill: int = 2
-    horizon: int = 100
-    """Events."""
-    runtime: str = "skillstate"
-    coordination: str = "claims"
-    """How agents of a skill share its events: claims in Σ only, or the skill's consumer group too."""
-    pace: Pace = field(default_factory=Pace)
-    think_ms: float = 300.0
-    """The test policy's time per call (a fast hosted model's latency); a real model takes its own."""
-    lease_ticks: int = 10
-    seed: int = 0
-    model: str = SCRIPTED
-    faults: tuple[str, ...] = ()
-    context_budget: int = 3000
-    limits: Limits = field(default_factory=Limits)
-    timeout: float = 600.0
-    """Seconds after which the run ends whatever is left."""
-    processes: bool = False
-    """Each agent in its own OS process (skillstate runtime only)."""
-
-    def __post_init__(self) -> None:
-        if self.runtime not in TEAM_RUNTIMES:
-            raise ValueError(f"runtime: {self.runtime!r} does not run concurrently (one of {', '.join(TEAM_RUNTIMES)})")
-        if self.coordination not in COORDINATIONS:
-            raise ValueError(f"coordination: one of {', '.join(COORDINATIONS)}, not {self.coordination!r}")
-        if not 1 <= self.agents_per_skill <= 64 or self.horizon < 1:
-            raise ValueError("agents_per_skill must be 1..64 and horizon at least 1")
-        unknown = [f for f in self.faults if f not in FAULTS]
-        if unknown or len(self.faults) > len(WAREHOUSE_SKILLS) * self.agents_per_skill - 1:
-            raise ValueError(
-                f"faults: {unknown or self.faults} (each one of {', '.join(FAULTS)}, fewer than the agents)"
-            )
-        if self.processes and self.runtime != "skillstate":
-            raise ValueError("processes: only skillstate agents run in processes of their own")
-        if is_test_policy(self.model):
-            fault_rate(self.model)
-
-    @property
-    def agent_ids(self) -> list[str]:
-        return [f"{skill}-{i}" for skill in WAREHOUSE_SKILLS for i in range(self.agents_per_skill)]
-
-    def faulty(self) -> dict[str, str]:
-        """agent id -> the fault it was given."""
-        by_skill = [[f"{skill}-{i}" for i in reversed(range(self.agents_per_skill))] for skill in WAREHOUSE_SKILLS]
-        order = [agent for row in zip(*by_skill, strict=True) for agent in row]  # the last of each skill first
-        return dict(zip(order, self.faults, strict=False))
 
 
 @dataclass
@@ -229,18 +174,6 @@ async def run_team(
     return TeamResult(config, timed, recorder.records, counts, drift, ended, loop.time() - started)
 
 
-@dataclass
-class Team:
-    """The running agents: a task for each (or for the group chat's floor), and what coordination cost them."""
-
-    tasks: dict[asyncio.Future[Any], str]
-    """task -> the agent id it runs ("floor" for the group chat)."""
-    counts: Callable[[], dict[str, int]]
-    """Called once, when every agent has ended."""
-    ready: Callable[[], Awaitable[None]]
-    """Returns once every agent receives what is published (the run's start reached it)."""
-
-
 async def _start_in_process(
     stack: contextlib.AsyncExitStack,
     address: str,
@@ -263,7 +196,7 @@ async def _start_in_process(
         model = FAULTS.get(fault or "") or config.model
         common: dict[str, Any] = {
             "skills": [skill], "instructions": instructions, "model": model, "recorder": recorder,
-            "limits": config.limits, "reads": reads, "policy_options": _policy_options(config),
+            "limits": config.limits, "reads": reads, "policy_options": policy_options(config),
         }  # fmt: skip
         if config.runtime == "groupchat":
             agents.append(Speaker(client, execution_id, agent_id, context=GroupChat(agent_id, conversation), **common))
@@ -327,7 +260,3 @@ async def _until_ended(tasks: dict[asyncio.Future[Any], str]) -> dict[str, str]:
         ended[tasks[task]] = "stalled"
     await asyncio.gather(*pending, return_exceptions=True)
     return ended
-
-
-def _policy_options(config: TeamConfig) -> dict[str, Any]:
-    return {"think_ms": config.think_ms} if is_test_policy(config.model) else {}

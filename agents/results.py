@@ -43,12 +43,16 @@ def recovery_table(results: Sequence[SimResult]) -> str:
     runs = [r for r in results if r.recovery]
     if not runs:
         return ""
-    lines = ["| runtime | scenario | recovered | recovery steps |", "|---|---|---|---|"]
+    lines = ["| runtime | scenario | recoverable | recovered | hallucination lag | recovery steps | state drift |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in runs:
         assert r.recovery is not None
-        steps = r.recovery["recovery_steps"]
-        lines.append(f"| {r.config.runtime} | {r.recovery['scenario']} | {'yes' if r.recovery['recovered'] else 'no'} "
-                     f"| {'' if steps is None else steps} |")  # fmt: skip
+        lag, steps = r.recovery.get("hallucination_lag"), r.recovery["recovery_steps"]
+        drift = "n/a" if r.state_drift is None else str(len(r.state_drift))
+        recoverable, recovered = ("yes" if r.recovery[key] else "no" for key in ("recoverable", "recovered"))
+        lines.append(f"| {r.config.runtime} | {r.recovery['scenario']} | {recoverable} "
+                     f"| {recovered} | {'' if lag is None else lag} "
+                     f"| {'' if steps is None else steps} | {drift} |")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -10,6 +10,8 @@ actions (`Stored item_3 on shelf_5.`), or a summary's `shelf_5=item_3` pairs.
 `skillstate/faulty-R` (R a rate, for example `faulty-0.2`) makes, at rate R, the small-model errors the
 paper reports: 68% patches that overwrite or delete existing keys, 20% type errors, 12% malformed JSON. The
 draw is seeded by the prompt, so a run repeats exactly and a retry (whose prompt names the error) draws anew.
+`skillstate/semantic-R` makes, at rate R, errors no validation catches: a schema-valid but wrong patch (the
+item recorded one shelf off, or the step's change dropped), which the run reports as state drift.
 
 Faulty agents for concurrent simulations: `skillstate/stalls` never answers (a hung model call),
 `skillstate/finishes-early` answers `Finish` to its first event, and `skillstate/corrupts` acts correctly
@@ -21,11 +23,13 @@ would, and `reply_words`, how many words of reasoning each answer gives (`sim --
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import json
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +52,17 @@ _TRANSCRIPT = re.compile(
     r"Action: (?P<action>(?:Store|Ship|Move)(?: \w+){2,3})"
     r"|Last action: (?P<failed>[^\n]+)\nStatus: error"
     r"|(?P<summary>shelf_\d+)=(?P<summarized>item_\d+)"
+    r"|(?P<alert>Alert: [^\n]+)"
 )
+_ALERTS: tuple[tuple[re.Pattern[str], Callable[..., dict[str, Any]]], ...] = (
+    (re.compile(r"Alert: (item_\d+) was moved from (shelf_\d+) to (shelf_\d+)"),
+     lambda item, old, new: {old: None, new: item}),
+    (re.compile(r"Alert: an audit found (shelf_\d+) holding (item_\d+) and (shelf_\d+) holding (item_\d+)"),
+     lambda x, b, y, a: {x: b, y: a}),
+    (re.compile(r"Alert: (item_\d+) on (shelf_\d+) was relabelled (item_\d+)"), lambda old, shelf, new: {shelf: new}),
+    (re.compile(r"Alert: the order for (item_\d+) was canceled"), lambda item: {}),
+)  # fmt: skip
+"""What each warehouse alert (envs/recovery.py) says changed: the inventory patch that records it."""
 _CURRENT_STATE = re.compile(r"Current State:\n(\{.*?\n\})\n\nHistory:", re.DOTALL)
 _OCCUPIED = re.compile(r"(shelf_\d+) is occupied by (item_\d+)")
 
@@ -81,8 +95,9 @@ def read_prompt(prompt: str) -> View:
     for match in _TRANSCRIPT.finditer(head):  # replay the transcript: actions taken, failures taken back
         if match["action"]:
             _apply(match["action"], inventory)
-        elif match["failed"]:
-            inventory.update(_undo(match["failed"], inventory))
+        elif match["failed"] or match["alert"]:
+            changes = _undo(match["failed"], inventory) if match["failed"] else _alert(match["alert"])[1]
+            inventory.update(changes)
             inventory = {shelf: item for shelf, item in inventory.items() if item is not None}
         else:
             inventory[match["summary"]] = match["summarized"]
@@ -113,10 +128,26 @@ def warehouse_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
     return " ".join(reasoning), ({"inventory": patch} if patch else {}), action
 
 
+def _alert(text: str) -> tuple[bool, dict[str, Any]]:
+    """(whether `text` is a warehouse alert, the inventory patch recording what it says changed)."""
+    for pattern, changes in _ALERTS:
+        found = pattern.search(text)
+        if found:
+            return True, changes(*found.groups())
+    return False, {}
+
+
 def _decide(observation: str, known: dict[str, str], reasoning: list[str]) -> tuple[str, dict[str, Any]]:
     if "No more events" in observation:
         reasoning.append("There are no more events, so the work is done.")
         return "Finish", {}
+    alerted, changes = _alert(observation)
+    if alerted:
+        if changes:
+            reasoning.append("The alert says the inventory changed outside our actions; I record the change.")
+        else:
+            reasoning.append("The item was shipped; nothing can bring it back, so I wait.")
+        return "Wait", changes
     if arrived := re.search(r"Shipment arrived containing (item_\d+)", observation):
         item = arrived.group(1)
         shelf = _free_shelf(known, int(item.rpartition("_")[2]))
@@ -267,8 +298,23 @@ def answer(model: str, prompt: str, reply_words: int | None = None) -> str:
         return f"{reasoning}\nAction: {action}"
     rng = random.Random(hashlib.sha256(prompt.encode()).digest())
     if rate and rng.random() < rate:
+        if name.startswith("semantic-"):
+            return format_reply(reasoning, semantic_fault(rng, patch, action), action)
         return inject_fault(rng, reasoning, patch, action)
     return format_reply(reasoning, patch, action)
+
+
+def semantic_fault(rng: random.Random, patch: dict[str, Any], action: str) -> dict[str, Any]:
+    """A schema-valid but wrong patch (`semantic-R`): half the time the item recorded one shelf off, half the
+    time the step's change dropped. No validation catches it: it shows as state drift."""
+    inventory = patch.get("inventory")
+    if not isinstance(inventory, dict) or not inventory:
+        return patch
+    if rng.random() < 0.5 and action.startswith("Store"):
+        return _shelf_off(patch, action)
+    dropped = rng.choice(sorted(inventory))
+    kept = {shelf: item for shelf, item in inventory.items() if shelf != dropped}
+    return {**patch, "inventory": kept} if kept else {k: v for k, v in patch.items() if k != "inventory"}
 
 
 DELIBERATION = (
@@ -304,13 +350,15 @@ def fault_rate(model: str) -> float:
     name = model.rpartition("/")[2]
     if name == "scripted" or name in FAULTY_NAMES:
         return 0.0
-    if name.startswith("faulty-"):
-        rate = float(name.removeprefix("faulty-"))
-        if 0 <= rate <= 1:
-            return rate
+    for prefix in ("faulty-", "semantic-"):
+        if name.startswith(prefix):
+            with contextlib.suppress(ValueError):
+                rate = float(name.removeprefix(prefix))
+                if 0 <= rate <= 1:
+                    return rate
     raise ValueError(
-        f"unknown test policy {model!r}: use {SCRIPTED}, {PROVIDER}/faulty-R with 0 <= R <= 1, or one of "
-        f"{', '.join(FAULTY_AGENTS)}"
+        f"unknown test policy {model!r}: use {SCRIPTED}, {PROVIDER}/faulty-R or {PROVIDER}/semantic-R with "
+        f"0 <= R <= 1, or one of {', '.join(FAULTY_AGENTS)}"
     )
 
 

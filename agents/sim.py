@@ -21,7 +21,8 @@ from skillstate.clients import ClientTLS, Hydrated, NotFoundError, Skill, SkillR
 from skillstate.project_skills import FOLDER as PROJECT_SKILLS
 
 from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, SummaryCapped, Truncated, Turn
-from .envs import repo
+from .drift import state_drift
+from .envs import recovery, repo
 from .envs.base import Environment
 from .envs.driver import Driver
 from .envs.warehouse import SKILL_OF, WarehouseEnvironment, generate_events
@@ -105,7 +106,8 @@ class SimConfig:
     """Tokens of hydrated skill context per agent (P)."""
     limits: Limits = field(default_factory=Limits)
     scenario: str | None = None
-    """A state-recovery scenario (repo: force-push, flaky-ci, pr-closed)."""
+    """A state-recovery scenario (repo: force-push, flaky-ci, pr-closed; warehouse: secret-audit, secret-barcode,
+    secret-move, canceled-order)."""
     reply_words: int | None = None
     """Words of reasoning in every answer of the scripted test policy (None: its own 30-90); test policy only."""
     result_limit: int | None = None
@@ -115,9 +117,10 @@ class SimConfig:
     def __post_init__(self) -> None:
         if self.env not in SETTINGS:
             raise ValueError(f"env: unknown environment {self.env!r} (one of {', '.join(SETTINGS)})")
-        if self.scenario is not None and (self.env != "repo" or self.scenario not in repo.SCENARIOS):
+        scenarios = repo.SCENARIOS if self.env == "repo" else recovery.SCENARIOS
+        if self.scenario is not None and self.scenario not in scenarios:
             raise ValueError(f"scenario: {self.scenario!r} is not a scenario of {self.env} "
-                             f"(repo has {', '.join(repo.SCENARIOS)})")  # fmt: skip
+                             f"(it has {', '.join(scenarios)})")  # fmt: skip
         if self.runtime not in RUNTIMES:
             raise ValueError(f"runtime: unknown runtime {self.runtime!r} (one of {', '.join(RUNTIMES)})")
         if self.agents not in (1, 3):
@@ -146,6 +149,9 @@ class SimResult:
     """The environment's world at the end, as JSON: what the shared state should describe."""
     recovery: dict[str, Any] | None = None
     """The state-recovery scenario's outcome, if one ran."""
+    state_drift: list[str] | None = None
+    """Where Σ and the world's ground truth disagree at the end (JSON Pointers; None for a runtime that keeps no
+    Σ): the errors that leaked past validation and rollback."""
 
     @property
     def calls(self) -> int:
@@ -199,6 +205,7 @@ class SimResult:
                 "retries": self.retries(),
             }
             | ({"recovery": self.recovery} if self.recovery else {})
+            | {"state_drift": self.state_drift}
             | ({"env": self.config.env})
         )
 
@@ -273,6 +280,8 @@ async def run_simulation(
             for task in (driving, *running):
                 task.cancel()
             recorder.close()
+        final = await client.get_state(execution.execution_id)
+    writes_state = agents[0].context.writes_state
     return SimResult(
         config,
         outcome.score,
@@ -281,14 +290,23 @@ async def run_simulation(
         recorder.records,
         execution.execution_id,
         environment.snapshot(),
-        environment.recovery() if isinstance(environment, repo.RepoEnvironment) else None,
+        _recovery(environment),
+        state_drift(final.state, environment.snapshot()) if writes_state else None,
     )
+
+
+def _recovery(environment: Environment) -> dict[str, Any] | None:
+    if isinstance(environment, repo.RepoEnvironment):
+        return environment.recovery()
+    if isinstance(environment, WarehouseEnvironment) and environment.recovery is not None:
+        return environment.recovery.result()
+    return None
 
 
 def make_environment(config: SimConfig) -> Environment:
     if config.env == "repo":
         return repo.RepoEnvironment(config.horizon, config.seed, config.scenario)
-    return WarehouseEnvironment(generate_events(config.horizon, config.seed))
+    return WarehouseEnvironment(generate_events(config.horizon, config.seed), scenario=config.scenario)
 
 
 async def _until_done_or_failed(tasks: list[asyncio.Task[Any]]) -> None:

@@ -25,6 +25,7 @@ from skillstate.clients import ClientTLS, StateClient
 from .contexts import SkillState
 from .runtime import Limits, Recorder, StepRecord
 from .team import AgentDied, Coordination, TeamAgent
+from .team_setup import FAULTS, Team, TeamConfig, policy_options
 
 DIED = 3
 """The exit code of a worker whose agent died (the `die` fault)."""
@@ -33,15 +34,13 @@ DIED = 3
 async def start_processes(
     address: str,
     execution_id: str,
-    config: Any,
+    config: TeamConfig,
     contexts: Mapping[str, tuple[str, tuple[str, ...] | None]],
     tokens: Mapping[str, str],
     tls: ClientTLS | None,
     recorder: Recorder,
-) -> Any:
-    """Start one worker per agent of `config` (a TeamConfig) and return the Team of their processes."""
-    from .concurrent import FAULTS, Team, _policy_options
-
+) -> Team:
+    """Start one worker per agent of `config` and return the Team of their processes."""
     folder = Path(tempfile.mkdtemp(prefix="skillstate-workers-"))
     ends: dict[str, dict[str, Any]] = {}
     tasks: dict[asyncio.Future[Any], str] = {}
@@ -53,7 +52,7 @@ async def start_processes(
         spec = {
             "address": address, "token": tokens.get(agent_id), "execution_id": execution_id, "agent_id": agent_id,
             "skill": skill, "instructions": contexts[skill][0], "reads": contexts[skill][1],
-            "model": FAULTS.get(fault or "") or config.model, "policy_options": _policy_options(config),
+            "model": FAULTS.get(fault or "") or config.model, "policy_options": policy_options(config),
             "limits": dataclasses.asdict(config.limits), "records": str(folder / f"{agent_id}.jsonl"),
             "tls_ca": tls.root_certificates.decode() if tls and tls.root_certificates else None,
             "coordination": dataclasses.asdict(Coordination(

@@ -45,9 +45,18 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     sim.add_argument(
         "--scenario",
-        choices=["force-push", "flaky-ci", "pr-closed"],
+        choices=[
+            "force-push",
+            "flaky-ci",
+            "pr-closed",
+            "secret-audit",
+            "secret-barcode",
+            "secret-move",
+            "canceled-order",
+        ],
         default=None,
-        help="repo: a state-recovery scenario (the world changes outside the agents' actions)",
+        help="a state-recovery scenario, the world changed outside the agents' actions (repo: force-push, "
+        "flaky-ci, pr-closed; warehouse: secret-audit, secret-barcode, secret-move, canceled-order)",
     )
     _common(sim, out="sim-results")
     team.add_arguments(sim)

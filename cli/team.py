@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from .common import UsageError
 
 if TYPE_CHECKING:
-    from skillstate.agents.concurrent import TeamConfig, TeamResult
+    from skillstate.agents.concurrent import TeamResult
+    from skillstate.agents.team_setup import TeamConfig
 
 COORDINATION_CHOICES = ("claims", "groups", "both")
 DEMO = {"agents_per_skill": 3, "horizon": 40, "rate": 1.5, "tick_ms": 100.0, "deadline": 20, "think_ms": 150.0}
@@ -41,8 +42,8 @@ def add_arguments(sim: argparse.ArgumentParser) -> None:
 
 def configs(args: argparse.Namespace, runtimes: list[str], model: str) -> list[TeamConfig]:
     """One TeamConfig per (runtime, coordination, agents per skill) the command line asks for."""
-    from skillstate.agents.concurrent import TEAM_RUNTIMES, TeamConfig
     from skillstate.agents.envs.clock import Pace
+    from skillstate.agents.team_setup import TEAM_RUNTIMES, TeamConfig
 
     if args.agents != 3:
         raise UsageError("--agents and --agents-per-skill are exclusive")
@@ -77,8 +78,8 @@ async def run(
 
 async def demo(model: str, address: str, connection: dict[str, Any], out: Path) -> None:
     """The demo's second part: SKILL.state agents at once beside the group chat, on a world with a clock."""
-    from skillstate.agents.concurrent import TeamConfig
     from skillstate.agents.envs.clock import Pace
+    from skillstate.agents.team_setup import TeamConfig
 
     pace = Pace(DEMO["tick_ms"], DEMO["rate"], int(DEMO["deadline"]))
     agents, horizon = int(DEMO["agents_per_skill"]), int(DEMO["horizon"])

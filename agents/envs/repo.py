@@ -12,7 +12,9 @@ request whose CI has not passed breaks main: it counts against the score.
 State-recovery scenarios (the paper's Experiment 3) change the world outside the agents' actions once a
 chosen pull request is open: `force-push` empties its branch (the developer must commit again; CI re-runs),
 `flaky-ci` fails its passing CI (the CI agent must fix it), `pr-closed` closes it (the developer must open
-another). Recovery steps are the steps spent on that feature from the alert to its merge.
+another; the paper calls it unrecoverable). Recovery steps are the steps spent on that feature from the
+alert to its merge; the hallucination lag counts those of them that acted on the belief the alert made stale
+(an action on the feature that failed, or a merge whose CI had not passed): 0 for a perfect agent.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ CI_FAILS = 0.35
 """The chance that a pull request's first CI run fails."""
 FILES = ("search", "export", "billing", "login", "cache", "metrics", "upload", "profile", "audit", "notify")
 SCENARIOS = ("force-push", "flaky-ci", "pr-closed")
+UNRECOVERABLE = frozenset({"pr-closed"})
+"""The paper's PR Closed: no runtime recovers it there (Table 10); here a new pull request may."""
 FAILURES = ("test_{f} fails: expected 200, got 500", "lint: unused import in {f}.py", "type error in {f}.py line 12")
 
 
@@ -56,6 +60,9 @@ class Feature:
     steps: int = 0
     alert_step: int | None = None
     recovery_steps: int | None = None
+    stale_steps: int = 0
+    """Steps on the feature after the alert that acted on the belief it made stale (failed, or merged a pull
+    request whose CI had not passed): its hallucination lag."""
 
 
 @dataclass
@@ -125,6 +132,11 @@ class RepoEnvironment:
                 action, "error", f"{verb} takes {arity} argument{'s' * (arity > 1)}, got {len(words) - 1}.", False
             )
         outcome = handler(action, *words[1:])
+        target = self.features.get(self._target) if self._target is not None else None
+        if target is not None and target.alert_step is not None and target.recovery_steps is None:
+            acted_on_it = notice.subject == target.number or target.branch in words
+            if acted_on_it and (outcome.status == "error" or (verb == "Merge" and target.broke_ci)):
+                target.stale_steps += 1
         if self.scenario and self._target is not None and outcome.status == "ok":
             self._maybe_alert()
         return outcome
@@ -140,19 +152,28 @@ class RepoEnvironment:
         return sum(f.merged and not f.broke_ci for f in self.features.values()), len(self.features)
 
     def snapshot(self) -> dict[str, Any]:
-        return {
-            "pull_requests": {str(p.number): {"branch": p.branch, "ci": p.ci, "state": p.state}
-                              for p in self.world.pulls.values()},
-            "main_broken": self.world.main_broken,
-        }  # fmt: skip
+        """The world in the shape of the agents' state (`features`): each feature's file and branch, and its
+        latest pull request with that request's CI, once one exists."""
+        features: dict[str, Any] = {}
+        for feature in self.features.values():
+            entry: dict[str, Any] = {"file": feature.file, "branch": feature.branch}
+            pulls = [p for p in self.world.pulls.values() if p.feature == feature.number]
+            if pulls:
+                latest = max(pulls, key=lambda p: p.number)
+                entry |= {"pr": latest.number, "ci": latest.ci}
+            features[str(feature.number)] = entry
+        return {"features": features}
 
     def recovery(self) -> dict[str, Any] | None:
         """The scenario's outcome: whether the hit feature was merged cleanly, and in how many steps."""
         if self.scenario is None or self._target is None:
             return None
         feature = self.features[self._target]
-        return {"scenario": self.scenario, "recovered": feature.merged and not feature.broke_ci,
-                "recovery_steps": feature.recovery_steps}  # fmt: skip
+        recoverable = self.scenario not in UNRECOVERABLE
+        recovered = feature.merged and not feature.broke_ci
+        return {"scenario": self.scenario, "recoverable": recoverable, "recovered": recovered,
+                "hallucination_lag": feature.stale_steps if recovered else None,
+                "recovery_steps": feature.recovery_steps if recovered else None}  # fmt: skip
 
     # -- actions ------------------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from .base import Notice, Outcome
+from .recovery import Recovery
 
 SHELVES = 500
 
@@ -189,26 +190,56 @@ def telemetry(rng: random.Random, count: int) -> list[str]:
     return lines
 
 
+def _order(item: str, shelf: str) -> Event:
+    """An order a recovery scenario adds (no index: not one of the generated events)."""
+    return Event(-1, EventKind.ORDER, item, shelf)
+
+
 class WarehouseEnvironment:
-    """The warehouse's events, one observation each, against the world (the driver's Environment)."""
+    """The warehouse's events, one observation each, against the world (the driver's Environment); with a
+    `scenario` (recovery.py), the world changes once outside the agents' actions and an alert says so."""
 
     skills: tuple[str, ...] = tuple(SKILL_OF.values())
 
-    def __init__(self, events: list[Event], shelves: int = SHELVES) -> None:
+    def __init__(self, events: list[Event], shelves: int = SHELVES, scenario: str | None = None) -> None:
         self.world = Warehouse(shelves)
         self.events = len(events)
         self._pending = deque(events)
+        self._first: deque[Notice] = deque()
+        """Alerts and their follow-up, published before the next event."""
         self.handled = 0
+        self._steps = 0
+        self._last: tuple[Notice, Outcome] | None = None
+        self.recovery = None
+        if scenario is not None:
+            self.recovery = Recovery(scenario, at=len(events) // 3, order=_order)
 
     def next_notice(self) -> Notice | None:
+        if self.recovery is not None:
+            extra = self.recovery.notices(self.world, self._steps, self._last)
+            if extra:
+                self.events += sum(notice.subject is not None for notice in extra)  # the follow-up order counts
+                self._first.extend(extra)
+                kept = deque(e for e in self._pending if e.item not in self.recovery.retired)
+                self.events -= len(self._pending) - len(kept)
+                self._pending = kept
+        if self._first:
+            return self._first.popleft()
         if not self._pending:
             return None
         event = self._pending.popleft()
         return Notice(event.skill, self.world.alert(event), event)
 
     def act(self, notice: Notice, action: str) -> Outcome:
-        outcome = self.world.execute(action, notice.subject)
+        if notice.subject is None and action.strip().capitalize() == "Wait":
+            outcome = Outcome(action, "ok", "Noted.", False)  # an alert asks for no action in the world
+        else:
+            outcome = self.world.execute(action, notice.subject)
         self.handled += outcome.handled
+        self._steps += 1
+        self._last = (notice, outcome)
+        if self.recovery is not None:
+            self.recovery.judge(notice, action, outcome)
         return outcome
 
     def telemetry(self, rng: random.Random, count: int) -> list[str]:

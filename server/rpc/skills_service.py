@@ -76,13 +76,10 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
         started = time.perf_counter()
         hydration = await self._registry.hydrate(request.query, request.budget_tokens, list(request.skill_names))
         self._metrics.hydrated(time.perf_counter() - started)
-        library = self._registry.library
-        sections = []
-        for name, index in hydration.sections:
-            skill = library.get(name)
-            assert skill is not None
-            node = skill.graph.nodes[index]
-            sections.append(pb.HydratedSection(skill=name, index=index, title=node.title, role=node.role.value))
+        sections = [
+            pb.HydratedSection(skill=name, index=index, title=title, role=role)
+            for name, index, title, role in self._registry.hydrated_sections(hydration.hydration_id)
+        ]
         coverage = hydration.coverage
         return pb.HydrateResponse(
             context=hydration.context,

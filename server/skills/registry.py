@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import contextvars
 import functools
 import logging
 import time
@@ -171,14 +170,10 @@ class SkillRegistry:
         """The published version: replaced whole by a writer, never changed."""
         self._writing = asyncio.Lock()
         """Writers take turns: each builds the next snapshot from the one the last writer published."""
-        self._hydrated: contextvars.ContextVar[Snapshot | None] = contextvars.ContextVar(
-            f"skillstate-hydrated-{id(self)}", default=None
-        )
-        """The snapshot the calling task's latest hydration read (see `library`)."""
         self._stats: tuple[int, LibraryStats, Compression] | None = None
         self._measuring = asyncio.Lock()
-        self._hydrations: OrderedDict[str, tuple[Hydration, set[str]]] = OrderedDict()
-        """hydration id -> (the hydration, the macros expanded from it)"""
+        self._hydrations: OrderedDict[str, tuple[Hydration, set[str], SkillLibrary]] = OrderedDict()
+        """hydration id -> (the hydration, the macros expanded from it, the library it was hydrated over)"""
         self._loading: asyncio.Task[None] | None = None
         self._syncing: asyncio.Task[None] | None = None
         self._synced_at = -float("inf")
@@ -190,9 +185,20 @@ class SkillRegistry:
 
     @property
     def library(self) -> SkillLibrary:
-        """The library the calling task's latest hydration read, else the current one: a reply built after
-        `hydrate` describes the version it was hydrated over, whatever a writer published meanwhile."""
-        return (self._hydrated.get() or self._snapshot).library
+        """The library as the last registration or removal left it."""
+        return self._snapshot.library
+
+    def hydrated_sections(self, hydration_id: str) -> list[tuple[str, int, str, str]]:
+        """(skill, index, title, role) of a recent hydration's sections, from the library it was hydrated over
+        (whatever a writer published since)."""
+        hydration, _, library = self._kept(hydration_id)
+        sections = []
+        for name, index in hydration.sections:
+            skill = library.get(name)
+            assert skill is not None, "a hydration's library holds its skills"
+            node = skill.graph.nodes[index]
+            sections.append((name, index, node.title, node.role.value))
+        return sections
 
     @property
     def macros(self) -> MacroIndex:
@@ -356,8 +362,7 @@ class SkillRegistry:
         if missing:
             raise NotFoundError(f"skill_names: not in the library: {', '.join(missing)}")
         hydration = await self._off_loop(hydrate, snapshot.library, query, budget, names, snapshot.macros)
-        self._hydrated.set(snapshot)
-        self._hydrations[hydration.hydration_id] = (hydration, set())
+        self._hydrations[hydration.hydration_id] = (hydration, set(), snapshot.library)
         self._hydrations.move_to_end(hydration.hydration_id)
         while len(self._hydrations) > KEPT_HYDRATIONS:
             self._hydrations.popitem(last=False)
@@ -395,6 +400,10 @@ class SkillRegistry:
         return revisions
 
     def _hydration(self, hydration_id: str) -> tuple[Hydration, set[str]]:
+        hydration, expanded, _ = self._kept(hydration_id)
+        return hydration, expanded
+
+    def _kept(self, hydration_id: str) -> tuple[Hydration, set[str], SkillLibrary]:
         kept = self._hydrations.get(hydration_id)
         if kept is None:
             raise NotFoundError(f"hydration_id: {hydration_id!r} is unknown or expired; hydrate again")

@@ -13,7 +13,7 @@ os.environ["SKILLSTATE_OFFLINE"] = "1"
 
 from skillstate.agents import claims
 from skillstate.agents.claims import Standing
-from skillstate.agents.concurrent import TeamConfig, run_team, team_schema
+from skillstate.agents.concurrent import run_team, team_schema
 from skillstate.agents.contexts import SkillState
 from skillstate.agents.drift import state_drift
 from skillstate.agents.envs.clock import Pace, arrival_ticks
@@ -21,6 +21,7 @@ from skillstate.agents.envs.timed import TimedWarehouse
 from skillstate.agents.envs.warehouse import generate_events
 from skillstate.agents.runtime import Limits, Recorder
 from skillstate.agents.team import AgentDied, Coordination, TeamAgent
+from skillstate.agents.team_setup import TeamConfig
 from skillstate.clients import ConflictError, State, StateClient
 
 from ..waiting import eventually

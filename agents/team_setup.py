@@ -1,0 +1,87 @@
+"""Who runs a concurrent simulation: its configuration (agents per skill, pace, faults), and the team of agents
+it starts, in this process or in processes of their own (concurrent.py, workers.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .envs.clock import Pace
+from .llm import is_test_policy
+from .runtime import Limits
+from .scripted import CORRUPTS, FINISHES_EARLY, SCRIPTED, STALLS, fault_rate
+from .sim import WAREHOUSE_SKILLS
+
+TEAM_RUNTIMES = ("skillstate", "groupchat")
+COORDINATIONS = ("claims", "groups")
+FAULTS = {"stall": STALLS, "die": None, "finish": FINISHES_EARLY, "corrupt": CORRUPTS}
+"""Faulty agents a run may add, each in place of the last agent of a skill (in skill order): a test policy
+that stalls, says Finish early or records wrong state, and `die`, an agent that crashes holding a claim."""
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    agents_per_skill: int = 2
+    horizon: int = 100
+    """Events."""
+    runtime: str = "skillstate"
+    coordination: str = "claims"
+    """How agents of a skill share its events: claims in Σ only, or the skill's consumer group too."""
+    pace: Pace = field(default_factory=Pace)
+    think_ms: float = 300.0
+    """The test policy's time per call (a fast hosted model's latency); a real model takes its own."""
+    lease_ticks: int = 10
+    seed: int = 0
+    model: str = SCRIPTED
+    faults: tuple[str, ...] = ()
+    context_budget: int = 3000
+    limits: Limits = field(default_factory=Limits)
+    timeout: float = 600.0
+    """Seconds after which the run ends whatever is left."""
+    processes: bool = False
+    """Each agent in its own OS process (skillstate runtime only)."""
+
+    def __post_init__(self) -> None:
+        if self.runtime not in TEAM_RUNTIMES:
+            raise ValueError(f"runtime: {self.runtime!r} does not run concurrently (one of {', '.join(TEAM_RUNTIMES)})")
+        if self.coordination not in COORDINATIONS:
+            raise ValueError(f"coordination: one of {', '.join(COORDINATIONS)}, not {self.coordination!r}")
+        if not 1 <= self.agents_per_skill <= 64 or self.horizon < 1:
+            raise ValueError("agents_per_skill must be 1..64 and horizon at least 1")
+        unknown = [f for f in self.faults if f not in FAULTS]
+        if unknown or len(self.faults) > len(WAREHOUSE_SKILLS) * self.agents_per_skill - 1:
+            raise ValueError(
+                f"faults: {unknown or self.faults} (each one of {', '.join(FAULTS)}, fewer than the agents)"
+            )
+        if self.processes and self.runtime != "skillstate":
+            raise ValueError("processes: only skillstate agents run in processes of their own")
+        if is_test_policy(self.model):
+            fault_rate(self.model)
+
+    @property
+    def agent_ids(self) -> list[str]:
+        return [f"{skill}-{i}" for skill in WAREHOUSE_SKILLS for i in range(self.agents_per_skill)]
+
+    def faulty(self) -> dict[str, str]:
+        """agent id -> the fault it was given."""
+        by_skill = [[f"{skill}-{i}" for i in reversed(range(self.agents_per_skill))] for skill in WAREHOUSE_SKILLS]
+        order = [agent for row in zip(*by_skill, strict=True) for agent in row]  # the last of each skill first
+        return dict(zip(order, self.faults, strict=False))
+
+
+@dataclass
+class Team:
+    """The running agents: a task for each (or for the group chat's floor), and what coordination cost them."""
+
+    tasks: dict[asyncio.Future[Any], str]
+    """task -> the agent id it runs ("floor" for the group chat)."""
+    counts: Callable[[], dict[str, int]]
+    """Called once, when every agent has ended."""
+    ready: Callable[[], Awaitable[None]]
+    """Returns once every agent receives what is published (the run's start reached it)."""
+
+
+def policy_options(config: TeamConfig) -> dict[str, Any]:
+    return {"think_ms": config.think_ms} if is_test_policy(config.model) else {}
