@@ -74,13 +74,35 @@ class Context(Protocol):
     def summarized(self, text: str) -> None: ...
 
 
+ACTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"reasoning": {"type": "string"}, "action": {"type": "string", "minLength": 1}},
+    "required": ["reasoning", "action"],
+    "additionalProperties": False,
+}
+"""What `--constrained` asks of a transcript runtime: its reasoning, then its action, as one JSON object."""
+STATEFUL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reasoning": {"type": "string"},
+        "state_update": {"type": "object"},
+        "action": {"type": "string", "minLength": 1},
+    },
+    "required": ["reasoning", "state_update", "action"],
+    "additionalProperties": False,
+}
+
+
 class _ActionAnswer:
     """What most contexts share: an answer ending in `Action: <cmd>`, nothing written to Σ, no summaries."""
 
     writes_state = False
-    response_schema: dict[str, Any] | None = None
+    response_schema: dict[str, Any] | None = ACTION_SCHEMA
 
     def parse(self, text: str) -> Reply:
+        constrained = _constrained(text, "action")
+        if constrained is not None:
+            return Reply({}, str(constrained["action"]))
         return Reply({}, _action(text))
 
     def remember(self, observation: str, response: str) -> None:
@@ -183,6 +205,7 @@ class Stateful(React):
 
     name: str = "stateful"
     writes_state = True
+    response_schema: dict[str, Any] | None = field(default_factory=lambda: STATEFUL_SCHEMA)
 
     def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
         history = "".join(f"Observation: {t.observation}\nResponse: {t.response}\n" for t in self.turns)
@@ -203,6 +226,11 @@ class Stateful(React):
         is nothing to update. Anything else after a marker raises ReplyError, so the runtime counts it
         `malformed` and asks again: an update is never dropped in silence. Several updates are applied in
         order, as one patch."""
+        constrained = _constrained(text, "state_update", "action")
+        if constrained is not None:
+            if not isinstance(constrained["state_update"], dict):
+                raise ReplyError("`state_update` must be a JSON object")
+            return Reply(constrained["state_update"], str(constrained["action"]))
         patch: dict[str, Any] = {}
         read = 0  # where the last update read ends: a marker inside an update is part of it
         for marker in _STATE_UPDATE.finditer(text):
@@ -295,6 +323,22 @@ class GroupChat(_ActionAnswer):
 
     def remember(self, observation: str, response: str) -> None:
         self.conversation.append(Turn(observation, response, self.agent))
+
+
+def _constrained(text: str, *keys: str) -> dict[str, Any] | None:
+    """A constrained answer (`--constrained`): the whole reply one JSON object holding `keys`; else None."""
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")):
+        return None
+    try:
+        value = json.loads(stripped)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or not all(key in value for key in keys):
+        return None
+    if not isinstance(value.get("action"), str) or not value["action"].strip():
+        raise ReplyError("`action` must be a non-empty string")
+    return value
 
 
 def _action(text: str) -> str:

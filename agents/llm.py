@@ -59,7 +59,9 @@ async def complete(
 ) -> Completion:
     """One model call with a single user message; usage as litellm reports it (or counted, when the provider
     reports none). Transient failures are tried again after each of `retry_delays`. `policy_options` go to
-    the scripted test policy only (scripted.py: its think time, say); a real model never sees them."""
+    the scripted test policy only (scripted.py: its think time, say); a real model never sees them. With a
+    `response_schema`, a model that supports it is asked for output constrained to it (the caller decides:
+    the runtimes ask only with `--constrained`, all alike)."""
     litellm = _litellm()
     options: dict[str, Any] = {"temperature": 0, "timeout": MODEL_TIMEOUT}
     if is_test_policy(model):

@@ -20,13 +20,19 @@ from typing import Any
 _FENCED_JSON = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
 KEYS = ("state_patch", "action")
 
+REASONING = "reasoning"
 REPLY_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"state_patch": {"type": "object"}, "action": {"type": "string", "minLength": 1}},
-    "required": list(KEYS),
+    "properties": {
+        REASONING: {"type": "string"},
+        "state_patch": {"type": "object"},
+        "action": {"type": "string", "minLength": 1},
+    },
+    "required": [REASONING, *KEYS],
     "additionalProperties": False,
 }
-"""The reply's JSON block as a JSON Schema: what constrained output is asked for where a model supports it."""
+"""What `--constrained` asks a model that supports it to answer for SKILL.state: the reply as one JSON object,
+its step-by-step reasoning first (discarded like any reasoning), as every runtime's constrained schema has."""
 
 
 class ReplyError(ValueError):
@@ -56,6 +62,8 @@ def parse_reply(text: str) -> Reply:
         raise ReplyError(f"the JSON block does not parse: {error.msg} at {where}") from None
     if not isinstance(value, dict):
         raise ReplyError(f"the JSON block is a {type(value).__name__}, not an object with `state_patch` and `action`")
+    if blocks == [text.strip()] and isinstance(value.get(REASONING), str):
+        value = {k: v for k, v in value.items() if k != REASONING}  # constrained output: its reasoning first
     missing = [key for key in KEYS if key not in value]
     extra = sorted(set(value) - set(KEYS))
     if missing or extra:

@@ -97,6 +97,7 @@ class Agent:
         limits: Limits = Limits(),
         reads: Sequence[str] | None = None,
         policy_options: Mapping[str, Any] | None = None,
+        constrained: bool = False,
     ) -> None:
         self.client = client
         self.execution_id = execution_id
@@ -111,6 +112,9 @@ class Agent:
         """The top-level state keys the skill declares it reads (None: the whole state)."""
         self.policy_options = policy_options
         """Options for the scripted test policy (its think time, say); never sent to a real model."""
+        self.constrained = constrained
+        """Ask the model for JSON-schema-constrained output (its context's schema), where the model supports
+        it. Off by default, for every runtime alike: constraining removes the free reasoning the paper keeps."""
         self.steps = 0
 
     async def run(self) -> None:
@@ -141,8 +145,8 @@ class Agent:
             state = await self.read_state()
             shown = observation if rejection is None else f"{observation}\n{REJECTED} {rejection}"
             prompt = self.context.prompt(self.instructions, self._visible(state.state), shown)
-            completion = await complete(self.model, prompt, response_schema=self.context.response_schema,
-                                        policy_options=self.policy_options)  # fmt: skip
+            schema = self.context.response_schema if self.constrained else None
+            completion = await complete(self.model, prompt, response_schema=schema, policy_options=self.policy_options)
             try:
                 reply = self.context.parse(completion.text)
             except ReplyError as error:

@@ -108,6 +108,9 @@ class SimConfig:
     scenario: str | None = None
     """A state-recovery scenario (repo: force-push, flaky-ci, pr-closed; warehouse: secret-audit, secret-barcode,
     secret-move, canceled-order)."""
+    constrained: bool = False
+    """JSON-schema-constrained output for every runtime (models that support it); off: free reasoning, as the
+    paper runs them."""
     reply_words: int | None = None
     """Words of reasoning in every answer of the scripted test policy (None: its own 30-90); test policy only."""
     result_limit: int | None = None
@@ -258,6 +261,7 @@ async def run_simulation(
                     limits=config.limits,
                     reads=reads,
                     policy_options={"reply_words": config.reply_words} if config.reply_words else None,
+                    constrained=config.constrained,
                 )
             )
         running = [asyncio.create_task(agent.run(), name=f"agent-{agent.agent_id}") for agent in agents]

@@ -31,6 +31,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sim.add_argument("--agents", type=int, default=3, help="3: one per skill; 1: one for all (default: %(default)s)")
     sim.add_argument("--horizon", type=int, nargs="+", default=[100],
                      help="events to handle; several values: a run at each (default: %(default)s)")  # fmt: skip
+    sim.add_argument("--constrained", action="store_true",
+                     help="ask every runtime's model for JSON-schema-constrained answers, where it supports them "
+                     "(default: free answers, reasoning first, as the paper runs them)")  # fmt: skip
     sim.add_argument("--reply-words", type=int, default=None, metavar="N",
                      help="test policy only: words of reasoning in every answer (default: its own, 30-90)")  # fmt: skip
     sim.add_argument("--seeds", type=int, default=1, metavar="N",
@@ -122,7 +125,8 @@ async def run(args: argparse.Namespace) -> int:
                 try:
                     configs.append(SimConfig(env, agents, horizon, runtime, args.noise, seed, model,
                                              scenario=scenario, result_limit=args.result_limit,
-                                             reply_words=getattr(args, "reply_words", None)))  # fmt: skip
+                                             reply_words=getattr(args, "reply_words", None),
+                                             constrained=getattr(args, "constrained", False)))  # fmt: skip
                 except ValueError as error:
                     raise UsageError(str(error)) from None
     results: list[SimResult] = []

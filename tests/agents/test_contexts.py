@@ -207,3 +207,23 @@ def test_a_budget_too_small_for_the_whole_summary_cuts_it_and_the_policy_forgets
     assert all(words(prompt) <= budget for prompt, _ in steps)
     assert "shelf_9=item_9" in steps[-1][0] and "item_39" not in steps[-1][0].partition("Latest Observation")[0]
     assert steps[-1][1] == "Wait"  # item_39's shelf was cut from the summary: the policy has no record of it
+
+
+def test_every_runtime_reads_its_constrained_answer_reasoning_first() -> None:
+    """`--constrained` asks every runtime alike for one JSON object with its reasoning first."""
+    from skillstate.agents.contexts import ACTION_SCHEMA, STATEFUL_SCHEMA, React, SkillState
+    from skillstate.agents.reply import REPLY_SCHEMA
+
+    for context, schema in ((SkillState(), REPLY_SCHEMA), (React(), ACTION_SCHEMA), (Stateful(), STATEFUL_SCHEMA)):
+        assert context.response_schema == schema and schema["required"][0] == "reasoning"
+    reasoning = "item_5 arrived; shelf_5 is free."
+    assert SkillState().parse(json.dumps({"reasoning": reasoning, "state_patch": {"inventory": {"shelf_5": "item_5"}},
+                                          "action": "Store item_5 shelf_5"})) == Reply(
+        {"inventory": {"shelf_5": "item_5"}}, "Store item_5 shelf_5"
+    )  # fmt: skip
+    assert React().parse(json.dumps({"reasoning": reasoning, "action": "Wait"})) == Reply({}, "Wait")
+    assert Stateful().parse(json.dumps({"reasoning": reasoning, "state_update": {"a": 1}, "action": "Wait"})) == Reply(
+        {"a": 1}, "Wait"
+    )  # fmt: skip
+    with pytest.raises(ReplyError, match="`state_update` must be a JSON object"):
+        Stateful().parse(json.dumps({"reasoning": reasoning, "state_update": [1], "action": "Wait"}))
