@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import itertools
 import json
 import random
 import re
@@ -35,6 +34,7 @@ from typing import Any
 
 from .contexts import ACTION_FORMAT, STATEFUL_FORMAT, SUMMARY_REQUEST
 from .envs.warehouse import SHELVES, shelf_number
+from .policy_faults import inject_fault, lengthened, semantic_fault, shelf_off
 from .prompts import OBSERVATION_HEADER, STATE_HEADER
 from .reply import format_reply
 
@@ -42,7 +42,6 @@ PROVIDER = "skillstate"
 SCRIPTED = f"{PROVIDER}/scripted"
 TOKENIZER_MODEL = "gpt-4o"
 """The tokenizer the test policy's usage is counted with (o200k_base, shipped with litellm)."""
-FAULT_MIX = (("overwrite", 0.68), ("type", 0.20), ("malformed", 0.12))
 FAULTY_NAMES = ("stalls", "finishes-early", "corrupts")
 STALLS, FINISHES_EARLY, CORRUPTS = (f"{PROVIDER}/{name}" for name in FAULTY_NAMES)
 FAULTY_AGENTS = (STALLS, FINISHES_EARLY, CORRUPTS)
@@ -209,19 +208,6 @@ def _free_shelf(known: dict[str, str], start: int) -> str:
     return f"shelf_{start % SHELVES}"
 
 
-def inject_fault(rng: random.Random, reasoning: str, patch: dict[str, Any], action: str) -> str:
-    """A reply with one of the paper's small-model errors, drawn by FAULT_MIX."""
-    kind = rng.choices([k for k, _ in FAULT_MIX], weights=[w for _, w in FAULT_MIX])[0]
-    key = next(iter(patch), "inventory")  # the state's top-level key the step writes
-    if kind == "overwrite":
-        damaged: dict[str, Any] = rng.choice([{key: None}, {key: f"updated after {action}"}])
-        return format_reply(reasoning, damaged, action)
-    if kind == "type":
-        inner = next(iter(patch.get(key) or {}), "shelf_0")
-        return format_reply(reasoning, {key: {inner: rng.randint(1, 99)}}, action)
-    return f'{reasoning}\n\n```json\n{{"state_patch": {json.dumps(patch)}, "action": "{action}"\n```'
-
-
 _FEATURE = re.compile(r"Feature request #(\d+): add (\S+) on branch (\S+)\.")
 _FEATURE_PAIR = re.compile(r"\b(feature-\d+)=(\S+\.py)\b")
 _REPO_EVENT = re.compile(r"Feature request #|Pushed to |CI Pipeline|Alert: (?:someone force-pushed|CI re-ran|PR #)")
@@ -291,7 +277,7 @@ def answer(model: str, prompt: str, reply_words: int | None = None) -> str:
     if name == "finishes-early":
         return format_reply("I believe the work is done.", {}, "Finish")
     if name == "corrupts":
-        patch = _shelf_off(patch, action)
+        patch = shelf_off(patch, action)
     if STATEFUL_FORMAT in prompt:
         return f"{reasoning}\nStateUpdate: {json.dumps(patch)}\nAction: {action}"
     if ACTION_FORMAT in prompt:
@@ -302,48 +288,6 @@ def answer(model: str, prompt: str, reply_words: int | None = None) -> str:
             return format_reply(reasoning, semantic_fault(rng, patch, action), action)
         return inject_fault(rng, reasoning, patch, action)
     return format_reply(reasoning, patch, action)
-
-
-def semantic_fault(rng: random.Random, patch: dict[str, Any], action: str) -> dict[str, Any]:
-    """A schema-valid but wrong patch (`semantic-R`): half the time the item recorded one shelf off, half the
-    time the step's change dropped. No validation catches it: it shows as state drift."""
-    inventory = patch.get("inventory")
-    if not isinstance(inventory, dict) or not inventory:
-        return patch
-    if rng.random() < 0.5 and action.startswith("Store"):
-        return _shelf_off(patch, action)
-    dropped = rng.choice(sorted(inventory))
-    kept = {shelf: item for shelf, item in inventory.items() if shelf != dropped}
-    return {**patch, "inventory": kept} if kept else {k: v for k, v in patch.items() if k != "inventory"}
-
-
-DELIBERATION = (
-    "Before I act, I go over the observation once more and ask whether anything in it changes the plan.",
-    "I check that the action names exactly the item and the shelves involved, in the order the format wants.",
-    "I make sure that what I record stays consistent with what the world reported after the last action.",
-    "I consider the alternatives and keep the simplest action that does what the observation asks for.",
-    "Nothing else in the observation calls for a different step, so I keep to the procedure of the skill.",
-)
-"""Sentences of step-by-step deliberation a longer reply adds, in turn (`reply_words`)."""
-
-
-def lengthened(reasoning: str, words: int) -> str:
-    """The reasoning cut, or extended with DELIBERATION, to exactly `words` words (at least one)."""
-    parts = reasoning.split()
-    filler = itertools.cycle(" ".join(DELIBERATION).split())
-    while len(parts) < words:
-        parts.append(next(filler))
-    return " ".join(parts[: max(words, 1)])
-
-
-def _shelf_off(patch: dict[str, Any], action: str) -> dict[str, Any]:
-    """The patch of `corrupts`: a stored item recorded one shelf past the one the action stores it on."""
-    words = action.split()
-    inventory = patch.get("inventory")
-    if len(words) != 3 or words[0] != "Store" or not isinstance(inventory, dict) or words[2] not in inventory:
-        return patch
-    wrong = f"shelf_{(shelf_number(words[2]) + 1) % 500}"
-    return {**patch, "inventory": {**{k: v for k, v in inventory.items() if k != words[2]}, wrong: words[1]}}
 
 
 def fault_rate(model: str) -> float:

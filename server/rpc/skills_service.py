@@ -17,7 +17,8 @@ from ..metrics import NO_METRICS, Metrics
 from ..skills.contracts import Contract
 from ..skills.macros import Level
 from ..skills.package import Diagnostic
-from ..skills.registry import SkillRegistry, SkillView
+from ..skills.registry import SkillRegistry
+from ..skills.snapshot import SkillView
 from ..skills.tokens import count_tokens
 from .handlers import add_service
 from .page_tokens import SKILL_PAGES, decode_page_token, encode_page_token

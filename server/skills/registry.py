@@ -20,7 +20,6 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError, StorageError
@@ -32,9 +31,10 @@ from .graph import Extractor, SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
 from .library import SkillLibrary, node_tokens
 from .macro_index import MacroIndex
-from .macros import Compression, Level, key_from_json, key_to_json
-from .package import Diagnostic, PackageLimits, SkillPackage, load_package
+from .macros import Compression, Level, key_from_json
+from .package import PackageLimits, SkillPackage, load_package
 from .render import MacroBlock, render_macro
+from .snapshot import Draft, Registration, Revision, SkillView, Snapshot
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -46,102 +46,8 @@ KEPT_HYDRATIONS = 1024
 """Recent hydrations kept for Expand and ReportOutcome (in memory: a restart forgets them)."""
 
 
-@dataclass(frozen=True)
-class Revision:
-    macro_id: str
-    level: Level | None
-    """Its default level now; None when it was split or retired."""
-
-
-@dataclass(frozen=True)
-class Registration:
-    name: str
-    version: int
-    section_count: int
-    warnings: tuple[Diagnostic, ...]
-    unchanged: bool
-    digest: str
-
-
-@dataclass(frozen=True)
-class SkillView:
-    """One version of a skill: what was stored, what loading found, and its graph."""
-
-    stored: SkillVersion
-    package: SkillPackage
-    graph: SkillGraph
-    node_tokens: tuple[int, ...]
-
-
 SYNC_INTERVAL = 1.0
 """Seconds between looks at a shared store for skills other servers registered or removed."""
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One version of the library, never changed once published: what a reader works over."""
-
-    views: Mapping[str, SkillView]
-    """The current skills by name."""
-    library: SkillLibrary
-    macros: MacroIndex
-    generation: int
-    """Counts changes to the skills and macros; cached results name the generation they were computed for."""
-
-
-class _Draft:
-    """The next snapshot as one writer builds it: forks of the current one's indexes, changed in place.
-    `snapshot()` ends it: the draft's tables are then the published ones and must not change again."""
-
-    def __init__(self, base: Snapshot) -> None:
-        self._base_views = base.views
-        self.views: dict[str, SkillView] | None = None
-        self.library = base.library.fork()
-        self.macros = base.macros.fork()
-        self.generation = base.generation
-
-    def serve(
-        self, stored: SkillVersion, package: SkillPackage, graph: SkillGraph, maintain_macros: bool = True
-    ) -> None:
-        skill = self.library.add(graph, stored.version)
-        self._views()[package.name] = SkillView(stored, package, graph, skill.node_tokens)
-        if maintain_macros:
-            self.macros.add(graph, skill.node_tokens)  # seconds for a large library
-        self.generation += 1
-
-    def forget(self, name: str) -> None:
-        del self._views()[name]
-        self.library.remove(name)
-        self.macros.remove(name)
-        self.generation += 1
-
-    def report(
-        self, shown: set[str], expanded: set[str], failed: set[str]
-    ) -> tuple[list[Revision], list[tuple[str, int | None]]]:
-        """Record one execution's evidence; returns the revisions and the (key, level) pairs to store."""
-        revisions, levels = [], []
-        for macro_id in sorted(shown):
-            before = self.macros.macro(macro_id)
-            self.macros.report(macro_id, expanded=macro_id in expanded, verifier_failed=macro_id in failed)
-            after = self.macros.macro(macro_id)
-            if before is not None and (after is None or after.default_level != before.default_level):
-                revisions.append(Revision(macro_id, after.default_level if after else None))
-                level = self.macros.revised[before.key]
-                levels.append((key_to_json(before.key), int(level) if level else None))
-        if revisions:
-            self.generation += 1
-        return revisions, levels
-
-    def snapshot(self) -> Snapshot:
-        """The draft as a snapshot, its indexes settled so that reading them writes nothing."""
-        self.library.settle()
-        views = self._base_views if self.views is None else self.views
-        return Snapshot(views, self.library, self.macros, self.generation)
-
-    def _views(self) -> dict[str, SkillView]:
-        if self.views is None:
-            self.views = dict(self._base_views)
-        return self.views
 
 
 class SkillRegistry:
@@ -257,7 +163,7 @@ class SkillRegistry:
                 package, graph = await self._off_loop(self._load, version.files, version.folder, False)
                 arrived.append((version, package, graph))
 
-        def change(draft: _Draft) -> None:
+        def change(draft: Draft) -> None:
             for name in gone:
                 draft.forget(name)
             for version, package, graph in arrived:
@@ -277,7 +183,7 @@ class SkillRegistry:
             self._writer.shutdown(wait=False, cancel_futures=True)
 
     async def _rebuild(self) -> None:
-        draft = _Draft(self._snapshot)
+        draft = Draft(self._snapshot)
         draft.macros.revised = {
             key_from_json(key): Level(level) if level else None
             for key, level in (await self._store.macro_revisions()).items()
@@ -424,13 +330,13 @@ class SkillRegistry:
                 settle_long_lived()  # kept until the library changes: out of the full collections meanwhile
             return self._stats[1], self._stats[2]
 
-    async def _build(self, change: Callable[[_Draft], T]) -> tuple[Snapshot, T]:
+    async def _build(self, change: Callable[[Draft], T]) -> tuple[Snapshot, T]:
         """The next snapshot, built in the writer thread: the current one forked, changed and settled (called
         in a writer's turn)."""
         base = self._snapshot
 
         def build() -> tuple[Snapshot, T]:
-            draft = _Draft(base)
+            draft = Draft(base)
             result = change(draft)
             return draft.snapshot(), result
 
@@ -449,7 +355,7 @@ class SkillRegistry:
         executor = self._writer if writer else self._worker
         return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(work, *args))
 
-    def _load_into(self, draft: _Draft, stored: SkillVersion) -> None:
+    def _load_into(self, draft: Draft, stored: SkillVersion) -> None:
         package, graph = self._load(stored.files, stored.folder, False)
         draft.serve(stored, package, graph, maintain_macros=False)
 

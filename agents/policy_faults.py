@@ -1,0 +1,72 @@
+"""The errors the scripted test policy makes on purpose (scripted.py): the paper's small-model errors, which
+validation and the rollback catch; schema-valid wrong patches, which only state drift shows; and replies of
+a set length, for measuring how the token ratios depend on it. Test policy only: never model behaviour."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from typing import Any
+
+from .envs.warehouse import shelf_number
+from .reply import format_reply
+
+FAULT_MIX = (("overwrite", 0.68), ("type", 0.20), ("malformed", 0.12))
+"""The paper's small-model errors (`faulty-R`): 68% patches that overwrite or delete existing keys, 20% type
+errors, 12% malformed JSON."""
+
+
+def inject_fault(rng: random.Random, reasoning: str, patch: dict[str, Any], action: str) -> str:
+    """A reply with one of the paper's small-model errors, drawn by FAULT_MIX."""
+    kind = rng.choices([k for k, _ in FAULT_MIX], weights=[w for _, w in FAULT_MIX])[0]
+    key = next(iter(patch), "inventory")  # the state's top-level key the step writes
+    if kind == "overwrite":
+        damaged: dict[str, Any] = rng.choice([{key: None}, {key: f"updated after {action}"}])
+        return format_reply(reasoning, damaged, action)
+    if kind == "type":
+        inner = next(iter(patch.get(key) or {}), "shelf_0")
+        return format_reply(reasoning, {key: {inner: rng.randint(1, 99)}}, action)
+    return f'{reasoning}\n\n```json\n{{"state_patch": {json.dumps(patch)}, "action": "{action}"\n```'
+
+
+def semantic_fault(rng: random.Random, patch: dict[str, Any], action: str) -> dict[str, Any]:
+    """A schema-valid but wrong patch (`semantic-R`): half the time the item recorded one shelf off, half the
+    time the step's change dropped. No validation catches it: it shows as state drift."""
+    inventory = patch.get("inventory")
+    if not isinstance(inventory, dict) or not inventory:
+        return patch
+    if rng.random() < 0.5 and action.startswith("Store"):
+        return shelf_off(patch, action)
+    dropped = rng.choice(sorted(inventory))
+    kept = {shelf: item for shelf, item in inventory.items() if shelf != dropped}
+    return {**patch, "inventory": kept} if kept else {k: v for k, v in patch.items() if k != "inventory"}
+
+
+DELIBERATION = (
+    "Before I act, I go over the observation once more and ask whether anything in it changes the plan.",
+    "I check that the action names exactly the item and the shelves involved, in the order the format wants.",
+    "I make sure that what I record stays consistent with what the world reported after the last action.",
+    "I consider the alternatives and keep the simplest action that does what the observation asks for.",
+    "Nothing else in the observation calls for a different step, so I keep to the procedure of the skill.",
+)
+"""Sentences of step-by-step deliberation a longer reply adds, in turn (`reply_words`)."""
+
+
+def lengthened(reasoning: str, words: int) -> str:
+    """The reasoning cut, or extended with DELIBERATION, to exactly `words` words (at least one)."""
+    parts = reasoning.split()
+    filler = itertools.cycle(" ".join(DELIBERATION).split())
+    while len(parts) < words:
+        parts.append(next(filler))
+    return " ".join(parts[: max(words, 1)])
+
+
+def shelf_off(patch: dict[str, Any], action: str) -> dict[str, Any]:
+    """The patch of `corrupts`: a stored item recorded one shelf past the one the action stores it on."""
+    words = action.split()
+    inventory = patch.get("inventory")
+    if len(words) != 3 or words[0] != "Store" or not isinstance(inventory, dict) or words[2] not in inventory:
+        return patch
+    wrong = f"shelf_{(shelf_number(words[2]) + 1) % 500}"
+    return {**patch, "inventory": {**{k: v for k, v in inventory.items() if k != words[2]}, wrong: words[1]}}
