@@ -148,15 +148,7 @@ class TeamAgent(Agent):
         if self.coordination.die_after is not None and self.counts["taken_up"] >= self.coordination.die_after:
             self._die_after_claiming = True
         if where is not Standing.MINE:
-            until = claims.clock_of(state.state) + self.coordination.lease_ticks
-            try:
-                await self.client.submit_patch(
-                    self.execution_id,
-                    claims.claim_patch(event_id, self.agent_id, until),
-                    agent_id=self.agent_id,
-                    base_revision=state.revision,
-                )
-            except ConflictError:
+            if not await self._claim(event_id, state):
                 self.counts["claim_losses"] += 1
                 self._held[event_id] = (payload, observation)
                 await self._ack(observation)
@@ -181,7 +173,12 @@ class TeamAgent(Agent):
         if self._tries[event_id] > self.coordination.outcome_retries:
             self.counts["gave_up"] += 1
             return
-        state = await self.read_state()
+        if await self._claim(event_id, await self.read_state()):  # else another agent wrote it: theirs now
+            await self._work(event_id, payload)
+
+    async def _claim(self, event_id: str, state: State) -> bool:
+        """Write this agent's claim of the event, leased from Σ's clock, against `state`; False when the claim
+        lost to another agent's write (the stale write was refused)."""
         until = claims.clock_of(state.state) + self.coordination.lease_ticks
         try:
             await self.client.submit_patch(
@@ -191,8 +188,8 @@ class TeamAgent(Agent):
                 base_revision=state.revision,
             )
         except ConflictError:
-            return  # another agent wrote the claim meanwhile: the event is theirs now
-        await self._work(event_id, payload)
+            return False
+        return True
 
     async def _work(self, event_id: str, payload: Mapping[str, Any]) -> bool:
         """Ask the model about the event and submit its answer with the claim done. True when it acted, or

@@ -24,7 +24,9 @@ from skillstate.agents.sim import (
     run_simulation,
     skill_context,
 )
-from skillstate.clients import PermissionDeniedError, SkillRegistryClient, State, StateClient
+from skillstate.clients import PermissionDeniedError, SkillRegistryClient, StateClient
+
+from . import together
 
 
 async def test_three_agents_share_one_state_that_matches_the_world(server_address: str, tmp_path: Path) -> None:
@@ -81,20 +83,10 @@ async def test_faulty_replies_are_retried_and_never_reach_the_state(server_addre
     assert all(r.revision is None for r in refused)
 
 
-class ReadsTogether(Agent):
-    """An agent whose first read of the state waits until the other agent has read it too: both then answer
-    from revision 0, as two agents do when their steps overlap."""
-
+class ReadsTogether(together.ReadsTogether, Agent):
     def __init__(self, *args: Any, barrier: asyncio.Barrier, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.barrier: asyncio.Barrier | None = barrier
-
-    async def read_state(self) -> State:
-        state = await super().read_state()
-        if self.barrier is not None:
-            barrier, self.barrier = self.barrier, None
-            await barrier.wait()
-        return state
+        self.barrier = barrier
 
 
 async def two_agents_storing_at_once(server_address: str, schema: dict[str, Any]) -> tuple[dict[str, Any], Recorder]:

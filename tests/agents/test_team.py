@@ -22,9 +22,10 @@ from skillstate.agents.envs.warehouse import generate_events
 from skillstate.agents.runtime import Limits, Recorder
 from skillstate.agents.team import AgentDied, Coordination, TeamAgent
 from skillstate.agents.team_setup import TeamConfig
-from skillstate.clients import ConflictError, State, StateClient
+from skillstate.clients import ConflictError, StateClient
 
 from ..waiting import eventually
+from . import together
 
 FAST = Pace(tick_ms=50, rate=1.0, deadline=40)
 """A quick world for tests: 20 ticks a second."""
@@ -72,17 +73,8 @@ def test_an_order_waits_until_its_item_is_on_a_shelf() -> None:
     assert f"e{first_order.index}" in {a.event_id for a in world.due(2)}
 
 
-class ReadsTogether(TeamAgent):
-    """Its first read of Σ waits until every agent of the barrier has read: all claim on one revision."""
-
-    barrier: asyncio.Barrier | None = None
-
-    async def read_state(self) -> State:
-        state = await super().read_state()
-        if self.barrier is not None:
-            barrier, self.barrier = self.barrier, None
-            await barrier.wait()
-        return state
+class ReadsTogether(together.ReadsTogether, TeamAgent):
+    """Eight of these all claim on one revision."""
 
 
 async def test_eight_agents_racing_for_one_event_exactly_one_acts_and_the_losers_spend_no_tokens(
