@@ -9,9 +9,10 @@ both win.
 
 A claim is a lease: once Σ's clock (written by the world every tick) passes `until`, another agent may
 take the event over by writing its own claim. The action that handles the event is submitted in the same
-patch as `done: true` on the claim, against the revision the agent last read; if the claim was taken over
-since, that patch is refused as a conflict, so the action never reaches the world twice. A done claim never
-expires. An agent told that its action failed reopens its claim (a new lease) and tries again.
+patch as `{"agent": <its id>, "done": true}` on the claim, against the revision the agent read before its
+model call; if the claim was taken over since, it names another agent there, that patch is refused as a
+conflict, and the action never reaches the world twice. A done claim never expires. An agent told that its
+action failed reopens its own claim (a new lease) and tries again.
 """
 
 from __future__ import annotations
@@ -90,9 +91,12 @@ def claim_patch(event_id: str, agent: str, until: int) -> dict[str, Any]:
     return {CLAIMS: {event_id: {"agent": agent, "until": until, "done": None}}}
 
 
-def done_patch(event_id: str) -> dict[str, Any]:
-    """Merged into the patch that carries the event's action."""
-    return {CLAIMS: {event_id: {"done": True}}}
+def done_patch(event_id: str, agent: str) -> dict[str, Any]:
+    """Merged into the patch that carries the event's action. It writes the claim's agent again, so that it
+    conflicts with a takeover since the revision the agent read: after one, the claim names another agent,
+    and the late holder's patch (with its action) is refused. Writing `done` alone would not do: a taker's
+    own `done: true` is an equal value, never a conflict."""
+    return {CLAIMS: {event_id: {"agent": agent, "done": True}}}
 
 
 def release_patch(event_id: str) -> dict[str, Any]:

@@ -142,7 +142,8 @@ async def run_team(
         client, registry = StateClient(channel=channel), SkillRegistryClient(channel=channel)
         await ensure_skills(registry, WAREHOUSE_SKILLS)
         contexts = {skill: await skill_context(registry, (skill,), config.context_budget) for skill in WAREHOUSE_SKILLS}
-        execution = await client.create_execution(schema=team_schema(), initial_state={"inventory": {}, "clock": 0})
+        initial = {"inventory": {}, "clock": 0, "claims": {}}  # `claims` there: claims of two events never meet
+        execution = await client.create_execution(schema=team_schema(), initial_state=initial)
         execution_id = execution.execution_id
         world = TimedWarehouse(
             generate_events(config.horizon, config.seed),
@@ -235,11 +236,13 @@ async def _ready(team: Team) -> None:
     """Wait for every agent to be ready, failing with the first agent that failed instead."""
     ready = asyncio.ensure_future(team.ready())
     done, _ = await asyncio.wait([ready, *team.tasks], timeout=READY_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
-    if ready not in done:
-        ready.cancel()
-        for task in done:
-            task.result()  # an agent that failed before the run: its error
-        raise TimeoutError(f"the agents were not ready within {READY_TIMEOUT:.0f} s")
+    if ready in done:
+        ready.result()  # an agent (a worker process) that ended before the run started: its error
+        return
+    ready.cancel()
+    for task in done:
+        task.result()  # an agent that failed before the run: its error
+    raise TimeoutError(f"the agents were not ready within {READY_TIMEOUT:.0f} s")
 
 
 async def _until_ended(tasks: dict[asyncio.Future[Any], str]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +71,8 @@ class TeamAgent(Agent):
         it."""
         self._held: dict[str, tuple[Mapping[str, Any], Observation]] = {}
         """Events another agent holds, looked at again as their leases may run out."""
+        self._revisit_at = 0.0
+        """When to look at the held events again (time.monotonic), whatever the inbox holds."""
         self._tries: collections.Counter[str] = collections.Counter()
         self._event: str | None = None
         """The event the model is being asked about (what `submission` claims done)."""
@@ -89,11 +92,13 @@ class TeamAgent(Agent):
         reader = asyncio.create_task(self._read(inbox))
         try:
             while not self.finished and not self._world_done:
+                if self._held and time.monotonic() >= self._revisit_at:  # busy or not: leases run out
+                    await self._revisit()
+                    continue
                 try:
-                    timeout = self.coordination.lease_seconds / 2 if self._held else None
+                    timeout = max(0.0, self._revisit_at - time.monotonic()) if self._held else None
                     item = await asyncio.wait_for(inbox.get(), timeout)
                 except TimeoutError:
-                    await self._revisit()
                     continue
                 if isinstance(item, BaseException):
                     raise item
@@ -134,7 +139,7 @@ class TeamAgent(Agent):
         if where is Standing.DONE:
             await self._ack(observation)
         elif where is Standing.HELD:
-            self._held[event_id] = (payload, observation)
+            self._hold(event_id, payload, observation)
             await self._ack(observation)  # the lease, not the group, decides when it may be taken over
         else:
             await self._take(event_id, payload, observation, state, where)
@@ -150,7 +155,7 @@ class TeamAgent(Agent):
         if where is not Standing.MINE:
             if not await self._claim(event_id, state):
                 self.counts["claim_losses"] += 1
-                self._held[event_id] = (payload, observation)
+                self._hold(event_id, payload, observation)
                 await self._ack(observation)
                 if self._die_after_claiming:
                     raise AgentDied(
@@ -173,7 +178,11 @@ class TeamAgent(Agent):
         if self._tries[event_id] > self.coordination.outcome_retries:
             self.counts["gave_up"] += 1
             return
-        if await self._claim(event_id, await self.read_state()):  # else another agent wrote it: theirs now
+        state = await self.read_state()
+        claim = claims.claim_of(state.state, event_id)
+        if claim is None or claim.agent != self.agent_id:
+            return  # not this agent's event (any more): not its to retry
+        if await self._claim(event_id, state):  # else another agent wrote the claim meanwhile: theirs now
             await self._work(event_id, payload)
 
     async def _claim(self, event_id: str, state: State) -> bool:
@@ -220,7 +229,7 @@ class TeamAgent(Agent):
             return None  # taken over while this agent was slow: it must not act
         if _is_finish(reply):
             return claims.release_patch(self._event), None
-        return claims.with_claim(reply.state_patch, claims.done_patch(self._event)), {
+        return claims.with_claim(reply.state_patch, claims.done_patch(self._event, self.agent_id)), {
             "event": self._event,
             "do": reply.action,
         }
@@ -240,8 +249,15 @@ class TeamAgent(Agent):
                     base_revision=state.revision,
                 )
 
+    def _hold(self, event_id: str, payload: Mapping[str, Any], observation: Observation) -> None:
+        """Remember an event another agent holds, to look at again once its lease may have run out."""
+        if not self._held:
+            self._revisit_at = time.monotonic() + self.coordination.lease_seconds / 2
+        self._held[event_id] = (payload, observation)
+
     async def _revisit(self) -> None:
-        """Look again at the events others hold: done ones are forgotten, expired ones taken over."""
+        """Look again at the events others hold: done ones are forgotten, expired ones taken over (one at a
+        time: the state moves on with each), and the next look is half a lease away."""
         state = await self.read_state()
         for event_id, (payload, observation) in list(self._held.items()):
             where = claims.standing(state.state, event_id, self.agent_id)
@@ -249,8 +265,11 @@ class TeamAgent(Agent):
                 del self._held[event_id]
             elif where in (Standing.EXPIRED, Standing.FREE, Standing.MINE):
                 await self._take(event_id, payload, observation, state, where)
-                return  # the state moved on: read it again next time
+                return  # look again at once: the state moved on
+        self._revisit_at = time.monotonic() + self.coordination.lease_seconds / 2
 
     async def _ack(self, observation: Observation, *, requeue: bool = False) -> None:
         if self.coordination.group and observation.delivery:
-            await self.client.ack_observations(self.execution_id, self.group, [observation.sequence], requeue=requeue)
+            await self.client.ack_observations(
+                self.execution_id, self.group, [observation.sequence], agent_id=self.agent_id, requeue=requeue
+            )

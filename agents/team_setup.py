@@ -55,6 +55,11 @@ class TeamConfig:
             raise ValueError(
                 f"faults: {unknown or self.faults} (each one of {', '.join(FAULTS)}, fewer than the agents)"
             )
+        if not 1 <= self.lease_ticks < self.pace.deadline:
+            raise ValueError(
+                f"lease_ticks: {self.lease_ticks} must be at least 1 and shorter than the deadline "
+                f"({self.pace.deadline} ticks), or no event could be taken over in time"
+            )
         if self.processes and self.runtime != "skillstate":
             raise ValueError("processes: only skillstate agents run in processes of their own")
         if is_test_policy(self.model):

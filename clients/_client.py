@@ -324,14 +324,14 @@ class StateClient(RpcClient):
             yield item
 
     async def ack_observations(
-        self, execution_id: str, group: str, sequences: Sequence[int], *, requeue: bool = False
+        self, execution_id: str, group: str, sequences: Sequence[int], *, agent_id: str, requeue: bool = False
     ) -> int:
-        """Tell consumer group `group` that the observations `sequences` were handled, so that none is
-        delivered again; with `requeue`, that they were not handled after all, so that the group delivers them
-        again at once, to another member if one is free. Returns how many the group held unacknowledged
-        (repeating an ack is harmless)."""
+        """Tell consumer group `group` that its member `agent_id` handled the observations `sequences`, so
+        that none is delivered again; with `requeue`, that it did not handle them after all, so that the group
+        delivers them again at once, to another member if one is free. Returns how many that member held
+        unacknowledged (repeating an ack is harmless)."""
         request = pb.AckObservationsRequest(
-            execution_id=execution_id, group=group, sequences=list(sequences), requeue=requeue
+            execution_id=execution_id, group=group, sequences=list(sequences), requeue=requeue, agent_id=agent_id
         )
         reply: pb.AckObservationsResponse = await self._call(self._stub.AckObservations, request)
         return int(reply.acknowledged)

@@ -103,7 +103,7 @@ RULES: dict[str, Rule] = {
     "SubmitPatch": Rule(Right.WRITE, "execution_id", agent_field="agent_id"),
     "PublishObservation": Rule(Right.PUBLISH, "execution_id"),
     "StreamObservations": Rule(Right.READ, "execution_id", agent_field="agent_id", skills_field="skills"),
-    "AckObservations": Rule(Right.READ, "execution_id"),
+    "AckObservations": Rule(Right.READ, "execution_id", agent_field="agent_id"),
     "RegisterSkill": Rule(Right.REGISTRY),
     "RemoveSkill": Rule(Right.REGISTRY),
     "ReportOutcome": Rule(Right.WRITE),

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from ..storage.records import ObservationRecord
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Delivery:
-    """An observation as a group hands it out; `count` is how often it was delivered, this time included."""
+    """An observation as a group hands it out (one object per handing out); `count` is how often it was
+    delivered, this time included (0 while it waits for its first)."""
 
     record: ObservationRecord
     count: int = 0
@@ -36,13 +37,19 @@ class Member:
 
     def __init__(self, agent_id: str) -> None:
         self.agent_id = agent_id
-        self.inbox: asyncio.Queue[Delivery] = asyncio.Queue()
-        """Deliveries not yet read by the stream (each one also held)."""
+        self.inbox: asyncio.Queue[Delivery | BaseException] = asyncio.Queue()
+        """Deliveries not yet read by the stream (a delivery taken back since stays here, stale: see
+        `current`), or the error that ended the group."""
         self.held: dict[int, tuple[Delivery, asyncio.TimerHandle]] = {}
         """sequence -> the delivery and the timer of its ack deadline."""
         self.expired: set[int] = set()
         """Sequences taken back from this member when their deadline passed; while any is left, it is
-        suspected of stalling and is given nothing new."""
+        suspected of stalling and is given nothing new (until it acknowledges anything)."""
+
+    def current(self, delivery: Delivery) -> bool:
+        """Whether `delivery` is still this member's: not taken back (and perhaps handed out again) since."""
+        held = self.held.get(delivery.record.sequence)
+        return held is not None and held[0] is delivery
 
 
 class ConsumerGroup:
@@ -103,31 +110,35 @@ class ConsumerGroup:
             self._on_idle(self)
         self._dispatch()
 
-    def ack(self, sequences: Iterable[int], requeue: bool = False) -> int:
-        """Mark observations handled (or, with `requeue`, not handled: to be delivered again at once, to
-        another member if one is free); returns how many the group held unacknowledged."""
+    def ack(self, sequences: Iterable[int], agent_id: str, requeue: bool = False) -> int:
+        """`agent_id` handled these observations (or, with `requeue`, did not: they go to another member at
+        once, if one is free); returns how many it held unacknowledged. A member that acknowledges is alive:
+        it is no longer suspected of stalling. Only a delivery's holder releases it (another member's ack of
+        what was taken back from it and handed on leaves the new holder's hold alone)."""
+        for member in self._members:
+            if member.agent_id == agent_id:
+                member.expired.clear()
         done = 0
         for sequence in sorted(set(sequences)):
-            member = self._holder.get(sequence)
-            if member is not None:
-                member.expired.clear()  # it is alive: it answers
+            holder = self._holder.get(sequence)
+            if holder is not None and holder.agent_id == agent_id:
                 done += 1
-                self._take_back(member, [sequence])
+                self._take_back(holder, [sequence])
                 if requeue:
-                    self._dispatch(avoid=member)
+                    self._dispatch(avoid=holder)
                 else:
                     self._ready.popleft()  # what _take_back put in front: done
-            elif not requeue:
-                self._forget_expired(sequence)
+            elif holder is None and not requeue:
                 done += self._forget_waiting(sequence)
         self._dispatch()
         return done
 
-    def _forget_expired(self, sequence: int) -> None:
-        """A late acknowledgement of a delivery taken back: its member is alive after all."""
+    def fail(self, error: BaseException) -> None:
+        """The group can read no more observations: every member's stream ends with `error`."""
         for member in self._members:
-            if sequence in member.expired:
-                member.expired.clear()
+            for _, deadline in member.held.values():
+                deadline.cancel()
+            member.inbox.put_nowait(error)
 
     def _forget_waiting(self, sequence: int) -> int:
         """Drop a taken-back delivery that was handled after all; 1 if there was one."""
@@ -149,8 +160,8 @@ class ConsumerGroup:
             member = self._next_member(avoid)
             if member is None:
                 return
-            delivery = self._ready.popleft()
-            delivery.count += 1
+            waiting = self._ready.popleft()
+            delivery = Delivery(waiting.record, waiting.count + 1)
             sequence = delivery.record.sequence
             deadline = asyncio.get_running_loop().call_later(self.ack_deadline, self._expire, member, sequence)
             member.held[sequence] = (delivery, deadline)

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncGenerator, Collection, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError, LimitExceededError, NotFoundError, WatcherTooSlowError
@@ -22,7 +22,7 @@ from . import canonical
 from .committer import GroupCommitter, Pending
 from .execution import Execution
 from .groups import ConsumerGroup, Delivery, Member
-from .hub import Hub, follow
+from .hub import Hub, Subscription, follow
 from .requests import check_address, check_label
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class Observations:
 
     async def stream(
         self, execution: Execution, agent_id: str, skills: Sequence[str], after_sequence: int
-    ) -> AsyncIterator[ObservationRecord]:
+    ) -> AsyncGenerator[ObservationRecord, None]:
         """Observations addressed to agent_id, to one of its skills or to everyone, after after_sequence."""
         agent_id = check_label(agent_id, "agent_id", self._limits)
         addresses = {agent_id, *self._addresses(skills)}
@@ -112,7 +112,7 @@ class Observations:
 
     async def group_stream(
         self, execution: Execution, agent_id: str, skills: Sequence[str], after_sequence: int, options: GroupOptions
-    ) -> AsyncIterator[tuple[ObservationRecord, int]]:
+    ) -> AsyncGenerator[tuple[ObservationRecord, int], None]:
         """As a member of a consumer group: (observation, delivery count) for those the group hands this
         member, and (observation, 0) for those addressed to agent_id, after after_sequence."""
         agent_id = check_label(agent_id, "agent_id", self._limits)
@@ -130,7 +130,8 @@ class Observations:
                     queue = reads.pop(read)
                     item = read.result()
                     if isinstance(item, Delivery):
-                        yield item.record, item.count
+                        if member.current(item):  # else taken back since, and handed on: not this member's
+                            yield item.record, item.count
                     elif isinstance(item, ObservationRecord):
                         yield item, 0
                     elif isinstance(item, BaseException):
@@ -144,16 +145,18 @@ class Observations:
                 await pump
             self._leave(group, member)
 
-    def ack(self, execution: Execution, group_name: str, sequences: Collection[int], requeue: bool = False) -> int:
-        """Acknowledge observations a group delivered (with `requeue`: hand them out again now); returns how
-        many it held unacknowledged."""
+    def ack(
+        self, execution: Execution, group_name: str, agent_id: str, sequences: Collection[int], requeue: bool = False
+    ) -> int:
+        """`agent_id` acknowledges observations its group delivered it (with `requeue`: hand them out again
+        now); returns how many it held unacknowledged."""
         group = self._groups.get((execution.id, check_label(group_name, "group", self._limits)))
         if group is None:
             raise NotFoundError(
                 f"group: execution {execution.id!r} has no consumer group {group_name!r} on this server "
                 "(a group lives while it has members, and for a while after its last one left)"
             )
-        return group.ack(sequences, requeue)
+        return group.ack(sequences, check_label(agent_id, "agent_id", self._limits), requeue)
 
     def _join(
         self, execution: Execution, skills: Sequence[str], after_sequence: int, options: GroupOptions
@@ -181,10 +184,12 @@ class Observations:
         if sum(1 for execution_id, _ in self._groups if execution_id == execution.id) >= self._max_groups:
             raise LimitExceededError(f"consumer groups: execution {execution.id!r} has {self._max_groups}, the limit")
         deadline = options.ack_deadline_ms / 1000 if options.ack_deadline_ms else self._ack_deadline
+        reading = self._subscribe(execution, addresses)  # here: over the limit, the first member is told why
         group = ConsumerGroup(execution.id, name, addresses, deadline, options.max_unacked or 1, self._schedule_drop)
         group.position = max(after_sequence, 0)
         self._groups[(execution.id, name)] = group
-        group.feeder = asyncio.create_task(self._feed(execution, group), name=f"group {execution.id}/{name}")
+        feeding = self._feed(execution, group, reading)
+        group.feeder = asyncio.create_task(feeding, name=f"group {execution.id}/{name}")
         return group
 
     def _leave(self, group: ConsumerGroup, member: Member) -> None:
@@ -202,17 +207,22 @@ class Observations:
 
         self._idle[group] = asyncio.get_running_loop().call_later(self._group_idle, drop)
 
-    async def _feed(self, execution: Execution, group: ConsumerGroup) -> None:
-        """Offer the group every observation addressed to it, after its position, as long as it exists."""
+    async def _feed(self, execution: Execution, group: ConsumerGroup, reading: Subscription[ObservationRecord]) -> None:
+        """Offer the group every observation addressed to it, after its position, as long as it exists. If it
+        cannot read on, the group ends, and so does every member's stream, with the error."""
         while True:
             try:
-                async for observation in self._follow(execution, set(group.addresses), group.position):
+                async for observation in self._follow(execution, group.addresses, group.position, reading):
                     group.offer(observation)
-            except WatcherTooSlowError:
-                continue  # the group fell behind the hub (it never waits, so only a burst does this): read on
-            except Exception:
+            except WatcherTooSlowError:  # it never waits, so only a burst does this: read on
+                reading = self._subscribe(execution, group.addresses)
+                continue
+            except Exception as error:
                 log.exception("consumer group %r of execution %r stopped reading", group.name, execution.id)
-                raise
+                if self._groups.get(group.key) is group:
+                    del self._groups[group.key]
+                group.fail(error)
+                return
 
     async def _pump(
         self,
@@ -231,11 +241,19 @@ class Observations:
     def _addresses(self, skills: Sequence[str]) -> list[str]:
         return ["*", *(f"skill:{check_label(s, 'skills', self._limits)}" for s in skills)]
 
+    def _subscribe(self, execution: Execution, addresses: Collection[str]) -> Subscription[ObservationRecord]:
+        return self._hub.subscribe(execution.id, lambda o: o.to in addresses)
+
     async def _follow(
-        self, execution: Execution, addresses: Collection[str], after_sequence: int
-    ) -> AsyncIterator[ObservationRecord]:
-        """Stored observations to `addresses` after after_sequence, then live ones as they commit."""
-        subscription = self._hub.subscribe(execution.id, lambda o: o.to in addresses)
+        self,
+        execution: Execution,
+        addresses: Collection[str],
+        after_sequence: int,
+        subscription: Subscription[ObservationRecord] | None = None,
+    ) -> AsyncGenerator[ObservationRecord, None]:
+        """Stored observations to `addresses` after after_sequence, then live ones as they commit (through
+        `subscription` if the caller made one before its first await)."""
+        subscription = subscription or self._subscribe(execution, addresses)
         caught_up_to = execution.observation_committed
         cursor = max(after_sequence, 0)
         try:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..errors import (
@@ -220,7 +221,7 @@ class StateEngine:
 
     async def observations(
         self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int
-    ) -> AsyncIterator[ObservationRecord]:
+    ) -> AsyncGenerator[ObservationRecord, None]:
         """Observations addressed to agent_id, to one of its skills or to everyone, after after_sequence."""
         execution = await self._executions.get(execution_id)
         await self._replicas.refresh(execution, observations=True)
@@ -229,20 +230,24 @@ class StateEngine:
 
     async def group_observations(
         self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int, group: GroupOptions
-    ) -> AsyncIterator[tuple[ObservationRecord, int]]:
+    ) -> AsyncGenerator[tuple[ObservationRecord, int], None]:
         """As a member of a consumer group (groups.py): (observation, delivery count) for what the group
         hands this member, and (observation, 0) for what is addressed to agent_id, after after_sequence."""
         execution = await self._executions.get(execution_id)
         await self._replicas.refresh(execution, observations=True)
-        async for item in self._observations.group_stream(execution, agent_id, skills, after_sequence, group):
-            yield item
+        async with contextlib.aclosing(
+            self._observations.group_stream(execution, agent_id, skills, after_sequence, group)
+        ) as stream:
+            async for item in stream:
+                yield item
 
     async def ack_observations(
-        self, execution_id: str, group: str, sequences: Sequence[int], requeue: bool = False
+        self, execution_id: str, group: str, agent_id: str, sequences: Sequence[int], requeue: bool = False
     ) -> int:
-        """Tell a consumer group its observations `sequences` were handled (or, with requeue, were not: to be
-        delivered again at once); returns how many it held unacknowledged."""
-        return self._observations.ack(await self._executions.get(execution_id), group, sequences, requeue)
+        """Tell a consumer group that its member `agent_id` handled the observations `sequences` (or, with
+        requeue, did not: to be delivered again at once); returns how many that member held unacknowledged."""
+        execution = await self._executions.get(execution_id)
+        return self._observations.ack(execution, group, agent_id, sequences, requeue)
 
     # -- watch and history -------------------------------------------------------------------------------
 

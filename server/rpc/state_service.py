@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import AsyncIterator
 from typing import Any
@@ -110,18 +111,20 @@ class StateServicer(pb_grpc.StateServiceServicer):
             members = self._engine.group_observations(
                 request.execution_id, request.agent_id, list(request.skills), request.after_sequence, options
             )
-            async for observation, delivery in members:
-                yield pb.StreamObservationsResponse(observation=_observation(observation, delivery))
+            async with contextlib.aclosing(members) as delivered:  # leaving the group is not left to the GC
+                async for observation, delivery in delivered:
+                    yield pb.StreamObservationsResponse(observation=_observation(observation, delivery))
             return
         stream = self._engine.observations(
             request.execution_id, request.agent_id, list(request.skills), request.after_sequence
         )
-        async for observation in stream:
-            yield pb.StreamObservationsResponse(observation=_observation(observation))
+        async with contextlib.aclosing(stream) as observations:
+            async for observation in observations:
+                yield pb.StreamObservationsResponse(observation=_observation(observation))
 
     async def AckObservations(self, request: pb.AckObservationsRequest, context: Any) -> pb.AckObservationsResponse:
         done = await self._engine.ack_observations(
-            request.execution_id, request.group, list(request.sequences), request.requeue
+            request.execution_id, request.group, request.agent_id, list(request.sequences), request.requeue
         )
         return pb.AckObservationsResponse(acknowledged=done)
 

@@ -197,3 +197,37 @@ async def test_seeded_runs_see_the_same_events_and_score_alike(server_address: s
                        for e in run.run.events.values()) for run in runs]  # fmt: skip
     assert arrivals[0] == arrivals[1] and len(arrivals[0]) == 12
     assert [r.summary()["handled_on_time"] for r in runs] == [12, 12]
+
+
+async def test_a_holder_slower_than_its_lease_never_acts_after_a_takeover(server_address: str) -> None:
+    """Found in review: the late holder's patch wrote only `done`, an equal value to the taker's, so it
+    committed and its action reached the world a second time. The done claim names its agent now: after a
+    takeover that is a conflict, and the late action goes nowhere."""
+    async with StateClient(server_address) as client:
+        initial = {"inventory": {}, "clock": 0, "claims": {}}
+        execution_id = (await client.create_execution(schema=team_schema(), initial_state=initial)).execution_id
+        recorder = Recorder()
+        lease = Coordination(lease_ticks=5, tick_ms=20)
+        common: dict[str, Any] = {"skills": ["warehouse-receiving"], "instructions": "Store arrivals.",
+                                  "model": "skillstate/scripted", "context": SkillState(), "recorder": recorder,
+                                  "limits": Limits(), "coordination": lease}  # fmt: skip
+        slow = TeamAgent(client, execution_id, "warehouse-receiving-0", **common, policy_options={"think_ms": 1500})
+        quick_one = TeamAgent(client, execution_id, "warehouse-receiving-1", **common, policy_options={"think_ms": 10})
+        event = {"event": "Shipment arrived containing item_3.", "event_id": "e0", "tick": 0, "deadline": 9}
+        running = [asyncio.ensure_future(agent.run()) for agent in (slow, quick_one)]
+        await client.publish_observation(execution_id, slow.agent_id, event, kind="event")
+        await eventually(lambda: slow.counts["claims"] == 1)  # it claimed, and asks its slow model
+        head = (await client.get_state(execution_id)).revision
+        await client.submit_patch(execution_id, {"clock": 6}, agent_id="environment", base_revision=head)
+        await client.publish_observation(execution_id, quick_one.agent_id, event, kind="event")
+        await eventually(lambda: quick_one.counts["takeovers"] == 1 and len(recorder.records) >= 1)
+        await eventually(lambda: slow.counts["abandoned"] == 1, timeout=20)  # its model answered, too late
+        for agent in (slow, quick_one):
+            await client.publish_observation(execution_id, agent.agent_id, {"done": True}, kind="done")
+        await asyncio.wait_for(asyncio.gather(*running), 10)
+        actions = [r async for r in client.history(execution_id) if isinstance(r.action, dict)]
+        assert [(r.agent_id, r.action) for r in actions] == [
+            (quick_one.agent_id, {"event": "e0", "do": "Store item_3 shelf_3"})
+        ]
+        outcomes = [r.outcome for r in recorder.records if r.agent == slow.agent_id]
+        assert outcomes == ["conflict", "abandoned"], "refused on its claim, then found the event taken over"

@@ -91,7 +91,7 @@ CALLS: dict[str, Call] = {
     "SubmitPatch": lambda s, r, a: s.submit_patch(EXECUTION, {"n": 1}, agent_id=a, base_revision=0),
     "PublishObservation": lambda s, r, a: s.publish_observation(EXECUTION, "*", {"event": "x"}),
     "StreamObservations": lambda s, r, a: first(s.observations(EXECUTION, a, resume=False)),
-    "AckObservations": lambda s, r, a: s.ack_observations(EXECUTION, "no-such-group", [1]),
+    "AckObservations": lambda s, r, a: s.ack_observations(EXECUTION, "no-such-group", [1], agent_id=a),
     "RegisterSkill": lambda s, r, a: r.register_skill(package(f"skill-{a}")),
     "RemoveSkill": lambda s, r, a: r.remove_skill("no-such-skill"),
     "ReportOutcome": lambda s, r, a: r.report_outcome("no-such-hydration", success=True),

@@ -18,7 +18,7 @@ class Member:
     """One group member's stream, read by a task into a queue the test takes from."""
 
     def __init__(self, client: StateClient, execution_id: str, agent: str, **options: object) -> None:
-        self.agent = agent
+        self.client, self.execution_id, self.agent = client, execution_id, agent
         self.received: asyncio.Queue[Observation] = asyncio.Queue()
         self._stream: AsyncIterator[Observation] = client.observations(
             execution_id,
@@ -39,6 +39,11 @@ class Member:
 
     def nothing_yet(self) -> bool:
         return self.received.empty()
+
+    async def ack(self, sequences: list[int], *, requeue: bool = False) -> int:
+        return await self.client.ack_observations(
+            self.execution_id, "g", sequences, agent_id=self.agent, requeue=requeue
+        )
 
     async def leave(self) -> None:
         self._task.cancel()
@@ -73,10 +78,10 @@ async def test_each_observation_goes_to_one_member_and_is_done_once_acknowledged
                 observation = read.result()
                 assert observation.delivery == 1 and observation.payload not in seen
                 seen[observation.payload] = reads[read].agent  # type: ignore[index]
-                assert await client.ack_observations(execution_id, "g", [observation.sequence]) == 1
+                assert await reads[read].ack([observation.sequence]) == 1
         assert sorted(seen) == list(range(30))
         assert len(set(seen.values())) == 3, "the work was shared"
-        assert await client.ack_observations(execution_id, "g", [2, 3]) == 0, "acknowledging again changes nothing"
+        assert await members[0].ack([2, 3]) == 0, "acknowledging again changes nothing"
     finally:
         for member in members:
             await member.leave()
@@ -91,7 +96,7 @@ async def test_a_member_holds_at_most_its_limit_and_the_least_loaded_gets_the_ne
         got = [await a.next(), await b.next(), await a.next(), await b.next()]
         assert [o.payload for o in got] == [0, 1, 2, 3], "in turn, two each"
         await eventually(lambda: a.nothing_yet() and b.nothing_yet())
-        await client.ack_observations(execution_id, "g", [got[1].sequence])  # b now holds fewer
+        await b.ack([got[1].sequence])  # b now holds fewer
         assert (await b.next()).payload == 4
     finally:
         await a.leave()
@@ -106,7 +111,7 @@ async def test_what_a_member_held_goes_to_another_when_its_stream_ends(client: S
         await client.publish_observation(execution_id, "skill:s", "second")
         held_by_a, held_by_b = await a.next(), await b.next()
         assert (held_by_a.payload, held_by_b.payload) == ("first", "second")
-        await client.ack_observations(execution_id, "g", [held_by_b.sequence])
+        await b.ack([held_by_b.sequence])
         await a.leave()  # it dies holding "first", unacknowledged
         again = await b.next()
         assert (again.sequence, again.payload, again.delivery) == (held_by_a.sequence, "first", 2)
@@ -118,19 +123,27 @@ async def test_an_observation_past_its_ack_deadline_goes_to_another_member_and_i
     client: StateClient,
 ) -> None:
     execution_id = (await client.create_execution()).execution_id
-    staller, worker = await first_members(client, execution_id, 2, ack_deadline=0.3)
+    staller, worker = await first_members(client, execution_id, 2, ack_deadline=1.0)
     try:
         await client.publish_observation(execution_id, "skill:s", "stalled on")
         taken = await staller.next()
         await client.publish_observation(execution_id, "skill:s", "next")
         assert (await worker.next()).payload == "next"  # the worker was free; the staller held one
-        await client.ack_observations(execution_id, "g", [taken.sequence + 1])
+        await worker.ack([taken.sequence + 1])
         redelivered = await worker.next()  # the deadline passes (this wait is what is tested)
         assert (redelivered.payload, redelivered.delivery) == ("stalled on", 2)
-        await client.ack_observations(execution_id, "g", [redelivered.sequence])
+        await worker.ack([redelivered.sequence])
         await client.publish_observation(execution_id, "skill:s", "more")
-        assert (await worker.next()).payload == "more", "the staller gets nothing new until it acknowledges"
+        more = await worker.next()
+        assert more.payload == "more", "the staller gets nothing new until it acknowledges"
         assert staller.nothing_yet()
+        assert await staller.ack([taken.sequence]) == 0, "handled late: the worker had it by then"
+        await worker.ack([more.sequence])
+        await client.publish_observation(execution_id, "skill:s", "after")
+        await client.publish_observation(execution_id, "skill:s", "and after")
+        assert {(await staller.next()).payload, (await worker.next()).payload} == {"after", "and after"}, (
+            "an acknowledgement shows the staller alive: it gets work again"
+        )
     finally:
         await staller.leave()
         await worker.leave()
@@ -149,7 +162,7 @@ async def test_a_member_still_gets_what_is_addressed_to_it_and_groups_are_checke
         with pytest.raises(ValidationError, match=r"consumer group 'g' reads \['s'\]; this stream asked for \['t'\]"):
             await anext(other)
         with pytest.raises(NotFoundError, match="has no consumer group 'nope'"):
-            await client.ack_observations(execution_id, "nope", [1])
+            await client.ack_observations(execution_id, "nope", [1], agent_id="m0")
     finally:
         await member.leave()
 
@@ -161,11 +174,12 @@ async def test_an_observation_given_back_goes_to_another_member_at_once(client: 
         await client.publish_observation(execution_id, "skill:s", "one")
         await client.publish_observation(execution_id, "skill:s", "two")
         first, second = await a.next(), await b.next()
-        await client.ack_observations(execution_id, "g", [second.sequence])
-        assert await client.ack_observations(execution_id, "g", [first.sequence], requeue=True) == 1
+        await b.ack([second.sequence])
+        assert await a.ack([first.sequence], requeue=True) == 1
         again = await b.next()  # b, not a, although a is free too: it gave the observation back
         assert (again.sequence, again.delivery) == (first.sequence, 2)
-        await client.ack_observations(execution_id, "g", [again.sequence])
+        assert await a.ack([again.sequence]) == 0, "only its holder releases a delivery"
+        await b.ack([again.sequence])
         await client.publish_observation(execution_id, "skill:s", "three")
         assert (await a.next()).payload == "three", "giving back is not stalling: a gets new work"
     finally:

@@ -261,16 +261,18 @@ class StreamObservationsResponse(_message.Message):
     def __init__(self, observation: _Optional[_Union[Observation, _Mapping]] = ...) -> None: ...
 
 class AckObservationsRequest(_message.Message):
-    __slots__ = ("execution_id", "group", "sequences", "requeue")
+    __slots__ = ("execution_id", "group", "sequences", "requeue", "agent_id")
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     SEQUENCES_FIELD_NUMBER: _ClassVar[int]
     REQUEUE_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     execution_id: str
     group: str
     sequences: _containers.RepeatedScalarFieldContainer[int]
     requeue: bool
-    def __init__(self, execution_id: _Optional[str] = ..., group: _Optional[str] = ..., sequences: _Optional[_Iterable[int]] = ..., requeue: _Optional[bool] = ...) -> None: ...
+    agent_id: str
+    def __init__(self, execution_id: _Optional[str] = ..., group: _Optional[str] = ..., sequences: _Optional[_Iterable[int]] = ..., requeue: _Optional[bool] = ..., agent_id: _Optional[str] = ...) -> None: ...
 
 class AckObservationsResponse(_message.Message):
     __slots__ = ("acknowledged",)
