@@ -209,7 +209,7 @@ async def _start_in_process(
             agents.append(TeamAgent(client, execution_id, agent_id, context=SkillState(), coordination=coordination,
                                     **common))  # fmt: skip
     if config.runtime == "groupchat":
-        floor = Floor(agents[0].client, execution_id, [a for a in agents if isinstance(a, Speaker)])
+        floor = Floor(agents[0].client, execution_id, [a for a in agents if isinstance(a, Speaker)], conversation)
         return Team({asyncio.ensure_future(floor.run()): "floor"}, lambda: {"turns": floor.turns}, _nothing)
 
     def counts() -> dict[str, int]:

@@ -299,7 +299,8 @@ class GroupChat(_ActionAnswer):
 
     def prompt(self, instructions: str, state: Mapping[str, Any], observation: str) -> str:
         history = "".join(
-            f"[{t.agent}] Observation: {t.observation}\n[{t.agent}] Reasoning & Action: {t.response}\n"
+            f"[{t.agent}] Observation: {t.observation}\n"
+            + (f"[{t.agent}] Reasoning & Action: {t.response}\n" if t.response else "")  # a tool result: no answer
             for t in self.conversation
         )
         return (

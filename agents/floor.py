@@ -3,9 +3,9 @@
 Agents that share one transcript cannot write concurrently: one speaker holds the floor at a time, chosen
 round robin among the agents whose skill has work waiting (the selection of AutoGen's GroupChatManager in
 round-robin mode). The speaker answers the oldest waiting event of its skill (or its own failed action first,
-with the failure in the observation), seeing the whole conversation so far; its action reaches the world
-as every agent's does. The events, deadlines, scoring and model are those of the SKILL.state team
-(team.py): only the way agents share what they know differs.
+with the failure in the observation), seeing the whole conversation so far, the result of every action
+included; its action reaches the world as every agent's does. The events, deadlines, scoring and model are
+those of the SKILL.state team (team.py): only the way agents share what they know differs.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 from skillstate.clients import Observation, State, StateClient
 
+from .contexts import Turn
 from .prompts import render_observation
 from .reply import Reply
 from .runtime import Agent, _mapping
@@ -39,10 +40,20 @@ class Speaker(Agent):
 class Floor:
     """Gives the floor to one speaker at a time until the world says it is done."""
 
-    def __init__(self, client: StateClient, execution_id: str, speakers: Sequence[Speaker], outcome_retries: int = 2):
+    def __init__(
+        self,
+        client: StateClient,
+        execution_id: str,
+        speakers: Sequence[Speaker],
+        conversation: list[Turn],
+        outcome_retries: int = 2,
+    ):
         self.client = client
         self.execution_id = execution_id
         self.speakers = list(speakers)
+        self._chat = conversation
+        """The conversation every speaker sees: their turns, and the result of every action (the world's
+        answer is a message of the chat, as a group-chat framework appends a tool's result)."""
         self.outcome_retries = outcome_retries
         self._waiting: dict[str, collections.deque[Mapping[str, Any]]] = {
             s.skills[0]: collections.deque() for s in speakers
@@ -87,10 +98,12 @@ class Floor:
             return bool(item.to == self.speakers[0].agent_id)  # every speaker is told; one of them is enough
         if item.kind == EVENT and item.to.startswith("skill:"):
             self._waiting[item.to.removeprefix("skill:")].append(payload)
-        elif item.kind == OUTCOME and not payload.get("handled"):
-            self._tries[str(payload["event_id"])] += 1
-            if self._tries[str(payload["event_id"])] <= self.outcome_retries:
-                self._retry[item.to].append(payload)
+        elif item.kind == OUTCOME:
+            self._chat.append(Turn(render_observation(payload), "", item.to))  # the result joins the chat
+            if not payload.get("handled"):
+                self._tries[str(payload["event_id"])] += 1
+                if self._tries[str(payload["event_id"])] <= self.outcome_retries:
+                    self._retry[item.to].append(payload)
         return False
 
     def _has_work(self) -> bool:
