@@ -33,8 +33,8 @@ from .floor import Floor, Speaker
 from .llm import _litellm
 from .runtime import Agent, Recorder, StepRecord
 from .sim import ENVIRONMENT, WAREHOUSE_SCHEMA, WAREHOUSE_SKILLS, ensure_skills, skill_context
-from .team import START, AgentDied, Coordination, TeamAgent
-from .team_setup import FAULTS, Team, TeamConfig, policy_options
+from .team import START, AgentDied, TeamAgent
+from .team_setup import Team, TeamConfig, policy_options
 
 READY_TIMEOUT = 120.0
 """Seconds agents may take to start (processes import litellm, seconds each on a busy machine)."""
@@ -188,26 +188,19 @@ async def _start_in_process(
     """Every agent as a task of this process, each with its own client."""
     agents: list[Agent] = []
     conversation: list[Turn] = []
-    faulty = config.faulty()
     for agent_id in config.agent_ids:
         skill = agent_id.rpartition("-")[0]
         client = await stack.enter_async_context(StateClient(address, token=tokens.get(agent_id), tls=tls))
         instructions, reads = contexts[skill]
-        fault = faulty.get(agent_id)
-        model = FAULTS.get(fault or "") or config.model
         common: dict[str, Any] = {
-            "skills": [skill], "instructions": instructions, "model": model, "recorder": recorder,
+            "skills": [skill], "instructions": instructions, "model": config.model_of(agent_id), "recorder": recorder,
             "limits": config.limits, "reads": reads, "policy_options": policy_options(config),
         }  # fmt: skip
         if config.runtime == "groupchat":
             agents.append(Speaker(client, execution_id, agent_id, context=GroupChat(agent_id, conversation), **common))
         else:
-            coordination = Coordination(
-                group=config.coordination == "groups", lease_ticks=config.lease_ticks, tick_ms=config.pace.tick_ms,
-                die_after=1 if fault == "die" else None,
-            )  # fmt: skip
-            agents.append(TeamAgent(client, execution_id, agent_id, context=SkillState(), coordination=coordination,
-                                    **common))  # fmt: skip
+            agents.append(TeamAgent(client, execution_id, agent_id, context=SkillState(),
+                                    coordination=config.coordination_of(agent_id), **common))  # fmt: skip
     if config.runtime == "groupchat":
         floor = Floor(agents[0].client, execution_id, [a for a in agents if isinstance(a, Speaker)], conversation)
         return Team({asyncio.ensure_future(floor.run()): "floor"}, lambda: {"turns": floor.turns}, _nothing)

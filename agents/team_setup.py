@@ -13,6 +13,7 @@ from .llm import is_test_policy
 from .runtime import Limits
 from .scripted import CORRUPTS, FINISHES_EARLY, SCRIPTED, STALLS, fault_rate
 from .sim import WAREHOUSE_SKILLS
+from .team import Coordination
 
 TEAM_RUNTIMES = ("skillstate", "groupchat")
 COORDINATIONS = ("claims", "groups")
@@ -68,6 +69,19 @@ class TeamConfig:
     @property
     def agent_ids(self) -> list[str]:
         return [f"{skill}-{i}" for skill in WAREHOUSE_SKILLS for i in range(self.agents_per_skill)]
+
+    def model_of(self, agent_id: str) -> str:
+        """The model an agent calls: its faulty test policy, if it was given one, else the run's."""
+        return FAULTS.get(self.faulty().get(agent_id, "")) or self.model
+
+    def coordination_of(self, agent_id: str) -> Coordination:
+        """How an agent shares its skill's events with the others (the `die` fault included)."""
+        return Coordination(
+            group=self.coordination == "groups",
+            lease_ticks=self.lease_ticks,
+            tick_ms=self.pace.tick_ms,
+            die_after=1 if self.faulty().get(agent_id) == "die" else None,
+        )
 
     def faulty(self) -> dict[str, str]:
         """agent id -> the fault it was given."""

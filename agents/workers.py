@@ -25,7 +25,7 @@ from skillstate.clients import ClientTLS, StateClient
 from .contexts import SkillState
 from .runtime import Limits, Recorder, StepRecord
 from .team import AgentDied, Coordination, TeamAgent
-from .team_setup import FAULTS, Team, TeamConfig, policy_options
+from .team_setup import Team, TeamConfig, policy_options
 
 DIED = 3
 """The exit code of a worker whose agent died (the `die` fault)."""
@@ -45,19 +45,15 @@ async def start_processes(
     ends: dict[str, dict[str, Any]] = {}
     tasks: dict[asyncio.Future[Any], str] = {}
     readiness: list[asyncio.Future[None]] = []
-    faulty = config.faulty()
     for agent_id in config.agent_ids:
         skill = agent_id.rpartition("-")[0]
-        fault = faulty.get(agent_id)
         spec = {
             "address": address, "token": tokens.get(agent_id), "execution_id": execution_id, "agent_id": agent_id,
             "skill": skill, "instructions": contexts[skill][0], "reads": contexts[skill][1],
-            "model": FAULTS.get(fault or "") or config.model, "policy_options": policy_options(config),
+            "model": config.model_of(agent_id), "policy_options": policy_options(config),
             "limits": dataclasses.asdict(config.limits), "records": str(folder / f"{agent_id}.jsonl"),
             "tls_ca": tls.root_certificates.decode() if tls and tls.root_certificates else None,
-            "coordination": dataclasses.asdict(Coordination(
-                group=config.coordination == "groups", lease_ticks=config.lease_ticks, tick_ms=config.pace.tick_ms,
-                die_after=1 if fault == "die" else None)),
+            "coordination": dataclasses.asdict(config.coordination_of(agent_id)),
         }  # fmt: skip
         path = folder / f"{agent_id}.json"
         path.write_text(json.dumps(spec), encoding="utf-8")

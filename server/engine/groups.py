@@ -72,6 +72,8 @@ class ConsumerGroup:
         self.max_unacked = max_unacked
         self._on_idle = on_idle
         self._ready: collections.deque[Delivery] = collections.deque()
+        self._taken_back: dict[int, Delivery] = {}
+        """The deliveries in `_ready` that a member held before, by sequence."""
         """Waiting for a member; taken-back deliveries go to the front."""
         self._holder: dict[int, Member] = {}
         self._members: list[Member] = []
@@ -123,11 +125,11 @@ class ConsumerGroup:
             holder = self._holder.get(sequence)
             if holder is not None and holder.agent_id == agent_id:
                 done += 1
-                self._take_back(holder, [sequence])
                 if requeue:
+                    self._take_back(holder, [sequence])
                     self._dispatch(avoid=holder)
                 else:
-                    self._ready.popleft()  # what _take_back put in front: done
+                    self._release(holder, sequence)
             elif holder is None and not requeue:
                 done += self._forget_waiting(sequence)
         self._dispatch()
@@ -142,10 +144,10 @@ class ConsumerGroup:
 
     def _forget_waiting(self, sequence: int) -> int:
         """Drop a taken-back delivery that was handled after all; 1 if there was one."""
-        waiting = next((d for d in self._ready if d.record.sequence == sequence and d.count), None)
+        waiting = self._taken_back.pop(sequence, None)
         if waiting is None:
             return 0
-        self._ready.remove(waiting)
+        self._ready.remove(waiting)  # rare: a late acknowledgement of what waits to go out again
         return 1
 
     def close(self) -> None:
@@ -161,6 +163,7 @@ class ConsumerGroup:
             if member is None:
                 return
             waiting = self._ready.popleft()
+            self._taken_back.pop(waiting.record.sequence, None)
             delivery = Delivery(waiting.record, waiting.count + 1)
             sequence = delivery.record.sequence
             deadline = asyncio.get_running_loop().call_later(self.ack_deadline, self._expire, member, sequence)
@@ -186,7 +189,13 @@ class ConsumerGroup:
 
     def _take_back(self, member: Member, sequences: Collection[int]) -> None:
         for sequence in reversed(sorted(sequences)):  # to the front in order: the oldest goes out first
-            delivery, deadline = member.held.pop(sequence)
-            deadline.cancel()
-            del self._holder[sequence]
+            delivery = self._release(member, sequence)
+            self._taken_back[sequence] = delivery
             self._ready.appendleft(delivery)
+
+    def _release(self, member: Member, sequence: int) -> Delivery:
+        """The member no longer holds `sequence`; returns what it held."""
+        delivery, deadline = member.held.pop(sequence)
+        deadline.cancel()
+        del self._holder[sequence]
+        return delivery

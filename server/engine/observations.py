@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 MAX_ACK_DEADLINE_MS = 3_600_000
 """The longest ack deadline a group may ask for (an hour)."""
 MAX_UNACKED = 1024
-"""The most observations a group may let one member hold unacknowledged."""
+"""The most observations a group may let one member hold unacknowledged, and acknowledge at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +150,11 @@ class Observations:
     ) -> int:
         """`agent_id` acknowledges observations its group delivered it (with `requeue`: hand them out again
         now); returns how many it held unacknowledged."""
+        if len(sequences) > MAX_UNACKED:
+            raise InvalidArgumentError(
+                f"sequences: {len(sequences):,} in one acknowledgement, more than {MAX_UNACKED} (what a member "
+                "may hold): acknowledge in parts"
+            )
         group = self._groups.get((execution.id, check_label(group_name, "group", self._limits)))
         if group is None:
             raise NotFoundError(
