@@ -195,6 +195,7 @@ async def _start_in_process(
         common: dict[str, Any] = {
             "skills": [skill], "instructions": instructions, "model": config.model_of(agent_id), "recorder": recorder,
             "limits": config.limits, "reads": reads, "policy_options": policy_options(config),
+            "transport": config.transport,
         }  # fmt: skip
         if config.runtime == "groupchat":
             agents.append(Speaker(client, execution_id, agent_id, context=GroupChat(agent_id, conversation), **common))
@@ -202,7 +203,8 @@ async def _start_in_process(
             agents.append(TeamAgent(client, execution_id, agent_id, context=SkillState(),
                                     coordination=config.coordination_of(agent_id), **common))  # fmt: skip
     if config.runtime == "groupchat":
-        floor = Floor(agents[0].client, execution_id, [a for a in agents if isinstance(a, Speaker)], conversation)
+        speakers = [a for a in agents if isinstance(a, Speaker)]
+        floor = Floor(agents[0].client, execution_id, speakers, conversation, transport=config.transport)
         return Team({asyncio.ensure_future(floor.run()): "floor"}, lambda: {"turns": floor.turns}, _nothing)
 
     def counts() -> dict[str, int]:

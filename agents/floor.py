@@ -4,8 +4,10 @@ Agents that share one transcript cannot write concurrently: one speaker holds th
 round robin among the agents whose skill has work waiting (the selection of AutoGen's GroupChatManager in
 round-robin mode). The speaker answers the oldest waiting event of its skill (or its own failed action first,
 with the failure in the observation), seeing the whole conversation so far, the result of every action
-included; its action reaches the world as every agent's does. The events, deadlines, scoring and model are
-those of the SKILL.state team (team.py): only the way agents share what they know differs.
+included; its action reaches the world as every agent's does, over the speaker's own session (which carries
+its observations too; the floor reads the events of every skill on a session of its own). The events,
+deadlines, scoring, model and transport are those of the SKILL.state team (team.py): only the way agents
+share what they know differs.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .prompts import render_observation
 from .reply import Reply
 from .runtime import Agent, _mapping
 from .team import DONE, EVENT, OUTCOME
+from .transport import SESSION, Link, check_transport, connect
 
 FLOOR = "groupchat-floor"
 """The agent id under which the floor reads the events of every skill."""
@@ -47,8 +50,11 @@ class Floor:
         speakers: Sequence[Speaker],
         conversation: list[Turn],
         outcome_retries: int = 2,
+        transport: str = SESSION,
     ):
         self.client = client
+        self.transport = check_transport(transport)
+        """How the floor reads the events of every skill: a session of its own, or a stream (`unary`)."""
         self.execution_id = execution_id
         self.speakers = list(speakers)
         self._chat = conversation
@@ -67,24 +73,27 @@ class Floor:
 
     async def run(self) -> None:
         inbox: asyncio.Queue[Observation | BaseException] = asyncio.Queue()
-        skills = sorted(self._waiting)
-        readers = [asyncio.create_task(self._read(inbox, FLOOR, skills))]
-        readers += [asyncio.create_task(self._read(inbox, s.agent_id, ())) for s in self.speakers]
-        try:
-            while True:
-                while not inbox.empty() or not self._has_work():
-                    if self._take(await inbox.get()):
-                        return
-                await self._give_floor()
-        finally:
-            for reader in readers:
-                reader.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reader
+        async with contextlib.AsyncExitStack() as stack:
+            floor = connect(self.client, self.execution_id, FLOOR, self.transport, skills=sorted(self._waiting))
+            links = [await stack.enter_async_context(floor)]
+            for speaker in self.speakers:  # what is addressed to the speaker itself, and its writes
+                links.append(await stack.enter_async_context(speaker.connected(skills=())))
+            readers = [asyncio.create_task(self._read(inbox, link)) for link in links]
+            try:
+                while True:
+                    while not inbox.empty() or not self._has_work():
+                        if self._take(await inbox.get()):
+                            return
+                    await self._give_floor()
+            finally:
+                for reader in readers:
+                    reader.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await reader
 
-    async def _read(self, inbox: asyncio.Queue[Observation | BaseException], agent: str, skills: Sequence[str]) -> None:
+    async def _read(self, inbox: asyncio.Queue[Observation | BaseException], link: Link) -> None:
         try:
-            async for observation in self.client.observations(self.execution_id, agent, skills=skills):
+            async for observation in link.observations():
                 await inbox.put(observation)
         except Exception as error:
             await inbox.put(error)

@@ -9,12 +9,15 @@ Per step (one observation):
 - both are bounded (`Limits`); an agent out of retries submits no change and the action `Wait`, so that
   the environment moves on, and the step is recorded as given up.
 The agent finishes when it answers with the action `Finish`. Every model call is recorded (`StepRecord`).
+Its observations and its writes go over one session, opened by `run` and ended when the agent finishes
+(transport.py; `transport="unary"` makes them unary calls instead, for comparison); Σ is read by unary calls.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -25,6 +28,7 @@ from .contexts import Context
 from .llm import Completion, complete
 from .prompts import render_observation
 from .reply import Reply, ReplyError
+from .transport import SESSION, Link, Unary, check_transport, connect
 
 FINISH = "Finish"
 WAIT = "Wait"
@@ -98,6 +102,7 @@ class Agent:
         reads: Sequence[str] | None = None,
         policy_options: Mapping[str, Any] | None = None,
         constrained: bool = False,
+        transport: str = SESSION,
     ) -> None:
         self.client = client
         self.execution_id = execution_id
@@ -115,14 +120,39 @@ class Agent:
         self.constrained = constrained
         """Ask the model for JSON-schema-constrained output (its context's schema), where the model supports
         it. Off by default, for every runtime alike: constraining removes the free reasoning the paper keeps."""
+        self.transport = check_transport(transport)
+        """How `run` reaches the server: one session (`session`) or unary calls (`unary`), for every runtime."""
+        self.link: Link = Unary(client, execution_id, agent_id, self.skills)
+        """What the agent's writes go over: its session while `connected` (in `run`), else unary calls (a step
+        taken on its own)."""
         self.steps = 0
 
     async def run(self) -> None:
         """Handle the observations addressed to this agent until it finishes."""
-        async for observation in self.client.observations(self.execution_id, self.agent_id, skills=self.skills):
-            payload = _mapping(observation.payload)
-            if await self.step(render_observation(payload), final=bool(payload.get("done"))):
-                return
+        async with self.connected() as link:
+            async for observation in link.observations():
+                payload = _mapping(observation.payload)
+                if await self.step(render_observation(payload), final=bool(payload.get("done"))):
+                    return
+
+    @contextlib.asynccontextmanager
+    async def connected(
+        self, *, skills: Sequence[str] | None = None, group: str = "", ack_deadline: float | None = None
+    ) -> AsyncIterator[Link]:
+        """The agent's link for the length of the block, carrying its observations (those addressed to it and
+        to `skills`, by default its own; through consumer group `group`, if given) and its writes: one
+        session, or unary calls (`transport`)."""
+        alone = self.link
+        skills = self.skills if skills is None else skills
+        async with connect(
+            self.client, self.execution_id, self.agent_id, self.transport, skills=skills, group=group,
+            ack_deadline=ack_deadline,
+        ) as link:  # fmt: skip
+            self.link = link
+            try:
+                yield link
+            finally:
+                self.link = alone
 
     async def step(self, observation: str, *, final: bool = False) -> bool:
         """One observation: ask, validate, submit (retrying as the limits allow). True when finished (the
@@ -161,9 +191,7 @@ class Agent:
                 return None
             patch, action = submission
             try:
-                result = await self.client.submit_patch(
-                    self.execution_id, patch, agent_id=self.agent_id, base_revision=state.revision, action=action
-                )
+                result = await self.link.submit(patch, base_revision=state.revision, action=action)
             except ConflictError as error:
                 self._record(completion, attempt, "conflict", action=reply.action, patch=patch, error=error.message)
                 conflicts += 1
@@ -215,9 +243,7 @@ class Agent:
 
     async def _give_up(self) -> bool:
         revision = (await self.read_state()).revision
-        result = await self.client.submit_patch(
-            self.execution_id, {}, agent_id=self.agent_id, base_revision=revision, action=WAIT
-        )
+        result = await self.link.submit({}, base_revision=revision, action=WAIT)
         self._record(Completion("", 0, 0), 0, "gave_up", action=WAIT, patch={}, revision=result.revision)
         return False
 

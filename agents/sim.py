@@ -29,6 +29,7 @@ from .envs.warehouse import SKILL_OF, WarehouseEnvironment, generate_events
 from .llm import count_tokens, is_test_policy
 from .runtime import Agent, Limits, Recorder, StepRecord
 from .scripted import SCRIPTED, fault_rate
+from .transport import SESSION, check_transport
 
 ENVIRONMENT = "environment"
 """The key of the environment driver's token in `run_simulation(tokens=...)`."""
@@ -116,6 +117,8 @@ class SimConfig:
     result_limit: int | None = None
     """Characters of an action's result an observation carries; a longer result is cut, and the agent is
     told (None: never cut)."""
+    transport: str = SESSION
+    """How every agent reaches the server: one session each (`session`), or unary calls (`unary`)."""
 
     def __post_init__(self) -> None:
         if self.env not in SETTINGS:
@@ -130,6 +133,7 @@ class SimConfig:
             raise ValueError(f"agents: the {self.env} runs 1 or 3 agents, not {self.agents}")
         if self.result_limit is not None and self.result_limit < 1:
             raise ValueError("result_limit must be at least 1 character")
+        check_transport(self.transport)
         if self.horizon < 1 or self.noise < 0:
             raise ValueError("horizon must be at least 1 and noise at least 0")
         if is_test_policy(self.model):
@@ -262,6 +266,7 @@ async def run_simulation(
                     reads=reads,
                     policy_options={"reply_words": config.reply_words} if config.reply_words else None,
                     constrained=config.constrained,
+                    transport=config.transport,
                 )
             )
         running = [asyncio.create_task(agent.run(), name=f"agent-{agent.agent_id}") for agent in agents]

@@ -1,12 +1,12 @@
 """A SKILL.state agent that works beside others of its skill, at once, over one execution.
 
-Every event of its skill reaches it: through its own observation stream (every agent of the skill sees
-every event, and claims.py decides who handles it), or through the skill's consumer group (the server hands
-each event to one member; the claim still guards against a redelivery acting twice). The claim is a state
-write, not a model call: an agent that loses spends no tokens. The winner asks its model (P, Σ and the
-event only, as every SKILL.state step) and submits the patch and the action together with `done` on its
-claim; the action takes effect only if that revision commits. An agent told that its action failed reopens
-its claim and asks again, with the failure in the observation.
+Every event of its skill reaches it over its session (runtime.py): as its own observations (every agent of
+the skill sees every event, and claims.py decides who handles it), or through the skill's consumer group,
+which the session joins (the server hands each event to one member; the claim still guards against a
+redelivery acting twice). The claim is a state write, not a model call: an agent that loses spends no
+tokens. The winner asks its model (P, Σ and the event only, as every SKILL.state step) and submits the patch
+and the action together with `done` on its claim; the action takes effect only if that revision commits. An
+agent told that its action failed reopens its claim and asks again, with the failure in the observation.
 
 Events another agent holds are looked at again as their leases may run out, so the work of an agent that
 died or stalled goes to another. A fault for tests: `die_after` makes the agent crash at an event it takes
@@ -30,6 +30,7 @@ from .claims import Standing
 from .prompts import render_observation
 from .reply import Reply
 from .runtime import Agent, _is_finish, _mapping
+from .transport import Link
 
 START, EVENT, OUTCOME, DONE = "start", "event", "outcome", "done"
 """The kinds of observation a timed run publishes (concurrent.py, envs/timed_driver.py)."""
@@ -88,8 +89,17 @@ class TeamAgent(Agent):
 
     async def run(self) -> None:
         """Handle events until the world says it is done, or the model says Finish (see `ended`)."""
+        options: dict[str, Any] = {}
+        if self.coordination.group:
+            options = {"group": self.group, "ack_deadline": self.coordination.lease_seconds}
+        async with self.connected(**options) as link:
+            await self._handle(link)
+
+    async def _handle(self, link: Link) -> None:
+        """The run over `link`: its observations relayed to an inbox, each handled in turn, and the held
+        events looked at again as their leases may run out."""
         inbox: asyncio.Queue[Observation | BaseException] = asyncio.Queue()
-        reader = asyncio.create_task(self._read(inbox))
+        reader = asyncio.create_task(self._read(inbox, link))
         try:
             while not self.finished and not self._world_done:
                 if self._held and time.monotonic() >= self._revisit_at:  # busy or not: leases run out
@@ -119,14 +129,9 @@ class TeamAgent(Agent):
         """How `run` ended: `finished`, or `finished_early` when the model said Finish."""
         return "finished_early" if self.finished else "finished"
 
-    async def _read(self, inbox: asyncio.Queue[Observation | BaseException]) -> None:
-        options: dict[str, Any] = {}
-        if self.coordination.group:
-            options = {"group": self.group, "ack_deadline": self.coordination.lease_seconds}
+    async def _read(self, inbox: asyncio.Queue[Observation | BaseException], link: Link) -> None:
         try:
-            async for observation in self.client.observations(
-                self.execution_id, self.agent_id, skills=self.skills, **options
-            ):
+            async for observation in link.observations():
                 self._world_done = self._world_done or observation.kind == DONE  # even behind a backlog
                 await inbox.put(observation)
         except Exception as error:  # the run loop raises it
@@ -190,12 +195,7 @@ class TeamAgent(Agent):
         lost to another agent's write (the stale write was refused)."""
         until = claims.clock_of(state.state) + self.coordination.lease_ticks
         try:
-            await self.client.submit_patch(
-                self.execution_id,
-                claims.claim_patch(event_id, self.agent_id, until),
-                agent_id=self.agent_id,
-                base_revision=state.revision,
-            )
+            await self.link.submit(claims.claim_patch(event_id, self.agent_id, until), base_revision=state.revision)
         except ConflictError:
             return False
         return True
@@ -242,12 +242,7 @@ class TeamAgent(Agent):
         state = await self.read_state()
         if claims.standing(state.state, event_id, self.agent_id) is Standing.MINE:
             with contextlib.suppress(ConflictError):  # taken over meanwhile
-                await self.client.submit_patch(
-                    self.execution_id,
-                    claims.release_patch(event_id),
-                    agent_id=self.agent_id,
-                    base_revision=state.revision,
-                )
+                await self.link.submit(claims.release_patch(event_id), base_revision=state.revision)
 
     def _hold(self, event_id: str, payload: Mapping[str, Any], observation: Observation) -> None:
         """Remember an event another agent holds, to look at again once its lease may have run out."""
@@ -270,6 +265,4 @@ class TeamAgent(Agent):
 
     async def _ack(self, observation: Observation, *, requeue: bool = False) -> None:
         if self.coordination.group and observation.delivery:
-            await self.client.ack_observations(
-                self.execution_id, self.group, [observation.sequence], agent_id=self.agent_id, requeue=requeue
-            )
+            await self.link.ack([observation.sequence], requeue=requeue)

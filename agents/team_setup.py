@@ -14,6 +14,7 @@ from .runtime import Limits
 from .scripted import CORRUPTS, FINISHES_EARLY, SCRIPTED, STALLS, fault_rate
 from .sim import WAREHOUSE_SKILLS
 from .team import Coordination
+from .transport import SESSION, check_transport
 
 TEAM_RUNTIMES = ("skillstate", "groupchat")
 COORDINATIONS = ("claims", "groups")
@@ -43,6 +44,8 @@ class TeamConfig:
     """Seconds after which the run ends whatever is left."""
     processes: bool = False
     """Each agent in its own OS process (skillstate runtime only)."""
+    transport: str = SESSION
+    """How every agent (and the group chat's floor) reaches the server: one session each, or unary calls."""
 
     def __post_init__(self) -> None:
         if self.runtime not in TEAM_RUNTIMES:
@@ -61,6 +64,7 @@ class TeamConfig:
                 f"lease_ticks: {self.lease_ticks} must be at least 1 and shorter than the deadline "
                 f"({self.pace.deadline} ticks), or no event could be taken over in time"
             )
+        check_transport(self.transport)
         if self.processes and self.runtime != "skillstate":
             raise ValueError("processes: only skillstate agents run in processes of their own")
         if is_test_policy(self.model):

@@ -53,7 +53,7 @@ async def start_processes(
             "model": config.model_of(agent_id), "policy_options": policy_options(config),
             "limits": dataclasses.asdict(config.limits), "records": str(folder / f"{agent_id}.jsonl"),
             "tls_ca": tls.root_certificates.decode() if tls and tls.root_certificates else None,
-            "coordination": dataclasses.asdict(config.coordination_of(agent_id)),
+            "coordination": dataclasses.asdict(config.coordination_of(agent_id)), "transport": config.transport,
         }  # fmt: skip
         path = folder / f"{agent_id}.json"
         path.write_text(json.dumps(spec), encoding="utf-8")
@@ -120,7 +120,7 @@ async def _work(spec: dict[str, Any]) -> int:
             client, spec["execution_id"], spec["agent_id"], skills=[spec["skill"]], instructions=spec["instructions"],
             model=spec["model"], context=SkillState(), recorder=recorder, limits=Limits(**spec["limits"]),
             reads=spec["reads"], policy_options=spec["policy_options"],
-            coordination=Coordination(**spec["coordination"]),
+            coordination=Coordination(**spec["coordination"]), transport=spec["transport"],
         )  # fmt: skip
         running = asyncio.ensure_future(agent.run())
         ready = asyncio.ensure_future(agent.ready.wait())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import functools
 import re
@@ -44,6 +45,9 @@ async def publish(request, context):
     for queue in subscribers:
         queue.put_nowait(request)
     return b""
+async def bidi(requests, context):
+    async for request in requests:
+        yield request
 async def subscribe(request, context):
     queue = asyncio.Queue()
     subscribers.add(queue)
@@ -58,6 +62,7 @@ async def main():
         "Unary": grpc.unary_unary_rpc_method_handler(unary),
         "Publish": grpc.unary_unary_rpc_method_handler(publish),
         "Subscribe": grpc.unary_stream_rpc_method_handler(subscribe),
+        "Bidi": grpc.stream_stream_rpc_method_handler(bidi),
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.Echo", handlers),))
     port = server.add_insecure_port("127.0.0.1:0")
@@ -69,6 +74,8 @@ asyncio.run(main())
 
 WATCHERS = 100
 ECHO_IN_FLIGHT = 64
+SESSION_SHAPES = ((64, 1), (8, 8), (1, 64))
+"""(streams, submits in flight on each): the same 64 in flight as the unary echo, spread three ways."""
 
 Operation = Callable[[int, int], Awaitable[None]]
 """An operation of the closed loop: (worker, sequence number)."""
@@ -82,6 +89,9 @@ class Row:
     ratios: list[float] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     baselines: list[float] = field(default_factory=list)
+    stream_baselines: list[float] = field(default_factory=list)
+    """For session rows: the raw bidi echo of the same shape, bracketing each round too."""
+    stream_ratios: list[float] = field(default_factory=list)
 
 
 async def spawn(*args: str) -> tuple[asyncio.subprocess.Process, str, float]:
@@ -119,6 +129,7 @@ class Echo:
         self._unary = channel.unary_unary("/bench.Echo/Unary")
         self._publish = channel.unary_unary("/bench.Echo/Publish")
         self._subscribe = channel.unary_stream("/bench.Echo/Subscribe")
+        self._bidi = channel.stream_stream("/bench.Echo/Bidi")
         self._total = total
 
     async def unary_rate(self) -> float:
@@ -130,11 +141,65 @@ class Echo:
         rate, _ = await closed_loop(call, ECHO_IN_FLIGHT, self._total)
         return rate
 
+    async def bidi_rate(self, streams: int, in_flight: int) -> float:
+        """Messages/s echoed over `streams` bidi streams with `in_flight` pipelined on each. Each message is a
+        session's submit, as the session rows send (their replies are about twice its size)."""
+        request = _session_submit(1, "agent-0", 0, {"agent-0-0": 1}).SerializeToString()
+
+        async def send(call: grpc.aio.StreamStreamCall, n: int) -> None:
+            await call.write(request)
+
+        rate, _ = await pipelined_streams(lambda: self._bidi(), send, streams, in_flight, self._total)
+        return rate
+
     async def fanout_rate(self) -> float:
         async def publish(n: int) -> None:
             await self._publish(b"x" * 200)
 
         return await measure_fanout(lambda: self._subscribe(b""), publish, self._total // 10)
+
+
+async def pipelined_streams(
+    open_stream: Callable[[], grpc.aio.StreamStreamCall],
+    write: Callable[[grpc.aio.StreamStreamCall, int], Awaitable[None]],
+    streams: int,
+    in_flight: int,
+    total: int,
+    first: Callable[[grpc.aio.StreamStreamCall], Awaitable[None]] | None = None,
+    on_reply: Callable[[object], None] | None = None,
+) -> tuple[float, list[float]]:
+    """`total` messages over `streams` streams, each keeping `in_flight` written and unanswered: a reply
+    read lets the next message be written. Returns (replies/s, seconds from each write to its reply)."""
+    per_stream = total // streams
+    latencies: list[float] = []
+
+    async def drive(call: grpc.aio.StreamStreamCall) -> None:
+        sent: collections.deque[float] = collections.deque()
+        written = 0
+        while written < min(in_flight, per_stream):
+            sent.append(time.perf_counter())
+            await write(call, written)
+            written += 1
+        for _ in range(per_stream):
+            message = await call.read()
+            assert message is not grpc.aio.EOF, "the stream ended early"
+            if on_reply is not None:
+                on_reply(message)
+            latencies.append(time.perf_counter() - sent.popleft())
+            if written < per_stream:
+                sent.append(time.perf_counter())
+                await write(call, written)
+                written += 1
+
+    calls = [open_stream() for _ in range(streams)]
+    if first is not None:
+        await asyncio.gather(*(first(call) for call in calls))
+    started = time.perf_counter()
+    await asyncio.gather(*(drive(call) for call in calls))
+    rate = per_stream * streams / (time.perf_counter() - started)
+    for call in calls:
+        call.cancel()
+    return rate, latencies
 
 
 @contextlib.asynccontextmanager
@@ -281,7 +346,110 @@ class Agents:
         return submit
 
 
+def _session_submit(sequence: int, agent: str, base: int, patch: dict[str, object]) -> pb.SessionRequest:
+    request = pb.SubmitPatchRequest(base_revision=base, patch_json=orjson.dumps(patch).decode())
+    return pb.SessionRequest(submit=pb.SessionSubmit(sequence=sequence, patch=request))
+
+
+class Sessions:
+    """Agents that each submit over a Session stream, against the newest revision any of them learned."""
+
+    def __init__(self, stub: pb_grpc.StateServiceStub) -> None:
+        self._stub = stub
+
+    async def rate(self, execution: str, streams: int, in_flight: int, total: int) -> tuple[float, list[float]]:
+        latest = [0]
+        agents: dict[grpc.aio.StreamStreamCall, str] = {}
+
+        def open_stream() -> grpc.aio.StreamStreamCall:
+            call = self._stub.Session()
+            agents[call] = f"agent-{len(agents)}"
+            return call
+
+        async def opened(call: grpc.aio.StreamStreamCall) -> None:
+            opening = pb.SessionOpen(execution_id=execution, agent_id=agents[call])
+            await call.write(pb.SessionRequest(open=opening))
+            assert (await call.read()).WhichOneof("kind") == "progress"
+
+        async def submit(call: grpc.aio.StreamStreamCall, n: int) -> None:
+            agent = agents[call]  # each of its slots writes a member of its own: concurrent, never overlapping
+            await call.write(_session_submit(n + 1, agent, latest[0], {f"{agent}-{n % in_flight}": n}))
+
+        def answered(message: object) -> None:
+            assert isinstance(message, pb.SessionResponse)
+            result = message.result
+            if not result.HasField("response"):
+                raise RuntimeError(f"a session submit was refused: {result.error.message}")
+            latest[0] = max(latest[0], result.response.revision)
+
+        return await pipelined_streams(open_stream, submit, streams, in_flight, total, first=opened, on_reply=answered)
+
+
+async def bracketed_session(
+    row: Row, echo: Echo, streams: int, in_flight: int, case: Callable[[], Awaitable[tuple[float, list[float]]]]
+) -> None:
+    """One round between rounds of both baselines: the unary echo at 64 in flight and the bidi echo of the
+    same shape."""
+    unary_before, bidi_before = await echo.unary_rate(), await echo.bidi_rate(streams, in_flight)
+    rate, latencies = await case()
+    unary_after, bidi_after = await echo.unary_rate(), await echo.bidi_rate(streams, in_flight)
+    row.rates.append(rate)
+    row.latencies.extend(latencies)
+    row.baselines.append((unary_before + unary_after) / 2)
+    row.ratios.append(rate / row.baselines[-1])
+    row.stream_baselines.append((bidi_before + bidi_after) / 2)
+    row.stream_ratios.append(rate / row.stream_baselines[-1])
+
+
 COUNTER_SCHEMA = {"type": "object", "properties": {"hits": {"type": "integer", "x-merge": "counter"}}}
+
+
+async def bench_sessions(address: str, echo: Echo, total: int, rounds: int) -> list[Row]:
+    rows: list[Row] = []
+    async with (
+        StateClient(address, retry=RetryPolicy(attempts=1)) as client,
+        grpc.aio.insecure_channel(address) as channel,
+    ):
+        agents, sessions = (
+            Agents(pb_grpc.StateServiceStub(channel), client),
+            Sessions(pb_grpc.StateServiceStub(channel)),
+        )
+        for streams, in_flight in SESSION_SHAPES:
+            row = Row(f"Session submits, {streams} streams x {in_flight} in flight, disjoint keys", "commits/s")
+            for _ in range(rounds):
+                execution = await agents.create(COUNTER_SCHEMA, {"hits": 0})
+                rate = functools.partial(sessions.rate, execution, streams, in_flight, total)
+                await bracketed_session(row, echo, streams, in_flight, rate)
+            rows.append(row)
+            print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
+        sdk = Row("Session submits, 64 streams x 1 in flight, disjoint keys, through the Python SDK", "commits/s")
+        for _ in range(rounds):
+            execution = await agents.create(COUNTER_SCHEMA, {"hits": 0})
+            await bracketed_session(sdk, echo, 64, 1, functools.partial(sdk_sessions, client, execution, 64, total))
+        rows.append(sdk)
+        print(f"  {sdk.case}: {statistics.median(sdk.rates):,.0f} {sdk.unit}", file=sys.stderr)
+    return rows
+
+
+async def sdk_sessions(client: StateClient, execution: str, streams: int, total: int) -> tuple[float, list[float]]:
+    """`streams` agents, each submitting one patch at a time through `StateClient.session`."""
+    latest, latencies = [0], []
+    async with contextlib.AsyncExitStack() as stack:
+        opened = [
+            await stack.enter_async_context(client.session(execution, agent_id=f"agent-{i}")) for i in range(streams)
+        ]
+
+        async def agent(index: int) -> None:
+            for n in range(total // streams):
+                begun = time.perf_counter()
+                result = await opened[index].submit({f"agent-{index}": n}, base_revision=latest[0])
+                latencies.append(time.perf_counter() - begun)
+                latest[0] = max(latest[0], result.revision)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(agent(i) for i in range(streams)))
+        rate = total // streams * streams / (time.perf_counter() - started)
+    return rate, latencies
 
 
 async def bench_state_server(address: str, echo: Echo, total: int, rounds: int) -> tuple[list[Row], float]:
@@ -351,14 +519,17 @@ async def bench_state_server(address: str, echo: Echo, total: int, rounds: int) 
     return rows, size_ratio
 
 
-def table(rows: list[Row], echo: float, fanout: float, sqlite_rate: float) -> str:
+def table(rows: list[Row], echo: float, fanout: float | None, sqlite_rate: float) -> str:
     lines = [
         "| case | rate | p50 ms | p99 ms | baseline (bracketing rounds) | ratio |",
         "|---|---|---|---|---|---|",
         f"| raw grpc.aio echo, {ECHO_IN_FLIGHT} in flight | {echo:,.0f} RPC/s | | | ceiling | 1.00 |",
-        f"| raw grpc.aio fan-out to {WATCHERS} streams | {fanout:,.0f} broadcasts/s | | | ceiling | 1.00 |",
-        f"| raw aiosqlite, 1 row per commit | {sqlite_rate:,.0f} commits/s | | | durability reference | |",
     ]
+    if fanout is not None:
+        lines.append(
+            f"| raw grpc.aio fan-out to {WATCHERS} streams | {fanout:,.0f} broadcasts/s | | | ceiling | 1.00 |"
+        )
+    lines.append(f"| raw aiosqlite, 1 row per commit | {sqlite_rate:,.0f} commits/s | | | durability reference | |")
     for row in rows:
         latency = " | "
         if row.latencies:
@@ -366,9 +537,12 @@ def table(rows: list[Row], echo: float, fanout: float, sqlite_rate: float) -> st
             latency = f"{ordered[len(ordered) // 2] * 1e3:.2f} | {ordered[int(len(ordered) * 0.99)] * 1e3:.2f}"
         kind = "raw fan-out" if row.case.startswith("Watch") else "raw echo"
         baseline = f"{kind} {statistics.median(row.baselines):,.0f}/s"
+        ratio = f"{statistics.median(row.ratios):.2f}"
+        if row.stream_baselines:
+            baseline += f"; raw bidi echo of the same shape {statistics.median(row.stream_baselines):,.0f} msg/s"
+            ratio += f" ({statistics.median(row.stream_ratios):.2f} of bidi)"
         lines.append(
-            f"| {row.case} | {statistics.median(row.rates):,.0f} {row.unit} | {latency} | {baseline} "
-            f"| {statistics.median(row.ratios):.2f} |"
+            f"| {row.case} | {statistics.median(row.rates):,.0f} {row.unit} | {latency} | {baseline} | {ratio} |"
         )
     return "\n".join(lines)
 
@@ -376,6 +550,7 @@ def table(rows: list[Row], echo: float, fanout: float, sqlite_rate: float) -> st
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sessions-only", action="store_true", help="only the Session rows and their baselines")
     args = parser.parse_args()
     total, rounds = (600, 1) if args.quick else (3000, 3)
 
@@ -387,17 +562,22 @@ async def main() -> None:
             cli = [sys.executable, "-m", "skillstate.cli", "serve", "--db", str(Path(tmp) / "bench.db")]
             server, address, startup = await spawn(*cli, "--listen", "127.0.0.1:0", "--log-level", "WARNING")
             try:
-                rows, size_ratio = await bench_state_server(address, echo, total, rounds)
+                rows = await bench_sessions(address, echo, total, rounds)
+                size_ratio = None
+                if not args.sessions_only:
+                    unary_rows, size_ratio = await bench_state_server(address, echo, total, rounds)
+                    rows = unary_rows + rows
             finally:
                 server.kill()
                 await server.wait()
 
     echo_rate = statistics.median(b for row in rows if not row.case.startswith("Watch") for b in row.baselines)
-    fanout_rate = statistics.median(rows[-1].baselines)
+    fanouts = [b for row in rows if row.case.startswith("Watch") for b in row.baselines]
     print()
-    print(table(rows, echo_rate, fanout_rate, sqlite_rate))
-    print(f"\n1 MB state / 1 KB state commit rate (their ratios to echo): {size_ratio:.2f}; "
-          f"server ready to serve in {startup * 1e3:.0f} ms")  # fmt: skip
+    print(table(rows, echo_rate, statistics.median(fanouts) if fanouts else None, sqlite_rate))
+    if size_ratio is not None:
+        print(f"\n1 MB state / 1 KB state commit rate (their ratios to echo): {size_ratio:.2f}")
+    print(f"server ready to serve in {startup * 1e3:.0f} ms")
 
 
 if __name__ == "__main__":

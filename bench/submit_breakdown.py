@@ -2,6 +2,7 @@
 
     python bench/submit_breakdown.py            # about a minute
     python bench/submit_breakdown.py --quick
+    python bench/submit_breakdown.py --session  # the same layers under submits over Session streams
 
 Five servers, each in its own process, take the same load (64 agents in flight, each writing its own
 member, through the generated stub), each round bracketed by two rounds of the raw grpc.aio echo:
@@ -14,7 +15,10 @@ member, through the generated stub), each round bracketed by two rounds of the r
 - `engine, memory log`: the whole engine, with an in-memory log (merge, validation, hashing, commit
   bookkeeping; nothing durable);
 - `engine, SQLite log`: what `skillstate serve` runs (durable group commits, synchronous=FULL).
-The ratios to the echo show what each layer costs; docs/performance.md discusses them.
+The ratios to the echo show what each layer costs; docs/performance.md discusses them. With `--session`
+the load is 64 Session streams with one submit in flight each, and each round is bracketed by the raw
+unary echo and by the raw bidi echo of the same shape; the no-op and floor variants then replace the
+engine's submit (the session's own machinery stays).
 """
 
 from __future__ import annotations
@@ -27,7 +31,18 @@ import tempfile
 from pathlib import Path
 
 import grpc
-from state_server import Agents, Echo, Row, bracketed, closed_loop, disjoint_keys, running_echo, spawn
+from state_server import (
+    Agents,
+    Echo,
+    Row,
+    Sessions,
+    bracketed,
+    bracketed_session,
+    closed_loop,
+    disjoint_keys,
+    running_echo,
+    spawn,
+)
 
 from skillstate.clients import StateClient
 from skillstate.clients._client import RetryPolicy
@@ -36,6 +51,8 @@ from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 VARIANT_SERVER = r"""
 import asyncio, sqlite3, sys
 import aiosqlite
+from skillstate.server.engine.results import SubmitResult
+from skillstate.server.engine.state_engine import StateEngine
 from skillstate.server.rpc import state_service as service
 from skillstate.server.rpc.app import start_server
 from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
@@ -46,6 +63,9 @@ variant, db = sys.argv[1], sys.argv[2]
 
 async def no_op_submit(self, request, context):
     return pb.SubmitPatchResponse(revision=1, state_hash="0" * 64, applied_patch_json=request.patch_json)
+
+async def no_op_engine(self, execution_id, agent_id, base_revision, patch_json, *rest):
+    return SubmitResult(1, "0" * 64, patch_json, ())
 
 class GroupCommit:
     # Requests waiting for the next commit; one writer task inserts all of them in one statement.
@@ -89,11 +109,17 @@ async def durable_floor(on_loop):
         await commits.durable((request.agent_id, request.patch_json))
         return pb.SubmitPatchResponse(revision=1, state_hash="0" * 64, applied_patch_json=request.patch_json)
 
+    async def engine_submit(self, execution_id, agent_id, base_revision, patch_json, *rest):
+        await commits.durable((agent_id, patch_json))
+        return SubmitResult(1, "0" * 64, patch_json, ())
+
     service.StateServicer.SubmitPatch = submit
+    StateEngine.submit_patch = engine_submit
 
 async def main():
     if variant == "no-op":
         service.StateServicer.SubmitPatch = no_op_submit
+        StateEngine.submit_patch = no_op_engine
     elif variant.startswith("floor"):
         await durable_floor(on_loop=variant == "floor-loop")
     log = SqliteRevisionLog(db) if variant == "sqlite" else MemoryRevisionLog()
@@ -113,7 +139,7 @@ VARIANTS = (
 )
 
 
-async def measure(variant: str, echo: Echo, total: int, rounds: int, tmp: Path) -> Row:
+async def measure(variant: str, echo: Echo, total: int, rounds: int, tmp: Path, session: bool) -> Row:
     process, address, _ = await spawn(sys.executable, "-c", VARIANT_SERVER, variant, str(tmp / f"{variant}.db"))
     row = Row(dict(VARIANTS)[variant], "commits/s")
     try:
@@ -122,8 +148,12 @@ async def measure(variant: str, echo: Echo, total: int, rounds: int, tmp: Path) 
             grpc.aio.insecure_channel(address) as channel,
         ):
             agents = Agents(pb_grpc.StateServiceStub(channel), client)
+            sessions = Sessions(pb_grpc.StateServiceStub(channel))
             for _ in range(rounds):
                 execution = await agents.create({}, {})
+                if session:
+                    await bracketed_session(row, echo, 64, 1, lambda e=execution: sessions.rate(e, 64, 1, total))  # type: ignore[misc]
+                    continue
                 load = closed_loop(agents.through_stub(execution, disjoint_keys), 64, total)
                 await bracketed(row, echo.unary_rate, load)
     finally:
@@ -136,18 +166,24 @@ async def measure(variant: str, echo: Echo, total: int, rounds: int, tmp: Path) 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--session", action="store_true", help="submit over 64 Session streams, 1 in flight each")
     args = parser.parse_args()
     total, rounds = (1000, 1) if args.quick else (4000, 3)
     async with running_echo(total) as echo:
         with tempfile.TemporaryDirectory() as tmp:
-            rows = [await measure(variant, echo, total, rounds, Path(tmp)) for variant, _ in VARIANTS]
-    print("\n| server behind the same gRPC stack, 64 in flight | rate | raw echo (bracketing rounds) | ratio |")
-    print("|---|---|---|---|")
+            rows = [await measure(v, echo, total, rounds, Path(tmp), args.session) for v, _ in VARIANTS]
+    load = "64 Session streams x 1 in flight" if args.session else "64 in flight"
+    extra = " | raw bidi echo, same shape | ratio to bidi" if args.session else ""
+    print(f"\n| server behind the same gRPC stack, {load} | rate | raw echo (bracketing rounds) | ratio{extra} |")
+    print("|---|---|---|---|" + ("---|---|" if args.session else ""))
     for row in rows:
-        print(
+        line = (
             f"| {row.case} | {statistics.median(row.rates):,.0f}/s | {statistics.median(row.baselines):,.0f}/s "
             f"| {statistics.median(row.ratios):.2f} |"
         )
+        if args.session:
+            line += f" {statistics.median(row.stream_baselines):,.0f}/s | {statistics.median(row.stream_ratios):.2f} |"
+        print(line)
 
 
 if __name__ == "__main__":

@@ -98,6 +98,22 @@ def build_parser() -> argparse.ArgumentParser:
         "gets it, unless the group asked for its own (default: %(default)s)",
     )
     serve.add_argument(
+        "--progress-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="a Watch or Session stream that sent nothing for this long is sent a progress message "
+        "(default: %(default)s)",
+    )
+    serve.add_argument(
+        "--max-stream-in-flight",
+        type=int,
+        default=64,
+        metavar="N",
+        help="submits one Session stream may have unanswered before the server reads no more of it "
+        "(default: %(default)s)",
+    )
+    serve.add_argument(
         "--retain-revisions",
         type=int,
         default=None,
@@ -180,7 +196,7 @@ async def run_state(args: argparse.Namespace) -> None:
     from skillstate.clients import RetryPolicy, StateClient
 
     options = client_options(args)
-    async with StateClient(args.server, retry=RetryPolicy(attempts=4), **options) as client:  # ~0.7 s of retries
+    async with StateClient(args.server, retry=RetryPolicy(attempts=4), **options) as client:  # 0.35-0.7 s of retries
         if args.subcommand == "create":
             created = await client.create_execution(
                 args.execution_id,
@@ -242,18 +258,22 @@ def run_serve(args: argparse.Namespace) -> None:
         beside_db = args.db != MEMORY and not is_postgres_url(args.db)  # a URL names no folder to write into
         cache_path = args.extractor_cache or (f"{args.db}.extractions.jsonl" if beside_db else None)
         extractor = LlmExtractor(args.extractor, FileCache(Path(cache_path)) if cache_path else None)
-    for option in ("max_in_flight", "seats", "subscriber_queue", "max_watchers"):
+    for option in ("max_in_flight", "seats", "subscriber_queue", "max_watchers", "max_stream_in_flight"):
         if getattr(args, option) < 1:
             raise UsageError(f"--{option.replace('_', '-')}: must be >= 1")
     if args.max_db_bytes is not None and args.max_db_bytes < 1 << 16:
         raise UsageError("--max-db-bytes: must be at least 65536")
     if not 0 < args.ack_deadline <= 3600:
         raise UsageError("--ack-deadline: must be more than 0 and at most 3600 seconds")
+    if not 0 < args.progress_interval <= 3600:
+        raise UsageError("--progress-interval: must be more than 0 and at most 3600 seconds")
     config = EngineConfig(
         retain_revisions=args.retain_revisions,
         subscriber_queue=args.subscriber_queue,
         max_watchers=args.max_watchers,
         ack_deadline=args.ack_deadline,
+        progress_interval=args.progress_interval,
+        max_stream_in_flight=args.max_stream_in_flight,
     )
     try:
         tls = _server_tls(args)

@@ -79,6 +79,9 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
                         "prompt of the same run, else 2000)")  # fmt: skip
     parser.add_argument("--result-limit", type=int, default=None, metavar="CHARS",
                         help="cut action results to CHARS, telling the agent (default: never cut)")  # fmt: skip
+    parser.add_argument("--transport", choices=["session", "unary"], default="session",
+                        help="how every agent reaches the server: one session each, carrying its observations and "
+                        "its writes, or unary calls and an observation stream (default: %(default)s)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path(out), help="where results go (default: %(default)s)")
     parser.add_argument("--server", default=None, help="host:port of a running server (default: one in-process)")
     parser.add_argument("--tokens", type=Path, default=None, metavar="FILE",
@@ -126,7 +129,8 @@ async def run(args: argparse.Namespace) -> int:
                     configs.append(SimConfig(env, agents, horizon, runtime, args.noise, seed, model,
                                              scenario=scenario, result_limit=args.result_limit,
                                              reply_words=getattr(args, "reply_words", None),
-                                             constrained=getattr(args, "constrained", False)))  # fmt: skip
+                                             constrained=getattr(args, "constrained", False),
+                                             transport=args.transport))  # fmt: skip
                 except ValueError as error:
                     raise UsageError(str(error)) from None
     results: list[SimResult] = []
@@ -148,7 +152,7 @@ async def run(args: argparse.Namespace) -> int:
         print(notes(results))
         print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {args.out / 'steps.jsonl'}")
         if args.command == "demo":
-            await team.demo(model, address, connection, args.out / "at-once")
+            await team.demo(model, address, connection, args.out / "at-once", args.transport)
     return 0
 
 

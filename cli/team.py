@@ -57,7 +57,7 @@ def configs(args: argparse.Namespace, runtimes: list[str], model: str) -> list[T
         pace = Pace(args.tick_ms, args.rate, args.deadline)
         common = {"horizon": args.horizon, "pace": pace, "think_ms": args.think_ms, "lease_ticks": args.lease,
                   "seed": args.seed, "model": model, "faults": faults, "timeout": args.run_timeout,
-                  "processes": args.processes}  # fmt: skip
+                  "processes": args.processes, "transport": args.transport}  # fmt: skip
         return [
             TeamConfig(agents_per_skill=n, runtime=runtime, coordination=coordination, **common)
             for runtime in runtimes
@@ -76,7 +76,7 @@ async def run(
     return 0
 
 
-async def demo(model: str, address: str, connection: dict[str, Any], out: Path) -> None:
+async def demo(model: str, address: str, connection: dict[str, Any], out: Path, transport: str = "session") -> None:
     """The demo's second part: SKILL.state agents at once beside the group chat, on a world with a clock."""
     from skillstate.agents.envs.clock import Pace
     from skillstate.agents.team_setup import TeamConfig
@@ -87,8 +87,8 @@ async def demo(model: str, address: str, connection: dict[str, Any], out: Path) 
           "chat taking turns on the same events\n")  # fmt: skip
     think = DEMO["think_ms"]
     runtimes = ("skillstate", "groupchat")
-    configs = [TeamConfig(agents_per_skill=agents, horizon=horizon, runtime=r, pace=pace, think_ms=think, model=model)
-               for r in runtimes]  # fmt: skip
+    configs = [TeamConfig(agents_per_skill=agents, horizon=horizon, runtime=r, pace=pace, think_ms=think, model=model,
+                          transport=transport) for r in runtimes]  # fmt: skip
     await run_configs(configs, address, connection, out)
 
 

@@ -25,6 +25,7 @@ from ._errors import (
     ValidationError,
 )
 from ._packages import PackageFiles, PackageReadError, read_package_dir
+from ._session import Session
 from ._skill_types import (
     Diagnostic,
     Hydrated,
@@ -37,7 +38,7 @@ from ._skill_types import (
     SkillSummary,
 )
 from ._skills import SkillRegistryClient
-from ._sync import SyncStateClient
+from ._sync import SyncSession, SyncStateClient
 from ._types import (
     CreatedExecution,
     HistoryPage,
@@ -75,6 +76,7 @@ __all__ = [
     "RetryPolicy",
     "RevisionEvent",
     "Section",
+    "Session",
     "Skill",
     "SkillRegistryClient",
     "SkillSummary",
@@ -82,6 +84,7 @@ __all__ = [
     "Snapshot",
     "State",
     "StateClient",
+    "SyncSession",
     "SyncStateClient",
     "UnauthenticatedError",
     "UnavailableError",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random as _random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
 from ._errors import UnavailableError, from_rpc_error
+from ._session import Session
 from ._types import JSON, CreatedExecution, HistoryPage, Observation, PatchResult, RevisionEvent, Snapshot, State
 
 T = TypeVar("T")
@@ -27,6 +29,13 @@ _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 2000),
+    # keepalive within the server's policy (server/rpc/app.py KEEPALIVE_OPTIONS: pings at most every 10 s
+    # while it sends nothing, else GOAWAY "too_many_pings"): a dead server or a half-open connection under an
+    # open stream is noticed within 30 + 10 s instead of never
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 0),  # an idle channel sends nothing: the server pings it
+    ("grpc.http2.max_pings_without_data", 0),  # a watch sends no data after its request: keep pinging
 ]
 
 
@@ -69,30 +78,63 @@ class _TokenOnStreams(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[mi
         return await continuation(_with_metadata(details, self._header), request)
 
 
-def open_channel(target: str, *, token: str | None = None, tls: ClientTLS | None = None) -> grpc.aio.Channel:
+class _TokenOnSessions(grpc.aio.StreamStreamClientInterceptor):  # type: ignore[misc]
+    def __init__(self, header: tuple[str, str]) -> None:
+        self._header = header
+
+    async def intercept_stream_stream(self, continuation: Any, details: Any, requests: Any) -> Any:
+        return await continuation(_with_metadata(details, self._header), requests)
+
+
+def open_channel(
+    target: str,
+    *,
+    token: str | None = None,
+    tls: ClientTLS | None = None,
+    options: Sequence[tuple[str, Any]] = (),
+) -> grpc.aio.Channel:
     """A channel to a skillstate server, with a bearer token on every call and TLS if given; clients of
-    several services may share it (`StateClient(channel=...)`)."""
+    several services may share it (`StateClient(channel=...)`). `options` are gRPC channel options that
+    replace the defaults of the same name (keepalive: docs/limits.md; pinging more often than every 10 s
+    gets the connection closed by the server)."""
     header = ("authorization", f"Bearer {token}")
-    interceptors = [_TokenOnUnaryCalls(header), _TokenOnStreams(header)] if token else None  # gRPC takes one kind each
+    interceptors = [_TokenOnUnaryCalls(header), _TokenOnStreams(header), _TokenOnSessions(header)] if token else None
+    channel_options = list({**dict(_CHANNEL_OPTIONS), **dict(options)}.items())
     if tls is None:
-        return grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS, interceptors=interceptors)
+        return grpc.aio.insecure_channel(target, options=channel_options, interceptors=interceptors)
     credentials = grpc.ssl_channel_credentials(tls.root_certificates, tls.private_key, tls.certificate_chain)
-    return grpc.aio.secure_channel(target, credentials, options=_CHANNEL_OPTIONS, interceptors=interceptors)
+    return grpc.aio.secure_channel(target, credentials, options=channel_options, interceptors=interceptors)
 
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Retries of UNAVAILABLE with exponential backoff, for the calls a retry cannot duplicate: reads, and
-    SubmitPatch (its idempotency key makes a retry return the original result). CreateExecution and
-    PublishObservation are not retried: after a lost reply a retry could create or publish twice."""
+    """Retries of UNAVAILABLE with jittered exponential backoff, for the calls a retry cannot duplicate:
+    reads, and SubmitPatch (its idempotency key makes a retry return the original result). CreateExecution
+    and PublishObservation are not retried: after a lost reply a retry could create or publish twice.
+
+    The jitter is "equal jitter" (AWS Architecture Blog, "Exponential Backoff and Jitter"): after attempt n
+    a client waits half of min(max_backoff, initial_backoff * 2^n) plus a uniform random part of the other
+    half. Clients cut by one restart so retry spread out instead of in lockstep, and, unlike "full jitter"
+    (anything from 0), the floor keeps the time a number of attempts spans predictable: with the defaults
+    the backoffs add up to 3.55-7.1 s whatever the draws, enough to ride out a server restart.
+    """
 
     attempts: int = 8
     initial_backoff: float = 0.1
     max_backoff: float = 2.0
-    """With the defaults a call keeps trying for about 7 s: long enough to ride out a server restart."""
+    deadline: float | None = 10.0
+    """Seconds from a retried call's first attempt after which it gives up: no attempt starts after it, and
+    each attempt's timeout is the least of the call's timeout and what is left of it (an attempt cut by it
+    fails DEADLINE_EXCEEDED). None: the attempts alone bound the call. For a stream, it bounds each run of
+    failed reopenings, counted from the failure that started it."""
+    random: Callable[[], float] | None = None
+    """Draws the jitter, uniform in [0, 1) (None: `random.random`); `random.Random(seed).random` makes the
+    backoffs reproducible."""
 
     def backoff(self, attempt: int) -> float:
-        return float(min(self.max_backoff, self.initial_backoff * 2**attempt))
+        """Seconds to wait after failed attempt `attempt` (0: the first) before the next."""
+        ceiling = min(self.max_backoff, self.initial_backoff * 2 ** min(attempt, 64))
+        return float(ceiling / 2 + (self.random or _random.random)() * ceiling / 2)
 
 
 def _dumps(value: JSON) -> str:
@@ -136,14 +178,24 @@ class RpcClient:
             await self._channel.close()
 
     async def _call(self, method: Callable[..., Awaitable[T]], request: Any, *, retry: bool = True) -> T:
-        for attempt in range(self._retry.attempts if retry else 1):
+        policy, loop = self._retry, asyncio.get_running_loop()
+        attempts = policy.attempts if retry else 1
+        give_up_at = loop.time() + policy.deadline if retry and policy.deadline is not None else None
+        for attempt in range(attempts):
+            timeout = self._timeout
+            if give_up_at is not None:
+                left = give_up_at - loop.time()
+                timeout = left if timeout is None else min(timeout, left)
             try:
-                return await method(request, timeout=self._timeout)
+                return await method(request, timeout=timeout)
             except grpc.aio.AioRpcError as e:
                 error = from_rpc_error(e)
-                if not retry or not isinstance(error, UnavailableError) or attempt == self._retry.attempts - 1:
+                if not retry or not isinstance(error, UnavailableError) or attempt == attempts - 1:
                     raise error from None
-            await asyncio.sleep(self._retry.backoff(attempt))
+            pause = policy.backoff(attempt)
+            if give_up_at is not None and loop.time() + pause >= give_up_at:
+                raise error from None  # the next attempt would start after the deadline: the last error says why
+            await asyncio.sleep(pause)
         raise AssertionError("unreachable")
 
 
@@ -242,19 +294,23 @@ class StateClient(RpcClient):
         """Every revision after from_revision, in order, exactly once, then live ones.
 
         With resume (the default), a cut stream (UNAVAILABLE, or RESOURCE_EXHAUSTED for a watcher that
-        fell behind) is reopened from the last revision received, so no revision is missed or repeated.
+        fell behind) is reopened from the last revision received, so no revision is missed or repeated. The
+        server's progress messages (sent while nothing happens) are not yielded.
         """
 
         def open_stream(cursor: int) -> Any:
             return self._stub.Watch(pb.WatchRequest(execution_id=execution_id, from_revision=cursor))
 
-        def decode(message: pb.WatchResponse) -> tuple[int, RevisionEvent | Snapshot]:
-            if message.HasField("snapshot"):
+        def decode(message: pb.WatchResponse) -> tuple[int, RevisionEvent | Snapshot] | None:
+            kind = message.WhichOneof("kind")
+            if kind == "snapshot":
                 s = message.snapshot
                 return s.revision, Snapshot(
                     s.revision, json.loads(s.state_json), s.state_hash, message.compact_revision
                 )
-            return message.event.revision, RevisionEvent.from_pb(message.event)
+            if kind == "event":
+                return message.event.revision, RevisionEvent.from_pb(message.event)
+            return None  # progress (or a kind newer than this client): the cursor stays where it is
 
         async for item in self._resumable(open_stream, decode, from_revision, resume):
             yield item
@@ -336,27 +392,65 @@ class StateClient(RpcClient):
         reply: pb.AckObservationsResponse = await self._call(self._stub.AckObservations, request)
         return int(reply.acknowledged)
 
+    def session(
+        self,
+        execution_id: str,
+        *,
+        agent_id: str,
+        skills: Sequence[str] = (),
+        after_sequence: int = 0,
+        group: str = "",
+        ack_deadline: float | None = None,
+        max_unacked: int = 0,
+        from_revision: int | None = None,
+    ) -> Session:
+        """One long-lived stream for an agent: `async with client.session(execution_id, agent_id=...) as s:`,
+        then `await s.submit(patch, base_revision=...)` (many may be outstanding; each returns once durable)
+        and `async for observation in s.observations()`. The observation arguments mean what they mean in
+        `observations`; with `from_revision`, `s.revisions()` streams revisions as `watch` does. A cut stream
+        is reopened: unanswered submits are sent again under their idempotency keys."""
+        return Session(
+            self._stub,
+            self._retry,
+            execution_id,
+            agent_id,
+            skills=skills,
+            after_sequence=after_sequence,
+            group=group,
+            ack_deadline=ack_deadline,
+            max_unacked=max_unacked,
+            from_revision=from_revision,
+        )
+
     async def _resumable(
         self,
         open_stream: Callable[[int], Any],
-        decode: Callable[[Any], tuple[int, T]],
+        decode: Callable[[Any], tuple[int, T] | None],
         cursor: int,
         resume: bool,
     ) -> AsyncIterator[T]:
-        """Yield decoded messages, reopening the stream from the last cursor after a resumable failure."""
-        failures = 0
+        """Yield decoded messages (skipping those `decode` returns None for), reopening the stream from the
+        last cursor after a resumable failure, within the policy's attempts and deadline."""
+        policy, loop = self._retry, asyncio.get_running_loop()
+        failures, give_up_at = 0, None
         while True:
             call = open_stream(cursor)
             try:
                 async for message in call:
-                    failures = 0
-                    cursor, item = decode(message)
-                    yield item
+                    failures, give_up_at = 0, None
+                    decoded = decode(message)
+                    if decoded is not None:
+                        cursor, item = decoded
+                        yield item
                 return
             except grpc.aio.AioRpcError as e:
                 failures += 1
-                if not resume or e.code() not in _RESUMABLE or failures >= self._retry.attempts:
+                pause = policy.backoff(failures - 1)
+                if give_up_at is None and policy.deadline is not None:
+                    give_up_at = loop.time() + policy.deadline
+                late = give_up_at is not None and loop.time() + pause >= give_up_at
+                if not resume or e.code() not in _RESUMABLE or failures >= policy.attempts or late:
                     raise from_rpc_error(e) from None
             finally:
                 call.cancel()
-            await asyncio.sleep(self._retry.backoff(failures - 1))
+            await asyncio.sleep(pause)

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequenc
 from typing import Any, TypeVar
 
 from ._client import ClientTLS, RetryPolicy, StateClient
+from ._session import Session
 from ._types import JSON, CreatedExecution, HistoryPage, Observation, PatchResult, RevisionEvent, Snapshot, State
 
 T = TypeVar("T")
@@ -126,6 +127,31 @@ class SyncStateClient:
         )
         return self._iterate(stream)
 
+    def session(
+        self,
+        execution_id: str,
+        *,
+        agent_id: str,
+        skills: Sequence[str] = (),
+        after_sequence: int = 0,
+        group: str = "",
+        ack_deadline: float | None = None,
+        max_unacked: int = 0,
+        from_revision: int | None = None,
+    ) -> SyncSession:
+        """`StateClient.session`, blocking: `with client.session(execution_id, agent_id=...) as s:`."""
+        session = self._client.session(
+            execution_id,
+            agent_id=agent_id,
+            skills=skills,
+            after_sequence=after_sequence,
+            group=group,
+            ack_deadline=ack_deadline,
+            max_unacked=max_unacked,
+            from_revision=from_revision,
+        )
+        return SyncSession(self, session)
+
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self._runner.run(coroutine)
 
@@ -146,3 +172,47 @@ class SyncStateClient:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 self._run(aclose())
+
+
+class SyncSession:
+    """Session's methods, blocking; its streams become plain iterators. The stream is served only while a
+    method runs (the client's event loop runs then), which a session's buffers absorb."""
+
+    def __init__(self, client: SyncStateClient, session: Session) -> None:
+        self._client, self._session = client, session
+
+    @property
+    def head_revision(self) -> int:
+        return self._session.head_revision
+
+    def __enter__(self) -> SyncSession:
+        self._client._run(self._session.__aenter__())
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self.close(cancel=kind is not None)
+
+    def submit(
+        self,
+        patch: Mapping[str, JSON],
+        *,
+        base_revision: int,
+        action: JSON = None,
+        client_patch_id: str | None = None,
+    ) -> PatchResult:
+        submitted = self._session.submit(
+            patch, base_revision=base_revision, action=action, client_patch_id=client_patch_id
+        )
+        return self._client._run(submitted)
+
+    def ack(self, sequences: Sequence[int], *, requeue: bool = False) -> None:
+        self._client._run(self._session.ack(sequences, requeue=requeue))
+
+    def observations(self) -> Iterator[Observation]:
+        return self._client._iterate(self._session.observations())
+
+    def revisions(self) -> Iterator[RevisionEvent | Snapshot]:
+        return self._client._iterate(self._session.revisions())
+
+    def close(self, *, cancel: bool = False) -> None:
+        self._client._run(self._session.close(cancel=cancel))

@@ -19,10 +19,18 @@ PROTO_ROOT = ROOT / "proto"
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py")
 
 
+def _googleapis_protos() -> Path:
+    """Where googleapis-common-protos (brought by grpcio-status) keeps google/rpc/*.proto."""
+    from google.rpc import status_pb2
+
+    return Path(status_pb2.__file__).resolve().parent.parent.parent
+
+
 def generate(out_dir: Path) -> list[Path]:
     """Compile every .proto under proto/ into out_dir; return the generated files relative to it."""
     sources = sorted(str(p.relative_to(PROTO_ROOT)) for p in PROTO_ROOT.rglob("*.proto"))
     args = ["protoc", f"-I{PROTO_ROOT}", f"-I{protoc._get_resource_file_name('grpc_tools', '_proto')}"]
+    args.append(f"-I{_googleapis_protos()}")
     args += [f"--python_out={out_dir}", f"--pyi_out={out_dir}", f"--grpc_python_out={out_dir}", *sources]
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")

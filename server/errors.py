@@ -1,4 +1,6 @@
-"""Errors raised by the state engine; the gRPC layer maps each class to one status code.
+"""Errors raised by the state engine; the gRPC layer maps each class to one status code, and sends its
+`reason` and what structure it carries (`paths`, `field`, revisions, `limit`) as google.rpc.Status details
+(server/rpc/status_details.py, docs/guarantees.md "Error details").
 
 StateError
 ├── NotFoundError            unknown execution, or a revision that does not exist
@@ -22,26 +24,43 @@ StateError
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 
 class StateError(Exception):
-    """Root of every error the engine raises on purpose."""
+    """Root of every error the engine raises on purpose; `reason` is its class's stable UPPER_SNAKE name,
+    inherited by a subclass that does not name its own."""
+
+    reason: ClassVar[str] = "STATE_ERROR"
 
 
 class NotFoundError(StateError):
     """The execution (or the requested item of it) does not exist."""
 
+    reason = "NOT_FOUND"
+
 
 class AlreadyExistsError(StateError):
     """The name is taken."""
 
+    reason = "ALREADY_EXISTS"
+
 
 class InvalidArgumentError(StateError):
-    """The request is malformed; the message names the field or path and the rule."""
+    """The request is malformed; the message names the field or path and the rule. `field` is the request
+    field at fault where the raiser says so; else it is read from the message's leading `name: `."""
+
+    reason = "INVALID_ARGUMENT"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class SchemaViolationError(InvalidArgumentError):
     """The candidate state does not validate; `violations` lists `path: message (keyword)` lines."""
+
+    reason = "SCHEMA_VIOLATION"
 
     def __init__(self, violations: Sequence[str]) -> None:
         self.violations = list(violations)
@@ -50,6 +69,8 @@ class SchemaViolationError(InvalidArgumentError):
 
 class ConflictError(StateError):
     """A stale patch overlaps concurrent changes at paths whose policy is `reject`."""
+
+    reason = "CONFLICT"
 
     def __init__(self, paths: Sequence[str], head_revision: int, reasons: Sequence[str] = ()) -> None:
         self.paths = list(paths)
@@ -62,45 +83,88 @@ class ConflictError(StateError):
 
 
 class BaseAheadError(StateError):
-    """The patch claims a base revision the execution has not reached."""
+    """The patch claims a base revision the execution has not reached (both revisions, where known)."""
+
+    reason = "BASE_AHEAD"
+
+    def __init__(self, message: str, *, base_revision: int | None = None, head_revision: int | None = None) -> None:
+        super().__init__(message)
+        self.base_revision, self.head_revision = base_revision, head_revision
 
 
 class OutOfRangeError(StateError):
-    """The revision asked for is outside what exists or is still retained."""
+    """The revision asked for is outside what exists or is still retained; where known, `revision` is the one
+    asked for, `head_revision` the newest and `oldest_revision` the oldest still readable."""
+
+    reason = "OUT_OF_RANGE"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        revision: int | None = None,
+        head_revision: int | None = None,
+        oldest_revision: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.revision, self.head_revision, self.oldest_revision = revision, head_revision, oldest_revision
 
 
 class WatcherTooSlowError(StateError):
     """A watch or observation subscriber fell behind its bounded queue and was dropped."""
 
+    reason = "WATCHER_TOO_SLOW"
+
 
 class LimitExceededError(StateError):
-    """A quota was reached (calls in flight, watchers, state size); the message names it and its value."""
+    """A quota was reached (calls in flight, watchers, state size); the message names it and its value.
+    `limit` is the limit's setting name and `limit_value` its value, where the raiser says so."""
+
+    reason = "LIMIT_EXCEEDED"
+
+    def __init__(self, message: str, *, limit: str | None = None, limit_value: int | None = None) -> None:
+        super().__init__(message)
+        self.limit, self.limit_value = limit, limit_value
 
 
 class UnauthenticatedError(StateError):
     """The call carries no valid credential."""
 
+    reason = "UNAUTHENTICATED"
+
 
 class PermissionDeniedError(StateError):
     """The caller's credential does not allow this call, this agent id or a path it writes."""
 
+    reason = "PERMISSION_DENIED"
+
 
 class StorageError(StateError):
     """The durable log failed; the operation was not acknowledged."""
+
+    reason = "STORAGE_FAILED"
 
 
 class StorageFullError(StorageError):
     """The database reached its size cap (`serve --max-db-bytes`) or the disk is full; nothing of the commit
     was written or acknowledged."""
 
+    reason = "STORAGE_FULL"
+
 
 class RolledBackError(StorageError):
     """Not committed: it was merged on a revision whose commit failed (a retry merges it again)."""
+
+    reason = "ROLLED_BACK"
 
 
 class DuplicateRowError(StorageError):
     """A row with the same primary key is already stored; nothing of the batch was committed."""
 
+    reason = "DUPLICATE_ROW"
+
 
 class CorruptLogError(StorageError):
     """What the log holds for an execution fails its hash chain: it was altered or damaged."""
+
+    reason = "CORRUPT_LOG"

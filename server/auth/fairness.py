@@ -33,6 +33,10 @@ class FairQueue:
         self._waiting: dict[str, collections.deque[asyncio.Future[None]]] = {}
         """Each identity's waiting calls, oldest first; identities in turn order (served ones go to the back)."""
 
+    def seat_free(self) -> bool:
+        """Whether `seat` or `turn` would be granted without waiting, whoever asks."""
+        return self.busy < self._seats and not self._waiting
+
     def waiting(self, key: str) -> int:
         queue = self._waiting.get(key)
         return len(queue) if queue else 0

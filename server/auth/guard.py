@@ -104,6 +104,7 @@ RULES: dict[str, Rule] = {
     "PublishObservation": Rule(Right.PUBLISH, "execution_id"),
     "StreamObservations": Rule(Right.READ, "execution_id", agent_field="agent_id", skills_field="skills"),
     "AckObservations": Rule(Right.READ, "execution_id", agent_field="agent_id"),
+    "Session": Rule(None),  # each message is authorized as the call it stands for (Guard.authorize)
     "RegisterSkill": Rule(Right.REGISTRY),
     "RemoveSkill": Rule(Right.REGISTRY),
     "ReportOutcome": Rule(Right.WRITE),
@@ -160,6 +161,12 @@ class Guard:
         _authorize(RULES[method], request, identity)
         return identity
 
+    def authorize(self, method: str, request: Any, identity: Identity) -> None:
+        """Check one message of a stream as if it were a call of `method` (a session's open as
+        StreamObservations, its submits as SubmitPatch), binding its agent id like `admit` does."""
+        if identity.credential is not None:
+            _authorize(RULES[method], request, identity)
+
     def refused(self, method: str, peer: str, error: UnauthenticatedError | PermissionDeniedError) -> None:
         """Log a refusal, by admission or by the handler (an owned path), within RefusalLog's rate."""
         self._refusals.log(f"refused {method} from {peer}: {error}")
@@ -184,6 +191,10 @@ class Guard:
                 self._in_flight[key] = left
             else:
                 del self._in_flight[key]
+
+    def seat_free(self) -> bool:
+        """Whether a call would get a seat at once: one is free and no call waits for one."""
+        return self._fair.seat_free()
 
     async def turn(self, identity: Identity, peer: str) -> None:
         """Wait for the identity's turn to send one streamed message."""

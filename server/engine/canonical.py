@@ -44,15 +44,15 @@ def parse(text: str | bytes, field: str, limits: Limits, *, max_bytes: int | Non
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     limit = limits.max_json_bytes if max_bytes is None else max_bytes
     if len(data) > limit:
-        raise InvalidArgumentError(f"{field}: {len(data)} bytes exceeds the limit of {limit} bytes")
+        raise InvalidArgumentError(f"{field}: {len(data)} bytes exceeds the limit of {limit} bytes", field=field)
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         if str(e).startswith("depth limit exceeded"):  # orjson stops at 1024 levels, before our own check
             raise InvalidArgumentError(
-                f"{field}: nesting depth over 1024 exceeds the limit of {limits.max_depth}"
+                f"{field}: nesting depth over 1024 exceeds the limit of {limits.max_depth}", field=field
             ) from e
-        raise InvalidArgumentError(f"{field}: not valid JSON: {e}") from e
+        raise InvalidArgumentError(f"{field}: not valid JSON: {e}", field=field) from e
     if _LONG_DIGIT_RUN.search(data):
         _check_integer_range(data, field)
     if b":" in data:
@@ -60,7 +60,9 @@ def parse(text: str | bytes, field: str, limits: Limits, *, max_bytes: int | Non
     if data.count(b"{") + data.count(b"[") > limits.max_depth:  # else the depth cannot exceed it: skip the walk
         depth = nesting_depth(value)
         if depth > limits.max_depth:
-            raise InvalidArgumentError(f"{field}: nesting depth {depth} exceeds the limit of {limits.max_depth}")
+            raise InvalidArgumentError(
+                f"{field}: nesting depth {depth} exceeds the limit of {limits.max_depth}", field=field
+            )
     return value
 
 
@@ -83,7 +85,7 @@ def _check_unique_keys(data: bytes, value: JSON, field: str) -> None:
         seen: dict[str, Any] = {}
         for key, item in pairs:
             if key in seen:
-                raise InvalidArgumentError(f"{field}: duplicate key {key!r} in an object")
+                raise InvalidArgumentError(f"{field}: duplicate key {key!r} in an object", field=field)
             seen[key] = item
         return seen
 
@@ -111,7 +113,9 @@ def _check_integer_range(data: bytes, field: str) -> None:
     def integer(text: str) -> int:
         number = int(text)
         if not MIN_INTEGER <= number <= MAX_INTEGER:
-            raise InvalidArgumentError(f"{field}: integer {text} is outside the 64-bit range [-2^63, 2^64-1]")
+            raise InvalidArgumentError(
+                f"{field}: integer {text} is outside the 64-bit range [-2^63, 2^64-1]", field=field
+            )
         return number
 
     json.loads(data, parse_int=integer)
@@ -121,7 +125,7 @@ def parse_object(text: str | bytes, field: str, limits: Limits, *, max_bytes: in
     """Like parse, but the document must be a JSON object."""
     value = parse(text, field, limits, max_bytes=max_bytes)
     if not isinstance(value, dict):
-        raise InvalidArgumentError(f"{field}: must be a JSON object, got {type_name(value)}")
+        raise InvalidArgumentError(f"{field}: must be a JSON object, got {type_name(value)}", field=field)
     return value
 
 

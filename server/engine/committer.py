@@ -88,6 +88,10 @@ class GroupCommitter(Generic[E]):
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self.storage_ok = True
+        """False from a commit that failed until one succeeds again (losing a race to another server is no failure)."""
+        self.on_storage_health: Callable[[bool], None] | None = None
+        """Called with `storage_ok` each time it changes (health checking turns NOT_SERVING and back)."""
 
     @property
     def queue_depth(self) -> int:
@@ -148,12 +152,20 @@ class GroupCommitter(Generic[E]):
                 log.info("group commit of %d items lost a race to another server: %s", len(live), e)
             else:
                 log.error("group commit of %d items failed: %s", len(live), e)
+                self._storage_health(False)
             self._on_failed(list({id(i.execution): i.execution for i in live}.values()))
             error = e if isinstance(e, StorageError) else StorageError(f"commit failed: {e}")
             for item in live:
                 item.resolve(error)
             return
         self._metrics.committed(len(batch.revisions), len(batch.observations), time.perf_counter() - started)
+        self._storage_health(True)
         for item in live:
             self._on_committed(item)
             item.resolve()
+
+    def _storage_health(self, ok: bool) -> None:
+        if ok != self.storage_ok:
+            self.storage_ok = ok
+            if self.on_storage_health is not None:
+                self.on_storage_health(ok)

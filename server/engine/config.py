@@ -27,6 +27,11 @@ class EngineConfig:
     it, unless the group's first member asked for another deadline."""
     group_idle: float = 300.0
     """Seconds a consumer group without members is kept (with what it holds) before it is dropped."""
+    progress_interval: float = 10.0
+    """Seconds a Watch or Session stream may go without a message before it is sent a progress message."""
+    max_stream_in_flight: int = 64
+    """Submits one Session stream may have unanswered; the server reads no more of the stream until one is
+    answered (gRPC flow control then holds the client back)."""
     retain_revisions: int | None = None
     """Keep at least this many revisions of history; older ones are compacted into a snapshot after each
     snapshot commits. None keeps the whole log."""

@@ -314,6 +314,10 @@ class Execution:
                     if self.last_written.get(path[0]) == dropped.revision:
                         del self.last_written[path[0]]
 
+    def key_unused(self, key: tuple[str, str]) -> bool:
+        """Whether no submit used this idempotency key, as far as memory can tell without the log."""
+        return self.patch_ids_complete and key not in self.pending_patches and key not in self.patch_ids
+
     def untouched_since(self, base: int, patch: dict[str, Any]) -> bool:
         """True if no revision after `base` wrote under any member `patch` writes (base within the window).
 

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Generic, TypeVar
 
 from ..errors import LimitExceededError, WatcherTooSlowError
 
 T = TypeVar("T")
+U = TypeVar("U")
 _CUT: Any = object()
 """Queued by `Subscription.cut` to wake its reader."""
+NUDGE: Any = object()
+"""Queued by `Subscription.nudge`, and returned by `get`, to wake a reader without an item."""
 
 
 class Subscription(Generic[T]):
@@ -28,6 +31,15 @@ class Subscription(Generic[T]):
         self._accepts = accepts
         self._queue: asyncio.Queue[T] = asyncio.Queue(capacity)
         self._overflowed = False
+
+    def empty(self) -> bool:
+        """Whether nothing is queued: a read would wait."""
+        return self._queue.empty()
+
+    def nudge(self) -> None:
+        """Wake a reader waiting on an empty queue: its `get` returns NUDGE (nothing happens if items wait)."""
+        if self._queue.empty():
+            self._queue.put_nowait(NUDGE)
 
     def offer(self, item: T) -> bool:
         """Queue item if this subscriber wants it; False when the queue is full and the subscriber is lost."""
@@ -105,17 +117,54 @@ class Hub(Generic[T]):
 
 
 async def follow(
-    subscription: Subscription[T], cursor: int, position: Callable[[T], int], stream: str, resume_field: str
-) -> AsyncIterator[T]:
+    subscription: Subscription[T],
+    cursor: int,
+    position: Callable[[T], int],
+    stream: str,
+    resume_field: str,
+    idle: Callable[[int], U | None] | None = None,
+    idle_after: float = 0.0,
+) -> AsyncGenerator[T | U, None]:
     """The items a subscription receives after `cursor`, for as long as it keeps up.
 
-    A subscriber that fell behind gets WatcherTooSlowError saying where to resume (`resume_field`).
+    A subscriber that fell behind gets WatcherTooSlowError saying where to resume (`resume_field`). With
+    `idle`, `idle(cursor)` is yielded (unless it is None) each time `idle_after` seconds pass in which nothing
+    was yielded and nothing waits in the queue. One timer per stream does it, armed once per `idle_after`
+    whatever the traffic: a timeout on each wait would cost a timer per item.
     """
+    loop = asyncio.get_running_loop()
+    quiet_since = loop.time()
+    timer: asyncio.TimerHandle | None = None
+
+    def wake() -> None:
+        nonlocal timer
+        left = quiet_since + idle_after - loop.time()
+        if left > 0 or not subscription.empty():  # items went out since, or are on their way: not idle
+            timer = loop.call_later(left if left > 0 else idle_after, wake)
+        else:
+            timer = None
+            subscription.nudge()
+
+    if idle is not None:
+        timer = loop.call_later(idle_after, wake)
     try:
         while True:
             item = await subscription.get()
-            if position(item) > cursor:
+            if item is NUDGE:
+                assert idle is not None
+                left = quiet_since + idle_after - loop.time()
+                if left <= 0:
+                    mark = idle(cursor)
+                    if mark is not None:
+                        yield mark
+                    quiet_since, left = loop.time(), idle_after
+                timer = loop.call_later(left, wake)
+            elif position(item) > cursor:
                 yield item
                 cursor = position(item)
+                quiet_since = loop.time()
     except WatcherTooSlowError as e:
         raise WatcherTooSlowError(f"{stream} {e}; resume with {resume_field}={cursor}") from None
+    finally:
+        if timer is not None:
+            timer.cancel()

@@ -7,9 +7,11 @@ a caller is answered only after its revision is durable.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import (
@@ -90,17 +92,91 @@ class Patches:
                 await self._replicas.refresh(execution)
         raise AssertionError("unreachable")
 
+    def submit_now(
+        self,
+        execution: Execution,
+        agent_id: str,
+        base_revision: int,
+        patch_json: str,
+        client_patch_id: str,
+        action_json: str,
+        writer_skills: frozenset[str],
+    ) -> Committing | None:
+        """`submit` without waiting, where it need not wait: the patch checked, merged and queued for the
+        group commit at once, its result to be answered once the commit succeeds. None where `submit` would
+        wait for something first (a base not committed here, an idempotency key that may have been used, a
+        replay of old revisions, a text merge off the loop, a conflict to answer once its winners are
+        durable, a shared log's commit races): call `submit`, which decides as it would have. Raises what
+        `submit` raises before it waits (a malformed patch, a path not owned, a schema violation)."""
+        if self._log.shared:
+            return None
+        submission = Submission.check(agent_id, base_revision, patch_json, client_patch_id, action_json, self._limits)
+        execution.owners.check(submission.patch, submission.agent_id, writer_skills)
+        execution.policies.check_values(submission.patch, "patch_json")
+        lag = execution.committed - base_revision
+        if not 0 <= lag <= self._limits.max_base_lag:
+            return None  # ahead of this server (refresh from the log), or too far behind (refused there)
+        if client_patch_id and not execution.key_unused(submission.key):
+            return None
+        merged = self._merge_now(execution, submission)
+        if merged is None:
+            return None
+        applied, resolutions = merged
+        record, pending = self._append(execution, submission, applied, resolutions)
+        if client_patch_id:
+            execution.pending_patches[submission.key] = pending
+        result = SubmitResult(record.revision, record.state_hash, record.applied_patch_json, tuple(resolutions))
+        return Committing(pending.future, result)
+
+    def _merge_now(
+        self, execution: Execution, submission: Submission
+    ) -> tuple[dict[str, Any], list[Resolution]] | None:
+        """`_merge` of a patch whose key is unused, where it needs no wait (else None)."""
+        base_revision = submission.base_revision
+        if execution.untouched_since(base_revision, submission.patch):
+            return _effective(execution.state, submission.patch), []
+        since_base = self._timeline.changes_since(execution, base_revision, submission.patch.keys())
+        if since_base is None:
+            return None
+        lww_history = self._lww_history(execution, submission, since_base)
+        if isinstance(lww_history, int):
+            return None
+        try:
+            result = merge(
+                base=since_base[0],
+                head=execution.state,
+                head_revision=execution.committed,
+                changes=since_base[1],
+                patch=submission.patch,
+                stamp=(base_revision, submission.agent_id),
+                policies=execution.policies,
+                client_patch_id=submission.client_patch_id,
+                texts=self._texts,
+                lww_history=lww_history,
+            )
+        except (Deferred, ConflictError):
+            return None  # `submit` merges again, and waits as these need
+        for resolution in result.resolutions:
+            self._metrics.resolved(resolution.policy.value, resolution.outcome.lower())
+        return result.applied_patch, result.resolutions
+
     async def _submit(self, execution: Execution, submission: Submission) -> SubmitResult:
         base_revision, client_patch_id = submission.base_revision, submission.client_patch_id
         if base_revision > execution.committed:
             await self._replicas.refresh(execution)  # the agent may have read it from another server
         if base_revision > execution.committed:
-            raise BaseAheadError(f"base_revision: {base_revision} is ahead of the head revision {execution.committed}")
+            raise BaseAheadError(
+                f"base_revision: {base_revision} is ahead of the head revision {execution.committed}",
+                base_revision=base_revision,
+                head_revision=execution.committed,
+            )
         lag, limit = execution.committed - base_revision, self._limits.max_base_lag
         if lag > limit:
             raise OutOfRangeError(
                 f"base_revision: {base_revision} is {lag} revisions behind the head {execution.committed}, "
-                f"more than the limit of {limit}: re-read the state and retry"
+                f"more than the limit of {limit}: re-read the state and retry",
+                revision=base_revision,
+                head_revision=execution.committed,
             )
         while (merged := await self._merge(execution, submission)) is None:
             pass  # merge again, on the head as it is now (see _merge)
@@ -213,7 +289,9 @@ class Patches:
             if size > self._limits.max_state_bytes:
                 raise LimitExceededError(
                     f"state size: this patch would make the state {size:,} bytes, over the limit of "
-                    f"{self._limits.max_state_bytes:,}"
+                    f"{self._limits.max_state_bytes:,}",
+                    limit="max_state_bytes",
+                    limit_value=self._limits.max_state_bytes,
                 )
             execution.validator.validate_change(execution.state, applied, undo)
 
@@ -247,6 +325,15 @@ class Patches:
                 return _duplicate(record, submission)
             if key not in execution.pending_patches and key not in execution.patch_ids:
                 return None
+
+
+@dataclass(frozen=True, slots=True)
+class Committing:
+    """A patch merged and queued for the group commit (Patches.submit_now): `result` is its answer once
+    `durable` completes; if `durable` fails, its error is the answer."""
+
+    durable: asyncio.Future[None]
+    result: SubmitResult
 
 
 def _effective(head: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

@@ -94,7 +94,9 @@ class PolicyMap:
             needs = _NEEDS.get(policy)
             if needs is not None and not needs[1](member):
                 written = type_name(member)
-                raise InvalidArgumentError(f"{field}: {pointer(here)}: {policy.value} needs {needs[0]}, got {written}")
+                raise InvalidArgumentError(
+                    f"{field}: {pointer(here)}: {policy.value} needs {needs[0]}, got {written}", field=field
+                )
 
     def policy_at(self, path: Path) -> MergePolicy:
         """The policy governing writes at path."""

@@ -31,11 +31,13 @@ def check_execution_id(value: str, limits: Limits) -> str:
 def check_label(value: str, field: str, limits: Limits, *, required: bool = True) -> str:
     """An agent id, skill name, source or key: printable, bounded, and present when required."""
     if required and not value:
-        raise InvalidArgumentError(f"{field}: must not be empty")
+        raise InvalidArgumentError(f"{field}: must not be empty", field=field)
     if len(value) > limits.max_id_length:
-        raise InvalidArgumentError(f"{field}: {len(value)} characters exceeds the limit of {limits.max_id_length}")
+        raise InvalidArgumentError(
+            f"{field}: {len(value)} characters exceeds the limit of {limits.max_id_length}", field=field
+        )
     if _CONTROL.search(value):
-        raise InvalidArgumentError(f"{field}: must not contain control characters")
+        raise InvalidArgumentError(f"{field}: must not contain control characters", field=field)
     return value
 
 

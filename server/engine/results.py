@@ -48,3 +48,11 @@ class WatchSnapshot:
     state_json: str
     state_hash: str
     compact_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class WatchProgress:
+    """Sent by a caught-up watch after `EngineConfig.progress_interval` seconds without anything else: every
+    revision after the watch's starting point, up to head_revision, has been sent."""
+
+    head_revision: int

@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 from ..errors import (
@@ -34,10 +34,10 @@ from .executions import Executions
 from .hub import Hub, follow
 from .mergepatch import strip_nulls
 from .observations import GroupOptions, Observations
-from .patches import MAX_COMMIT_RACES, Patches
+from .patches import MAX_COMMIT_RACES, Committing, Patches
 from .replicas import Replicas
 from .requests import check_execution_id, new_execution_id
-from .results import Created, HistoryPage, StateView, SubmitResult, WatchSnapshot
+from .results import Created, HistoryPage, StateView, SubmitResult, WatchProgress, WatchSnapshot
 from .textmerge import TextMerges
 from .timeline import Timeline
 
@@ -110,6 +110,10 @@ class StateEngine:
         self._texts.close()
         await self._log.close()
 
+    def on_storage_health(self, callback: Callable[[bool], None]) -> None:
+        """Call `callback(False)` when a commit fails and `callback(True)` when one succeeds again after that."""
+        self._committer.on_storage_health = callback
+
     # -- executions and reads ----------------------------------------------------------------------------
 
     async def create_execution(
@@ -142,7 +146,11 @@ class StateEngine:
             await self._replicas.refresh(execution)  # linearizable: nothing another server acknowledged is missed
         revision = execution.committed if at_revision is None else at_revision
         if not 0 <= revision <= execution.committed:
-            raise OutOfRangeError(f"at_revision: {revision} is outside 0..{execution.committed} (the head)")
+            raise OutOfRangeError(
+                f"at_revision: {revision} is outside 0..{execution.committed} (the head)",
+                revision=revision,
+                head_revision=execution.committed,
+            )
         return await self._timeline.view(execution, revision)
 
     # -- patches -----------------------------------------------------------------------------------------
@@ -162,6 +170,23 @@ class StateEngine:
         execution = await self._executions.get(execution_id)
         return await self._patches.submit(execution, agent_id, base_revision, patch_json, client_patch_id,
                                           action_json, writer_skills)  # fmt: skip
+
+    def submit_patch_now(
+        self,
+        execution_id: str,
+        agent_id: str,
+        base_revision: int,
+        patch_json: str,
+        client_patch_id: str = "",
+        action_json: str = "",
+        writer_skills: frozenset[str] = frozenset(),
+    ) -> Committing | None:
+        """`submit_patch` without waiting where it need not wait (Patches.submit_now); None: call it."""
+        execution = self._executions.loaded.get(execution_id)
+        if execution is None:
+            return None
+        return self._patches.submit_now(execution, agent_id, base_revision, patch_json, client_patch_id,
+                                        action_json, writer_skills)  # fmt: skip
 
     @staticmethod
     def _rolled_back(executions: list[Execution]) -> None:
@@ -192,7 +217,11 @@ class StateEngine:
         """
         execution = await self._executions.get(execution_id)
         if not 0 <= up_to <= execution.committed:
-            raise OutOfRangeError(f"up_to: {up_to} is outside 0..{execution.committed} (the head)")
+            raise OutOfRangeError(
+                f"up_to: {up_to} is outside 0..{execution.committed} (the head)",
+                revision=up_to,
+                head_revision=execution.committed,
+            )
         snapshot = await self._log.latest_snapshot(execution.id, at_most=up_to)
         if snapshot is None or snapshot.revision <= execution.compacted:
             return execution.compacted
@@ -251,12 +280,20 @@ class StateEngine:
 
     # -- watch and history -------------------------------------------------------------------------------
 
-    async def watch(self, execution_id: str, from_revision: int) -> AsyncIterator[RevisionRecord | WatchSnapshot]:
-        """Every revision after from_revision, in order, exactly once, then live ones as they commit."""
+    async def watch(
+        self, execution_id: str, from_revision: int
+    ) -> AsyncGenerator[RevisionRecord | WatchSnapshot | WatchProgress, None]:
+        """Every revision after from_revision, in order, exactly once, then live ones as they commit; and,
+        once caught up, a WatchProgress after each `progress_interval` seconds in which nothing else came."""
         execution = await self._executions.get(execution_id)
         if from_revision < 0:
             raise InvalidArgumentError(f"from_revision: must be >= 0, got {from_revision}")
         await self._replicas.refresh(execution)
+
+        def progress(sent: int) -> WatchProgress | None:
+            # committed past what was sent: a revision is on its way (queued behind the timer's nudge)
+            return WatchProgress(execution.committed) if execution.committed <= sent else None
+
         subscription = self._revisions.subscribe(execution.id)  # before reading history: no gap, no await
         caught_up_to = execution.committed
         cursor = from_revision
@@ -269,8 +306,13 @@ class StateEngine:
                 for record in await self._timeline.records(execution, cursor, caught_up_to, 512):
                     yield record
                     cursor = record.revision
-            async for record in follow(subscription, cursor, lambda r: r.revision, "watch", "from_revision"):
-                yield record
+            live = follow(
+                subscription, cursor, lambda r: r.revision, "watch", "from_revision",
+                progress, self._config.progress_interval,
+            )  # fmt: skip
+            async with contextlib.aclosing(live) as items:  # its timer is cancelled with the watch
+                async for item in items:
+                    yield item
         finally:
             self._revisions.unsubscribe(subscription)
 

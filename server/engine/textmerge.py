@@ -49,14 +49,18 @@ def merge_text(original: str, edits: Sequence[TextEdit], limits: Limits = DEFAUL
     if cost > limits.max_text_diff_cells:
         raise LimitExceededError(
             f"text merge: diffing these edits of a {len(original):,}-character string would cost {cost:,} cells, "
-            f"over the limit of {limits.max_text_diff_cells:,} (max_text_diff_cells): re-read and write smaller edits"
+            f"over the limit of {limits.max_text_diff_cells:,} (max_text_diff_cells): re-read and write smaller edits",
+            limit="max_text_diff_cells",
+            limit_value=limits.max_text_diff_cells,
         )
     scripts = [diff_edits(s) for s in differing]
     count = sum(map(len, scripts))
     if count > limits.max_text_merge_edits:
         raise LimitExceededError(
             f"text merge: the edits make {count:,} changes to the string, over the limit of "
-            f"{limits.max_text_merge_edits:,} (max_text_merge_edits): re-read and write fewer changes at once"
+            f"{limits.max_text_merge_edits:,} (max_text_merge_edits): re-read and write fewer changes at once",
+            limit="max_text_merge_edits",
+            limit_value=limits.max_text_merge_edits,
         )
     seed: Doc[Text] = Doc(client_id=1)
     if original:

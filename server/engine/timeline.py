@@ -29,7 +29,9 @@ class Timeline:
         """The state at a committed revision as canonical JSON, from memory or replayed from the log."""
         if revision < execution.compacted:  # even if memory still holds it: what is readable must not vary
             raise OutOfRangeError(
-                f"revision {revision} was compacted away; the oldest retained is {execution.compacted}"
+                f"revision {revision} was compacted away; the oldest retained is {execution.compacted}",
+                revision=revision,
+                oldest_revision=execution.compacted,
             )
         found = execution.entry(revision)
         if found is not None:
@@ -79,7 +81,9 @@ class Timeline:
             if base < execution.compacted:
                 raise OutOfRangeError(
                     f"base_revision: {base} was compacted away (the oldest retained is {execution.compacted}); "
-                    "re-read the state and retry"
+                    "re-read the state and retry",
+                    revision=base,
+                    oldest_revision=execution.compacted,
                 )
             snapshot = await self._log.latest_snapshot(execution.id, at_most=base)
             if snapshot is None:

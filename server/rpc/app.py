@@ -8,6 +8,7 @@ import ipaddress
 import logging
 import signal
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,16 @@ SWITCH_INTERVAL = 0.001
 """Seconds a thread may hold the GIL while another waits for it (CPython's default is 0.005). Heavy work
 runs in worker threads; the event loop, which serves every call, then waits at most this long for each of
 its turns, instead of adding 5 ms to every step of every call while a worker runs Python."""
+KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.keepalive_time_ms", 60_000),  # ping a connection after a minute without traffic (calls or not) ...
+    ("grpc.keepalive_timeout_ms", 20_000),  # ... and close it if the ping is not answered in 20 s: a dead peer
+    ("grpc.keepalive_permit_without_calls", 1),  # idle connections too, and clients may ping them
+    ("grpc.http2.max_pings_without_data", 0),  # keep pinging a connection that carries no data
+    ("grpc.http2.min_ping_interval_without_data_ms", 10_000),  # a client may ping every 10 s (the SDK: 30 s)
+)
+"""The server's keepalive policy (docs/limits.md): a client that pings more often than every 10 s while the
+server sends nothing is sent GOAWAY `too_many_pings` after two strikes (gRPC's default `max_ping_strikes`)."""
+HEALTH_NAMES = ("", SERVICE_NAME, SKILLS_SERVICE_NAME)
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,42 @@ def auth_mode(listen: str, insecure_no_auth: bool = False) -> Mode:
     return Mode.AUTO if is_loopback(listen) else Mode.REQUIRED
 
 
+class ServingHealth:
+    """The grpc.health.v1 status of the server and its services: SERVING while it takes calls and its log
+    commits; NOT_SERVING from a failed commit until one succeeds again, and for good once `stop` begins."""
+
+    def __init__(self) -> None:
+        self.servicer = health.aio.HealthServicer()
+        self._storage_ok = True
+        self._updating: asyncio.Task[None] | None = None
+
+    async def serve(self) -> None:
+        await self._set(True)
+
+    def storage(self, ok: bool) -> None:
+        """The engine's storage-health hook (called on the loop, between awaits): the latest call wins."""
+        self._storage_ok = ok
+        if self._updating is None or self._updating.done():
+            self._updating = asyncio.create_task(self._follow_storage(), name="skillstate-health")
+
+    async def shutdown(self) -> None:
+        """NOT_SERVING for every name, never SERVING again: load balancers stop sending before calls are refused."""
+        if self._updating is not None:
+            self._updating.cancel()
+        await self.servicer.enter_graceful_shutdown()
+
+    async def _follow_storage(self) -> None:
+        applied = None
+        while applied != self._storage_ok:
+            applied = self._storage_ok
+            await self._set(applied)
+
+    async def _set(self, serving: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        for name in HEALTH_NAMES:
+            await self.servicer.set(name, status)
+
+
 @dataclass
 class RunningServer:
     """A started server; `port` is the bound port (useful with port 0)."""
@@ -100,13 +147,17 @@ class RunningServer:
     metrics_http: Any = None
     """The /metrics HTTP server, when there is one."""
     lag_probe: LoopLagProbe | None = None
+    health: ServingHealth | None = None
 
     @property
     def metrics_port(self) -> int | None:
         return int(self.metrics_http.server_port) if self.metrics_http is not None else None
 
     async def stop(self, grace: float | None = 1.0) -> None:
-        """Stop taking calls, let running ones finish for `grace` seconds, then commit and close the log."""
+        """Report NOT_SERVING, stop taking calls, let running ones finish for `grace` seconds, then commit and
+        close the log."""
+        if self.health is not None:
+            await self.health.shutdown()
         if self.metrics_http is not None:
             self.metrics_http.shutdown()
             self.metrics_http.server_close()
@@ -131,12 +182,14 @@ async def start_server(
     in_flight_limit: int = DEFAULT_IN_FLIGHT,
     seats: int = DEFAULT_SEATS,
     metrics_listen: str | None = None,
+    grpc_options: Sequence[tuple[str, Any]] = (),
 ) -> RunningServer:
     """Recover the engine and the skill library and start serving on `listen` (host:port; 0 picks a port).
 
     Without a skill store the library lives in memory only, and so do credentials without a credential
     store; `auth` defaults to `auth_mode(listen)`. `extractor` replaces Sec2Graph's rule-based roles and
     contracts (server/skills/llm_extract.py). `metrics_listen` (host:port) serves Prometheus metrics.
+    `grpc_options` are gRPC server options that replace the defaults of the same name (KEEPALIVE_OPTIONS).
     """
     credentials = credentials or MemoryCredentialStore()
     guard = Guard(credentials, auth or auth_mode(listen), in_flight_limit=in_flight_limit, seats=seats)
@@ -151,13 +204,13 @@ async def start_server(
         undo.push_async_callback(engine.close)
         await registry.start()
         undo.push_async_callback(registry.close)
-        running = await _serve_grpc(engine, registry, guard, metrics, listen, config, tls)
+        server, port, serving = await _serve_grpc(engine, registry, guard, metrics, listen, config, tls, grpc_options)
         undo.pop_all()
     http = probe = None
     if prometheus and metrics_listen:
         http, probe = prometheus.serve(metrics_listen), LoopLagProbe(prometheus)
         probe.start()
-    return RunningServer(running[0], engine, registry, running[1], guard, credentials, http, probe)
+    return RunningServer(server, engine, registry, port, guard, credentials, http, probe, serving)
 
 
 async def _serve_grpc(
@@ -168,20 +221,22 @@ async def _serve_grpc(
     listen: str,
     config: EngineConfig,
     tls: ServerTLS | None,
-) -> tuple[grpc.aio.Server, int]:
+    grpc_options: Sequence[tuple[str, Any]],
+) -> tuple[grpc.aio.Server, int, ServingHealth]:
     size = config.limits.max_message_bytes
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", size),
-            ("grpc.max_send_message_length", size),
-            ("grpc.so_reuseport", 0),  # a second server on a taken port must fail, not share its traffic
-        ]
-    )
-    add_state_service(StateServicer(engine), server, guard, metrics)
+    options = {
+        "grpc.max_receive_message_length": size,
+        "grpc.max_send_message_length": size,
+        "grpc.so_reuseport": 0,  # a second server on a taken port must fail, not share its traffic
+        **dict(KEEPALIVE_OPTIONS),
+        **dict(grpc_options),
+    }
+    server = grpc.aio.server(options=list(options.items()))
+    add_state_service(StateServicer(engine, guard, config), server, guard, metrics)
     skills = SkillRegistryServicer(registry, metrics, config.limits.max_message_bytes)
     add_skill_registry_service(skills, server, guard, metrics)
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    serving = ServingHealth()
+    health_pb2_grpc.add_HealthServicer_to_server(serving.servicer, server)
     names = (SERVICE_NAME, SKILLS_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME)
     reflection.enable_server_reflection(names, server)
     try:
@@ -191,9 +246,9 @@ async def _serve_grpc(
     if port == 0:
         raise OSError(f"cannot listen on {listen} (address in use or not available)")
     await server.start()
-    for name in ("", SERVICE_NAME, SKILLS_SERVICE_NAME):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return server, port
+    await serving.serve()
+    engine.on_storage_health(serving.storage)
+    return server, port, serving
 
 
 async def serve(

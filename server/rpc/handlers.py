@@ -1,5 +1,6 @@
-"""gRPC plumbing shared by the services: one table from engine errors to status codes, and one layer around
-every method that admits the call, maps its error and measures it (etcd's v3rpc interceptors and util.go)."""
+"""gRPC plumbing shared by the services: one layer around every method that admits the call, maps its error
+to its status (the table and the details are status_details.py's) and measures it (etcd's v3rpc interceptors
+and util.go)."""
 
 from __future__ import annotations
 
@@ -12,50 +13,12 @@ from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError
+from grpc_status import rpc_status
 
 from ..auth.guard import CALLER, Guard, Identity
-from ..errors import (
-    AlreadyExistsError,
-    BaseAheadError,
-    ConflictError,
-    CorruptLogError,
-    InvalidArgumentError,
-    LimitExceededError,
-    NotFoundError,
-    OutOfRangeError,
-    PermissionDeniedError,
-    StateError,
-    StorageError,
-    StorageFullError,
-    UnauthenticatedError,
-    WatcherTooSlowError,
-)
+from ..errors import InvalidArgumentError, PermissionDeniedError, StateError, UnauthenticatedError
 from ..metrics import Metrics
-
-STATUS_BY_ERROR: dict[type[StateError], grpc.StatusCode] = {
-    NotFoundError: grpc.StatusCode.NOT_FOUND,
-    AlreadyExistsError: grpc.StatusCode.ALREADY_EXISTS,
-    InvalidArgumentError: grpc.StatusCode.INVALID_ARGUMENT,
-    ConflictError: grpc.StatusCode.ABORTED,
-    BaseAheadError: grpc.StatusCode.FAILED_PRECONDITION,
-    OutOfRangeError: grpc.StatusCode.OUT_OF_RANGE,
-    WatcherTooSlowError: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    LimitExceededError: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
-    PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
-    StorageError: grpc.StatusCode.UNAVAILABLE,
-    StorageFullError: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    CorruptLogError: grpc.StatusCode.DATA_LOSS,
-}
-
-
-def status_of(error: StateError) -> grpc.StatusCode:
-    """The status for an engine error: its class's entry, else its nearest ancestor's."""
-    for cls in type(error).__mro__:
-        if cls in STATUS_BY_ERROR:
-            return STATUS_BY_ERROR[cls]
-    return grpc.StatusCode.INTERNAL
-
+from .status_details import error_status
 
 R = TypeVar("R")
 log = logging.getLogger(__name__)
@@ -91,11 +54,12 @@ class Call:
         return identity
 
     async def fail(self, error: Exception, context: grpc.aio.ServicerContext) -> None:
-        """Answer with the error's status: an engine error's from the table, anything else INTERNAL (logged)."""
+        """Answer with the error's status: an engine error's code from the table and its message, with its
+        details in the `grpc-status-details-bin` trailer; anything else INTERNAL (logged)."""
         if isinstance(error, StateError):
             if isinstance(error, UnauthenticatedError | PermissionDeniedError):
                 self.guard.refused(self.name, context.peer(), error)
-            await context.abort(status_of(error), str(error))
+            await context.abort_with_status(rpc_status.to_status(error_status(error)))
         log.error("%s failed", self.name, exc_info=error)
         await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {self.name} (logged by the server)")
 
@@ -146,6 +110,30 @@ def _stream(
     return handle
 
 
+def _bidi(
+    implementation: Callable[[AsyncIterator[Any], grpc.aio.ServicerContext], AsyncIterator[R]], call: Call
+) -> Callable[[AsyncIterator[Any], grpc.aio.ServicerContext], AsyncIterator[R]]:
+    """A stream of requests is admitted on its credential alone (the handler authorizes each message with
+    `Guard.authorize`); each message sent takes its identity's turn, as in a server stream."""
+
+    async def handle(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> AsyncIterator[R]:
+        started = time.perf_counter()
+        try:
+            identity = await call.admit(None, context)
+            peer = context.peer()
+            async for message in implementation(requests, context):
+                await call.guard.turn(identity, peer)
+                yield message
+        except Exception as e:
+            if isinstance(e, grpc.aio.AbortError):
+                raise
+            await call.fail(e, context)
+        finally:
+            call.done(started, context)
+
+    return handle
+
+
 def _lenient_parser(message_class: Any) -> Callable[[bytes], Any]:
     def parse(data: bytes) -> Any:
         try:
@@ -168,7 +156,9 @@ def add_service(
         implementation = getattr(servicer, method.name)
         call = Call(method.name, guard, metrics)
         handler: Any
-        if method.server_streaming:
+        if method.client_streaming:
+            make, handler = grpc.stream_stream_rpc_method_handler, _bidi(implementation, call)
+        elif method.server_streaming:
             make, handler = grpc.unary_stream_rpc_method_handler, _stream(implementation, call)
         else:
             make, handler = grpc.unary_unary_rpc_method_handler, _unary(implementation, call)

@@ -8,21 +8,21 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
 from ..auth.guard import CALLER, Guard
-from ..engine.merge import Resolution, decode_resolutions
+from ..engine.config import EngineConfig
 from ..engine.observations import GroupOptions
-from ..engine.policy import MergePolicy
-from ..engine.results import WatchSnapshot
+from ..engine.results import WatchProgress, WatchSnapshot
 from ..engine.state_engine import StateEngine
 from ..metrics import Metrics
-from ..storage.records import ObservationRecord, RevisionRecord, Right
+from ..storage.records import RevisionRecord, Right
+from . import messages
 from .handlers import add_service
 from .page_tokens import decode_page_token, encode_page_token
+from .session import Session
 
 
 def add_state_service(servicer: StateServicer, server: grpc.aio.Server, guard: Guard, metrics: Metrics) -> None:
@@ -32,8 +32,8 @@ def add_state_service(servicer: StateServicer, server: grpc.aio.Server, guard: G
 class StateServicer(pb_grpc.StateServiceServicer):
     """Implements skillstate.state.v1.StateService over a StateEngine."""
 
-    def __init__(self, engine: StateEngine) -> None:
-        self._engine = engine
+    def __init__(self, engine: StateEngine, guard: Guard, config: EngineConfig) -> None:
+        self._engine, self._guard, self._config = engine, guard, config
 
     async def CreateExecution(self, request: pb.CreateExecutionRequest, context: Any) -> pb.CreateExecutionResponse:
         caller = CALLER.get()
@@ -62,19 +62,15 @@ class StateServicer(pb_grpc.StateServiceServicer):
             request.action_json,
             CALLER.get().skills,
         )
-        return pb.SubmitPatchResponse(
-            revision=result.revision,
-            state_hash=result.state_hash,
-            applied_patch_json=result.applied_patch_json,
-            resolutions=[_resolution(r) for r in result.resolutions],
-            duplicate=result.duplicate,
-        )
+        return messages.submit_response(result)
 
     async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.WatchResponse]:
         async for item in self._engine.watch(request.execution_id, request.from_revision):
             if isinstance(item, WatchSnapshot):
                 snapshot = pb.Snapshot(revision=item.revision, state_json=item.state_json, state_hash=item.state_hash)
                 yield pb.WatchResponse(snapshot=snapshot, compact_revision=item.compact_revision)
+            elif isinstance(item, WatchProgress):
+                yield pb.WatchResponse(progress=pb.Progress(head_revision=item.head_revision))
             else:
                 yield _watch_event(item)
 
@@ -85,7 +81,7 @@ class StateServicer(pb_grpc.StateServiceServicer):
             execution_id, request.from_revision, request.to_revision, request.page_size, after
         )
         return pb.GetHistoryResponse(
-            revisions=[revision_event(r) for r in page.revisions],
+            revisions=[messages.revision_event(r) for r in page.revisions],
             next_page_token=encode_page_token(execution_id, page.revisions[-1].revision) if page.more else "",
             head_revision=page.head_revision,
             compact_revision=page.compact_revision,
@@ -113,14 +109,22 @@ class StateServicer(pb_grpc.StateServiceServicer):
             )
             async with contextlib.aclosing(members) as delivered:  # leaving the group is not left to the GC
                 async for observation, delivery in delivered:
-                    yield pb.StreamObservationsResponse(observation=_observation(observation, delivery))
+                    yield pb.StreamObservationsResponse(observation=messages.observation(observation, delivery))
             return
         stream = self._engine.observations(
             request.execution_id, request.agent_id, list(request.skills), request.after_sequence
         )
         async with contextlib.aclosing(stream) as observations:
             async for observation in observations:
-                yield pb.StreamObservationsResponse(observation=_observation(observation))
+                yield pb.StreamObservationsResponse(observation=messages.observation(observation))
+
+    async def Session(
+        self, requests: AsyncIterator[pb.SessionRequest], context: Any
+    ) -> AsyncIterator[pb.SessionResponse]:
+        first = await anext(aiter(requests), None)
+        session = await Session.open(self._engine, self._guard, self._config, CALLER.get(), context.peer(), first)
+        async for message in session.responses(requests):
+            yield message
 
     async def AckObservations(self, request: pb.AckObservationsRequest, context: Any) -> pb.AckObservationsResponse:
         done = await self._engine.ack_observations(
@@ -129,50 +133,7 @@ class StateServicer(pb_grpc.StateServiceServicer):
         return pb.AckObservationsResponse(acknowledged=done)
 
 
-_POLICY = {policy: pb.MergePolicy.Value(f"MERGE_POLICY_{policy.name}") for policy in MergePolicy}
-
-
-def _resolution(resolution: Resolution) -> pb.Resolution:
-    return pb.Resolution(
-        path=resolution.path,
-        policy=_POLICY[resolution.policy],
-        outcome=pb.ResolutionOutcome.Value(f"RESOLUTION_OUTCOME_{resolution.outcome}"),
-    )
-
-
-def _timestamp(seconds: float) -> Timestamp:
-    stamp = Timestamp()
-    stamp.FromNanoseconds(int(seconds * 1e9))
-    return stamp
-
-
-def revision_event(record: RevisionRecord) -> pb.RevisionEvent:
-    return pb.RevisionEvent(
-        revision=record.revision,
-        agent_id=record.agent_id,
-        base_revision=record.base_revision,
-        applied_patch_json=record.applied_patch_json,
-        action_json=record.action_json,
-        state_hash=record.state_hash,
-        commit_time=_timestamp(record.committed_at),
-        client_patch_id=record.client_patch_id,
-        resolutions=[_resolution(r) for r in decode_resolutions(record.resolutions_json)],
-    )
-
-
 @functools.lru_cache(maxsize=4096)
 def _watch_event(record: RevisionRecord) -> pb.WatchResponse:
     """One message per revision, shared by every watcher that streams it (it is never mutated)."""
-    return pb.WatchResponse(event=revision_event(record))
-
-
-def _observation(record: ObservationRecord, delivery: int = 0) -> pb.Observation:
-    return pb.Observation(
-        sequence=record.sequence,
-        to=record.to,
-        source=record.source,
-        kind=record.kind,
-        payload_json=record.payload_json,
-        publish_time=_timestamp(record.published_at),
-        delivery=delivery,
-    )
+    return pb.WatchResponse(event=messages.revision_event(record))

@@ -79,6 +79,12 @@ async def first(stream: AsyncIterator[Any]) -> Any:
     return None
 
 
+async def open_session(state: StateClient, agent: str) -> None:
+    """A session opened and closed: opening needs the right to read (each submit on it, the right to write)."""
+    async with state.session(EXECUTION, agent_id=agent):
+        pass
+
+
 Call = Callable[[StateClient, SkillRegistryClient, str], Awaitable[Any]]
 """One RPC made as a caller whose agent id is the third argument."""
 
@@ -92,6 +98,7 @@ CALLS: dict[str, Call] = {
     "PublishObservation": lambda s, r, a: s.publish_observation(EXECUTION, "*", {"event": "x"}),
     "StreamObservations": lambda s, r, a: first(s.observations(EXECUTION, a, resume=False)),
     "AckObservations": lambda s, r, a: s.ack_observations(EXECUTION, "no-such-group", [1], agent_id=a),
+    "Session": lambda s, r, a: open_session(s, a),
     "RegisterSkill": lambda s, r, a: r.register_skill(package(f"skill-{a}")),
     "RemoveSkill": lambda s, r, a: r.remove_skill("no-such-skill"),
     "ReportOutcome": lambda s, r, a: r.report_outcome("no-such-hydration", success=True),
@@ -123,6 +130,7 @@ def allowed(identity: str, rpc: str) -> bool:
     needs = {
         "CreateExecution": Right.ADMIN, "Compact": Right.ADMIN, "GetState": Right.READ, "Watch": Right.READ,
         "GetHistory": Right.READ, "StreamObservations": Right.READ, "AckObservations": Right.READ,
+        "Session": Right.READ,
         "SubmitPatch": Right.WRITE,
         "PublishObservation": Right.PUBLISH, "RegisterSkill": Right.REGISTRY, "RemoveSkill": Right.REGISTRY,
         "ReportOutcome": Right.WRITE,
@@ -169,7 +177,7 @@ async def test_access_matrix(secured: RunningServer) -> None:
                 expected = "allowed" if allowed(identity, rpc) else "refused"
                 if outcome != expected:
                     wrong.append(f"{identity} {rpc}: {outcome}, expected {expected}")
-    assert cells == len(RULES) * len(IDENTITIES) == 136
+    assert cells == len(RULES) * len(IDENTITIES) == 144
     assert wrong == []
 
 

@@ -21,7 +21,8 @@ from bench.postgres_schema import new_schema
 
 from .history import History, missing_faults
 from .model import violations
-from .traffic import RunConfig, run
+from .runner import run
+from .traffic import RunConfig
 
 
 def main() -> int:
@@ -65,21 +66,29 @@ async def run_seeds(seeds: range, duration: float, out: Path, database: str | No
               file=sys.stderr, flush=True)  # fmt: skip
         for line in [*missing, *found[:20]]:
             print(f"  {line}", file=sys.stderr)
-    print("| seed | requests | acknowledged writes | revisions | SIGKILL + restart | dropped calls | reconnects "
-          "| streams cut | slow watcher cut | violations |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| seed | " + " | ".join(heading for heading, _ in COLUMNS) + " | violations |")
+    print("|---" * (len(COLUMNS) + 2) + "|")
     for seed, c, n, _ in rows:
-        cuts = f"{c['stream_cut']} | {c['slow_watcher_cut']}"
-        print(f"| {seed} | {c['requests']:,} | {c['acknowledged_writes']:,} | {c['revisions']:,} | {c['sigkill']} "
-              f"| {c['dropped_call']} | {c['reconnect']} | {cuts} | {n} |")  # fmt: skip
+        print(f"| {seed} | " + " | ".join(f"{c[key]:,}" for _, key in COLUMNS) + f" | {n} |")
     return 1 if failed else 0
+
+
+COLUMNS = [
+    ("requests", "requests"), ("acknowledged writes", "acknowledged_writes"), ("through sessions", "session_writes"),
+    ("revisions", "revisions"), ("SIGKILL + restart", "sigkill"), ("dropped calls", "dropped_call"),
+    ("reconnects", "reconnect"), ("streams cut", "stream_cut"), ("slow watcher cut", "slow_watcher_cut"),
+    ("sessions cut", "session_cut"), ("sent again", "resubmitted"), ("duplicates", "duplicates"),
+]  # fmt: skip
+"""The table's columns: heading, and the count (runner.counted) it shows."""
 
 
 def summary(counts: dict[str, int]) -> str:
     return (
-        f"{counts['requests']} requests, {counts['acknowledged_writes']} acknowledged writes, {counts['sigkill']} "
-        f"SIGKILLs, {counts['dropped_call']} dropped calls, {counts['reconnect']} reconnects, "
-        f"{counts['stream_cut'] + counts['slow_watcher_cut']} streams cut"
+        f"{counts['requests']} requests, {counts['acknowledged_writes']} acknowledged writes "
+        f"({counts['session_writes']} through sessions), {counts['sigkill']} SIGKILLs, {counts['dropped_call']} "
+        f"dropped calls, {counts['reconnect']} reconnects, {counts['stream_cut'] + counts['slow_watcher_cut']} "
+        f"streams cut, {counts['session_cut']} sessions cut ({counts['resubmitted']} submits sent again, "
+        f"{counts['duplicates']} answered as duplicates)"
     )
 
 

@@ -47,8 +47,9 @@ class History:
         return cls(_entries(path.read_text().splitlines()))
 
 
-FAULTS = ("sigkill", "dropped call", "reconnect", "stream cut")
-"""The faults a run must have injected while the agents ran, or it proves nothing about them."""
+FAULTS = ("sigkill", "dropped call", "reconnect", "stream cut", "session cut")
+"""The faults a run must have injected while the agents ran, or it proves nothing about them. A session cut
+is a Session stream dropped by its client, or cut by a crash, with submits sent on it unanswered."""
 
 
 def faults_in_traffic(history: History) -> Counter[str]:

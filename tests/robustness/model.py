@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from itertools import zip_longest
 from typing import Any
 
 from .history import OK, REJECTED, History
@@ -49,6 +50,7 @@ def violations(history: History) -> list[str]:
     _conflicts_only_where_the_policy_allows(submits, log, states, found)
     _watches_are_ordered_unique_reliable(history, by_revision, found)
     _observations_are_delivered(history, found)
+    _sessions_answer_in_submission_order(history, found)
     return found
 
 
@@ -318,3 +320,19 @@ def _observations_are_delivered(history: History, found: list[str]) -> None:
             found.append(
                 f"observations to {agent}: {len(missing)} acknowledged ones never arrived, e.g. {min(missing)}"
             )
+
+
+def _sessions_answer_in_submission_order(history: History, found: list[str]) -> None:
+    """Each session stream answers its submits in the order they were sent on it, each once (a stream that
+    ended early answers those sent first); one that the client half-closed and that ended OK answers every
+    one before it ends. What the answers said is held to the submit checks above, as a unary answer is."""
+    for stream in history.of("session"):
+        sent, answered = stream["sent"], stream["answered"]
+        where = f"session {stream['client']} stream {stream['stream']}"
+        due = sent[: len(answered)]
+        if answered != due:
+            at = next(i for i, (got, wanted) in enumerate(zip_longest(answered, due)) if got != wanted)
+            wanted = due[at] if at < len(due) else "none"
+            found.append(f"{where}: answer {at + 1} was to {answered[at]}, where the answer to {wanted} was due")
+        elif stream.get("ended") == "OK" and len(answered) < len(sent):
+            found.append(f"{where}: ended OK after answering {len(answered)} of its {len(sent)} submits")

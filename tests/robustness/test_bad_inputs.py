@@ -185,6 +185,23 @@ SKILL_RPCS = {m.name for m in skills_pb2.DESCRIPTOR.services_by_name["SkillRegis
 STREAMING = {"Watch", "StreamObservations"}
 
 
+async def session_refusal(open_call: Any, messages: list[bytes], metadata: Any) -> grpc.aio.AioRpcError | None:
+    """Send a session's messages and read until the stream fails (its error) or stays open for 2 s (None)."""
+    call = open_call(metadata=metadata)
+    try:
+        for message in messages:
+            await call.write(message)
+        while await asyncio.wait_for(call.read(), 2) is not grpc.aio.EOF:
+            pass
+    except grpc.aio.AioRpcError as e:
+        return e
+    except TimeoutError:
+        return None
+    finally:
+        call.cancel()
+    return None
+
+
 async def call(case: dict[str, Any], world: World) -> grpc.aio.AioRpcError | None:
     service = (
         "skillstate.skills.v1.SkillRegistryService" if case["rpc"] in SKILL_RPCS else "skillstate.state.v1.StateService"
@@ -197,6 +214,10 @@ async def call(case: dict[str, Any], world: World) -> grpc.aio.AioRpcError | Non
     compression = grpc.Compression.Gzip if case.get("gzip") else None
     metadata = world.metadata(case["caller"])
     try:
+        if case["rpc"] == "Session":
+            then = [state_pb2.SessionRequest(**m).SerializeToString() for m in case.get("then", ())]
+            then += [bytes.fromhex(m) for m in case.get("then_hex", ())]
+            return await session_refusal(world.channel.stream_stream(method), [payload, *then], metadata)
         if case["rpc"] in STREAMING:
             stream = world.channel.unary_stream(method)(payload, metadata=metadata, compression=compression)
             await asyncio.wait_for(stream.read(), 2)

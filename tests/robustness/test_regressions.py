@@ -21,7 +21,9 @@ from skillstate.clients import (
     NotFoundError,
     ResourceExhaustedError,
     SkillRegistryClient,
+    SkillstateError,
     StateClient,
+    UnavailableError,
     ValidationError,
     read_package_dir,
 )
@@ -361,6 +363,40 @@ async def test_019_a_stale_patch_whose_merge_walks_back_past_several_snapshots_f
             assert state[field] == (len(backs) if field == "count" else _lww_winner(backs))
         finally:
             await engine.close()
+
+
+async def test_020_a_session_that_ends_does_not_call_its_committed_submits_refused(
+    client: StateClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session receives revisions it does not read. The revision its first submit commits overflows the
+    SDK's buffer (made one revision deep here, as 10,000 unread revisions would be), which ends the session
+    before that submit's result arrives. The SDK raised the session's error, ResourceExhaustedError, for every
+    unanswered submit, committed or not: a caller that believed the status retried under a new idempotency
+    key and applied the patch twice. (The server ending the stream RESOURCE_EXHAUSTED because its revisions
+    fell behind did the same.) The answer due is an unknown outcome, as for a dropped call: UNAVAILABLE,
+    naming the key to submit again under; a submit not yet sent is refused with the session's error."""
+    from skillstate.clients import _session
+
+    from .traffic import DEFINITE
+
+    monkeypatch.setattr(_session, "BUFFERED", 1)
+    schema = {"properties": {"n": {"type": "integer", "x-merge": "counter"}}}
+    await client.create_execution("x", schema=schema, initial_state={"n": 0})
+    await client.submit_patch("x", {"n": 1}, agent_id="a", base_revision=0)  # revision 1 fills the buffer
+    async with client.session("x", agent_id="a", from_revision=0) as session:
+        outcomes = await asyncio.gather(
+            *(session.submit({"n": 1 + i}, base_revision=1, client_patch_id=f"k{i}") for i in range(1, 11)),
+            return_exceptions=True,
+        )
+    committed = {revision.client_patch_id async for revision in client.history("x")}
+    failed = {f"k{i}": o for i, o in enumerate(outcomes, start=1) if isinstance(o, SkillstateError)}
+    assert failed, "every submit was answered: the session did not end as this test needs"
+    refused = {key for key, error in failed.items() if error.status in DEFINITE}
+    assert not refused & committed, f"committed, though answered refused: {sorted(refused & committed)}"
+    unknown = {key: error for key, error in failed.items() if isinstance(error, UnavailableError)}
+    assert unknown, "no submit was sent and left unanswered: the session did not end as this test needs"
+    assert all(error.metadata == {"client_patch_id": key} for key, error in unknown.items())
+    assert set(failed) - set(unknown) <= refused  # the rest were never sent: refused, truly
 
 
 def _lww_winner(backs: list[int]) -> str:

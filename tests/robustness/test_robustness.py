@@ -19,13 +19,16 @@ from ..postgres import postgres_schema, postgres_url  # noqa: F401 - fixtures
 from . import model
 from .history import FAULTS, OK, RACING, REJECTED, UNKNOWN, History, missing_faults, same_agent_races
 from .model import NEVER_CONFLICT, merge_patch, violations
-from .traffic import RunConfig, run
+from .runner import run
+from .traffic import SESSION_OBSERVER, RunConfig
 
 SEEDS = (0, 1)
 DURATION = 6.0
 ENOUGH_WRITES = 300
 """A run that acknowledged fewer writes checked too little to count (a floor on coverage, far below what
 a run does on an idle machine: throughput is bench/'s business, not a test's)."""
+ENOUGH_SESSION_WRITES = 60
+"""The same floor for the writes acknowledged through sessions."""
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +46,8 @@ def test_seeded_runs_with_faults_break_no_guarantee(runs: list[tuple[History, di
         assert missing_faults(history) == []
         assert counts["acknowledged_writes"] > ENOUGH_WRITES
         assert all(counts[f"raced_{policy}"] for policy in RACING), "a run without same-agent races checked none"
+        assert counts["session_writes"] > ENOUGH_SESSION_WRITES
+        assert counts["resubmitted"], "no submit was sent again after its stream was dropped"
 
 
 def test_same_agent_races_are_counted_only_where_an_agents_patches_raced(
@@ -70,6 +75,8 @@ def test_a_seeded_run_on_three_replicas_breaks_no_guarantee(postgres_url: str, t
     assert missing_faults(history) == []
     assert counts["acknowledged_writes"] > ENOUGH_WRITES / 2
     assert all(counts[f"raced_{policy}"] for policy in RACING), "a run without same-agent races checked none"
+    assert counts["session_writes"] > ENOUGH_SESSION_WRITES / 2
+    assert counts["resubmitted"], "no submit was sent again after its stream was dropped"
 
 
 @pytest.mark.timeout(120)
@@ -78,6 +85,7 @@ def test_a_run_without_faults_in_its_traffic_fails_the_fault_guards(tmp_path: Pa
     history, counts = asyncio.run(run(RunConfig(3, 2.0, faults=False), tmp_path))
     assert missing_faults(history) == [f"no {what} during the traffic" for what in FAULTS]
     assert counts["sigkill"] == counts["dropped_call"] == counts["reconnect"] == counts["stream_cut"] == 0
+    assert counts["session_cut"] == counts["resubmitted"] == 0
     (traffic,) = history.of("traffic")
     after = [f["what"] for f in history.of("fault") if f["at"] > traffic["end"]]
     assert "sigkill" in after and "stream cut" in after
@@ -350,6 +358,55 @@ def lose_an_observation(h: History) -> None:
     received.remove(next(item for item in received if item[1] in acknowledged_ids))
 
 
+def through_sessions(h: History, via: str | None = None) -> list[dict[str, Any]]:
+    """The submits sent through sessions (`via` one kind: "session", the SDK; "raw session", the raw stub)."""
+    return [s for s in h.of("submit") if s.get("via") is not None and via in (None, s["via"])]
+
+
+def swap_two_answers(h: History) -> None:
+    answered = next(s for s in h.of("session") if len(s["answered"]) >= 2)["answered"]
+    answered[0], answered[1] = answered[1], answered[0]
+
+
+def answer_a_submit_twice(h: History) -> None:
+    answered = next(s for s in h.of("session") if s["answered"])["answered"]
+    answered.insert(1, answered[0])
+
+
+def end_a_session_with_submits_unanswered(h: History) -> None:
+    next(s for s in h.of("session") if s.get("ended") == "OK" and s["answered"])["answered"].pop()
+
+
+def apply_a_resubmission_twice(h: History) -> None:
+    """A raw session's submit, sent again after a drop (if one was that committed a `set` element: a second
+    commit of it breaks nothing else), committed again."""
+    logged = {r["client_patch_id"] for r in log_of(h)}
+    candidates = [s for s in through_sessions(h, "raw session") if s["id"] in logged and s["policy"] == "set"]
+    request = max(candidates, key=lambda s: s["sends"])
+    commit_one_more(h, request["id"], request["agent"], request["base"], {})
+
+
+def commit_a_refused_session_submit(h: History) -> None:
+    next(s for s in through_sessions(h) if s["outcome"] == OK).update(outcome=REJECTED, status="INVALID_ARGUMENT")
+
+
+def answer_a_duplicate_with_another_hash(h: History) -> None:
+    """The answer to a submit sent again after a drop (one answered as a duplicate, if any was) carries
+    another hash than the revision it committed the first time."""
+    request = max((s for s in through_sessions(h) if s["outcome"] == OK), key=lambda s: s.get("duplicate", False))
+    request["hash"] = "0" * 64
+
+
+def skip_a_revision_over_a_session(h: History) -> None:
+    del next(w for w in h.of("watch") if w["client"] == SESSION_OBSERVER)["events"][7]
+
+
+def lose_an_observation_over_a_session(h: History) -> None:
+    acknowledged_ids = {p["id"] for p in h.of("publish") if p["outcome"] == OK}
+    received = next(s for s in h.of("stream") if s["client"] == SESSION_OBSERVER)["received"]
+    received.remove(next(item for item in received if item[1] in acknowledged_ids))
+
+
 @dataclass(frozen=True)
 class Planted:
     plant: Callable[[History], None]
@@ -435,6 +492,28 @@ PLANTED: dict[str, Planted] = {
         deliver_an_observation_addressed_elsewhere, r"observations to \S+: sequence \d+ is not one published to it"
     ),
     "observations: lost": Planted(lose_an_observation, r"observations to \S+: 1 acknowledged ones never arrived"),
+    "observations: lost over a session": Planted(
+        lose_an_observation_over_a_session, r"observations to obs-session: 1 acknowledged ones never arrived"
+    ),
+    "watch: a gap over a session": Planted(
+        skip_a_revision_over_a_session, r"watch obs-session: revision \d+ where \d+ was due"
+    ),
+    "session: answers swapped": Planted(
+        swap_two_answers, r"session \S+ stream \d+: answer 1 was to \S+, where the answer to \S+ was due"
+    ),
+    "session: an answer repeated": Planted(
+        answer_a_submit_twice, r"session \S+ stream \d+: answer 2 was to \S+, where the answer to \S+ was due"
+    ),
+    "session: ended unanswered": Planted(
+        end_a_session_with_submits_unanswered, r"session \S+ stream \d+: ended OK after answering \d+ of its \d+"
+    ),
+    "session: a resubmission applied twice": Planted(apply_a_resubmission_twice, r"request \S+ committed 2 revisions"),
+    "session: a refused submit committed": Planted(
+        commit_a_refused_session_submit, r"revision \d+ applies \S+, which was refused INVALID_ARGUMENT"
+    ),
+    "session: a duplicate with another hash": Planted(
+        answer_a_duplicate_with_another_hash, r"lost write: revision \d+ was acknowledged to \S+ with hash 000000000000"
+    ),
 }
 
 

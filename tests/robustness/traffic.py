@@ -1,7 +1,8 @@
 """A seeded robustness run: a real server process, agents writing under every merge policy (now and then
 with several patches of one agent in flight at once on one base, racing each other), readers, watchers
 (one of them slow), observation streams and a publisher, while faults are injected: SIGKILL and restart
-of the server, calls dropped mid-flight, clients reconnecting. Everything is recorded in a History.
+of the server, calls dropped mid-flight, clients reconnecting. Everything is recorded in a History. The
+session traffic (tests/robustness/sessions.py) builds on the Run here; tests/robustness/runner.py runs both.
 
 The fault schedule and every agent's choices come from the seed; what the server answers depends on timing,
 which is the point: the checks hold for every interleaving.
@@ -10,7 +11,6 @@ which is the point: the checks hold for every interleaving.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import random
 import re
@@ -26,7 +26,7 @@ import grpc
 
 from skillstate.clients import PatchResult, SkillstateError, StateClient
 
-from .history import FAULTS, OK, RACING, REJECTED, UNKNOWN, History, faults_in_traffic, same_agent_races
+from .history import OK, RACING, REJECTED, UNKNOWN, History
 
 EXECUTION = "robust"
 SCHEMA = {
@@ -51,6 +51,9 @@ DEFINITE = {
 }  # fmt: skip
 """Statuses after which the request certainly changed nothing; any other failure leaves it unknown."""
 STREAM_SUBSCRIBERS = ("obs-a", "obs-b")
+SESSION_OBSERVER = "obs-session"
+"""The agent whose observations, with the execution's revisions, one session receives (sessions.py)."""
+SUBSCRIBERS = (*STREAM_SUBSCRIBERS, SESSION_OBSERVER)
 QUEUE = 64
 """The server's per-stream queue: small, so that the slow watcher falls behind and is cut again and again."""
 SMALL_WINDOW = [("grpc.http2.lookahead_bytes", 65536), ("grpc.http2.bdp_probe", 0)]
@@ -62,6 +65,8 @@ class RunConfig:
     seed: int
     duration: float = 10.0
     agents: int = 6
+    session_agents: int = 2
+    """Agents submitting through sessions besides the unary ones: alternately through the SDK and a raw stub."""
     faults: bool = True
     """SIGKILLs, dropped calls and reconnects during the traffic; without them the run still ends with a
     kill (whatever was acknowledged must survive it), which is not a fault of the traffic."""
@@ -299,7 +304,10 @@ class Run:
             await asyncio.sleep(0.05)  # the server is down: try again shortly
 
     def caught_up(self, kind: str, name: str) -> bool:
-        """Whether a stream has everything it is due (known once the run has been read back)."""
+        """Whether a stream has everything it is due (known once the run has been read back); a session's
+        observer has both its revisions and its observations."""
+        if kind == "session":
+            return self.caught_up("watch", name) and self.caught_up("stream", name)
         if kind == "watch":
             seen, target = self.watched[name], self.final_revision
         else:
@@ -312,7 +320,7 @@ class Run:
             for serial in range(1, 1_000_000):
                 if self.stopping.is_set():
                     return
-                to = rng.choice([*STREAM_SUBSCRIBERS, "*", "nobody"])
+                to = rng.choice([*SUBSCRIBERS, "*", "nobody"])
                 payload = {"id": f"p{serial}", "at": serial}
                 publish = partial(client.publish_observation, EXECUTION, to, payload)
                 entry, sequence = await self.timed("publish", publish, id=payload["id"], to=to)
@@ -338,79 +346,3 @@ class Run:
         await asyncio.sleep(down_for)
         await server.start()
         self.history.add("fault", what="restart", replica=replica, at=self.history.now())
-
-
-async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]]:
-    """One seeded run against a fresh database in workdir; the History ends with what was read back."""
-    if config.replicas > 1 and config.database is None:
-        raise ValueError("replicas share a PostgreSQL database: give RunConfig.database")
-    servers = [ServerProcess(config.database or workdir / f"robust-{config.seed}.db") for _ in range(config.replicas)]
-    for server in servers:
-        await server.start()
-    this = Run(config, servers)
-    streams: dict[tuple[str, str], asyncio.Task[None]] = {}
-    workers: list[asyncio.Task[None]] = []
-    try:
-        async with this.client() as client:
-            created = await client.create_execution(EXECUTION, schema=SCHEMA, initial_state=INITIAL)
-        this.history.add("created", initial=INITIAL, hash=created.state_hash, seed=config.seed)
-        for i in range(3):
-            streams["watch", f"watch-{i}"] = asyncio.create_task(this.watcher(f"watch-{i}", slow=i == 2))
-        for name in STREAM_SUBSCRIBERS:
-            streams["stream", name] = asyncio.create_task(this.subscriber(name))
-        await asyncio.sleep(0.2)  # streams are open before the first write
-        traffic = this.history.add("traffic", start=this.history.now())
-        workers = [asyncio.create_task(this.agent(n)) for n in range(config.agents)]
-        workers.append(asyncio.create_task(this.publisher()))
-        if config.faults:
-            workers.append(asyncio.create_task(this.inject_faults()))
-        await asyncio.sleep(config.duration)
-        this.stopping.set()
-        traffic["end"] = this.history.now()
-        await asyncio.wait_for(asyncio.gather(*workers), 60)
-        await this.crash_and_restart(0, 0.1)  # whatever was acknowledged must survive one more crash
-        await read_back(this)
-        for _ in range(1200):  # every stream catches up, or the check reports how far it got
-            pending = [task for key, task in streams.items() if not task.done() and not this.caught_up(*key)]
-            if not pending:
-                break
-            await asyncio.sleep(0.1)
-        for task in streams.values():
-            if not task.done():
-                task.cancel()
-        await asyncio.gather(*streams.values(), return_exceptions=True)
-    finally:
-        for task in [*workers, *streams.values()]:
-            task.cancel()
-        for server in servers:
-            with contextlib.suppress(Exception):
-                await server.stop()
-    faults = faults_in_traffic(this.history)
-    counts = {what.replace(" ", "_"): faults[what] for what in (*FAULTS, "slow watcher cut")}
-    counts.update(
-        requests=sum(1 for e in this.history.entries if e["kind"] in ("submit", "read", "publish")),
-        acknowledged_writes=sum(1 for e in this.history.of("submit") if e["outcome"] == OK),
-        revisions=this.final_revision or 0,
-    )
-    counts.update({f"raced_{policy}": n for policy, n in same_agent_races(this.history).items()})
-    return this.history, counts
-
-
-async def read_back(this: Run) -> None:
-    """The log and the state as the server holds them now, and where each stream should end."""
-    async with this.client() as client:
-        log = [
-            {
-                "revision": e.revision, "agent_id": e.agent_id, "base_revision": e.base_revision,
-                "applied_patch": e.applied_patch, "state_hash": e.state_hash, "client_patch_id": e.client_patch_id,
-            }
-            async for e in client.history(EXECUTION)
-        ]  # fmt: skip
-        final = await client.get_state(EXECUTION)
-    this.history.add("final_log", revisions=log)
-    this.history.add("final_state", revision=final.revision, state=final.state, hash=final.state_hash)
-    acked = [p for p in this.history.of("publish") if p["outcome"] == OK]
-    this.final_sequences = {
-        name: max((p["sequence"] for p in acked if p["to"] in (name, "*")), default=0) for name in STREAM_SUBSCRIBERS
-    }
-    this.final_revision = final.revision

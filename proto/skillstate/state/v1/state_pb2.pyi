@@ -1,6 +1,7 @@
 import datetime
 
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.rpc import status_pb2 as _status_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -163,14 +164,16 @@ class WatchRequest(_message.Message):
     def __init__(self, execution_id: _Optional[str] = ..., from_revision: _Optional[int] = ...) -> None: ...
 
 class WatchResponse(_message.Message):
-    __slots__ = ("event", "snapshot", "compact_revision")
+    __slots__ = ("event", "snapshot", "progress", "compact_revision")
     EVENT_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
     COMPACT_REVISION_FIELD_NUMBER: _ClassVar[int]
     event: RevisionEvent
     snapshot: Snapshot
+    progress: Progress
     compact_revision: int
-    def __init__(self, event: _Optional[_Union[RevisionEvent, _Mapping]] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., compact_revision: _Optional[int] = ...) -> None: ...
+    def __init__(self, event: _Optional[_Union[RevisionEvent, _Mapping]] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., compact_revision: _Optional[int] = ...) -> None: ...
 
 class GetHistoryRequest(_message.Message):
     __slots__ = ("execution_id", "from_revision", "to_revision", "page_size", "page_token")
@@ -293,3 +296,79 @@ class CompactResponse(_message.Message):
     COMPACT_REVISION_FIELD_NUMBER: _ClassVar[int]
     compact_revision: int
     def __init__(self, compact_revision: _Optional[int] = ...) -> None: ...
+
+class Progress(_message.Message):
+    __slots__ = ("head_revision",)
+    HEAD_REVISION_FIELD_NUMBER: _ClassVar[int]
+    head_revision: int
+    def __init__(self, head_revision: _Optional[int] = ...) -> None: ...
+
+class SessionRequest(_message.Message):
+    __slots__ = ("open", "submit", "ack")
+    OPEN_FIELD_NUMBER: _ClassVar[int]
+    SUBMIT_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    open: SessionOpen
+    submit: SessionSubmit
+    ack: SessionAck
+    def __init__(self, open: _Optional[_Union[SessionOpen, _Mapping]] = ..., submit: _Optional[_Union[SessionSubmit, _Mapping]] = ..., ack: _Optional[_Union[SessionAck, _Mapping]] = ...) -> None: ...
+
+class SessionOpen(_message.Message):
+    __slots__ = ("execution_id", "agent_id", "skills", "after_sequence", "group", "ack_deadline_ms", "max_unacked", "from_revision")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SKILLS_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    ACK_DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_UNACKED_FIELD_NUMBER: _ClassVar[int]
+    FROM_REVISION_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    agent_id: str
+    skills: _containers.RepeatedScalarFieldContainer[str]
+    after_sequence: int
+    group: str
+    ack_deadline_ms: int
+    max_unacked: int
+    from_revision: int
+    def __init__(self, execution_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., skills: _Optional[_Iterable[str]] = ..., after_sequence: _Optional[int] = ..., group: _Optional[str] = ..., ack_deadline_ms: _Optional[int] = ..., max_unacked: _Optional[int] = ..., from_revision: _Optional[int] = ...) -> None: ...
+
+class SessionSubmit(_message.Message):
+    __slots__ = ("sequence", "patch")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    PATCH_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    patch: SubmitPatchRequest
+    def __init__(self, sequence: _Optional[int] = ..., patch: _Optional[_Union[SubmitPatchRequest, _Mapping]] = ...) -> None: ...
+
+class SessionAck(_message.Message):
+    __slots__ = ("sequences", "requeue")
+    SEQUENCES_FIELD_NUMBER: _ClassVar[int]
+    REQUEUE_FIELD_NUMBER: _ClassVar[int]
+    sequences: _containers.RepeatedScalarFieldContainer[int]
+    requeue: bool
+    def __init__(self, sequences: _Optional[_Iterable[int]] = ..., requeue: _Optional[bool] = ...) -> None: ...
+
+class SessionResponse(_message.Message):
+    __slots__ = ("result", "observation", "revision", "progress", "snapshot")
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATION_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    result: SessionResult
+    observation: Observation
+    revision: RevisionEvent
+    progress: Progress
+    snapshot: Snapshot
+    def __init__(self, result: _Optional[_Union[SessionResult, _Mapping]] = ..., observation: _Optional[_Union[Observation, _Mapping]] = ..., revision: _Optional[_Union[RevisionEvent, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., snapshot: _Optional[_Union[Snapshot, _Mapping]] = ...) -> None: ...
+
+class SessionResult(_message.Message):
+    __slots__ = ("sequence", "response", "error")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    response: SubmitPatchResponse
+    error: _status_pb2.Status
+    def __init__(self, sequence: _Optional[int] = ..., response: _Optional[_Union[SubmitPatchResponse, _Mapping]] = ..., error: _Optional[_Union[_status_pb2.Status, _Mapping]] = ...) -> None: ...

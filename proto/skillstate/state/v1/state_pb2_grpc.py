@@ -81,6 +81,11 @@ class StateServiceStub:
                 request_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.CompactRequest.SerializeToString,
                 response_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.CompactResponse.FromString,
                 _registered_method=True)
+        self.Session = channel.stream_stream(
+                '/skillstate.state.v1.StateService/Session',
+                request_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.SessionRequest.SerializeToString,
+                response_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.SessionResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -156,6 +161,16 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Session(self, request_iterator, context):
+        """Session is one agent's long-lived stream: it submits patches, pipelined, and receives their results in
+        submission order, its observations (as StreamObservations would stream them, consumer groups included)
+        and, if asked, the execution's revisions (as Watch would). The first message opens the session; a
+        refused submit is answered with its error and the stream goes on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -203,6 +218,11 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.Compact,
                     request_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.CompactRequest.FromString,
                     response_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.CompactResponse.SerializeToString,
+            ),
+            'Session': grpc.stream_stream_rpc_method_handler(
+                    servicer.Session,
+                    request_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.SessionRequest.FromString,
+                    response_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.SessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -450,6 +470,33 @@ class StateService:
             '/skillstate.state.v1.StateService/Compact',
             skillstate_dot_state_dot_v1_dot_state__pb2.CompactRequest.SerializeToString,
             skillstate_dot_state_dot_v1_dot_state__pb2.CompactResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Session(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/skillstate.state.v1.StateService/Session',
+            skillstate_dot_state_dot_v1_dot_state__pb2.SessionRequest.SerializeToString,
+            skillstate_dot_state_dot_v1_dot_state__pb2.SessionResponse.FromString,
             options,
             channel_credentials,
             insecure,

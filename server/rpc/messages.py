@@ -1,0 +1,72 @@
+"""The engine's values as wire messages, shared by the RPCs that send them."""
+
+from __future__ import annotations
+
+import functools
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from skillstate.state.v1 import state_pb2 as pb
+
+from ..engine.merge import Resolution, decode_resolutions
+from ..engine.policy import MergePolicy
+from ..engine.results import SubmitResult, WatchSnapshot
+from ..storage.records import ObservationRecord, RevisionRecord
+
+_POLICY = {policy: pb.MergePolicy.Value(f"MERGE_POLICY_{policy.name}") for policy in MergePolicy}
+
+
+def resolution(resolved: Resolution) -> pb.Resolution:
+    return pb.Resolution(
+        path=resolved.path,
+        policy=_POLICY[resolved.policy],
+        outcome=pb.ResolutionOutcome.Value(f"RESOLUTION_OUTCOME_{resolved.outcome}"),
+    )
+
+
+def submit_response(result: SubmitResult) -> pb.SubmitPatchResponse:
+    return pb.SubmitPatchResponse(
+        revision=result.revision,
+        state_hash=result.state_hash,
+        applied_patch_json=result.applied_patch_json,
+        resolutions=[resolution(r) for r in result.resolutions],
+        duplicate=result.duplicate,
+    )
+
+
+def _timestamp(seconds: float) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromNanoseconds(int(seconds * 1e9))
+    return stamp
+
+
+@functools.lru_cache(maxsize=4096)
+def revision_event(record: RevisionRecord) -> pb.RevisionEvent:
+    """One message per revision, shared by every stream that sends it: callers never mutate it."""
+    return pb.RevisionEvent(
+        revision=record.revision,
+        agent_id=record.agent_id,
+        base_revision=record.base_revision,
+        applied_patch_json=record.applied_patch_json,
+        action_json=record.action_json,
+        state_hash=record.state_hash,
+        commit_time=_timestamp(record.committed_at),
+        client_patch_id=record.client_patch_id,
+        resolutions=[resolution(r) for r in decode_resolutions(record.resolutions_json)],
+    )
+
+
+def snapshot(item: WatchSnapshot) -> pb.Snapshot:
+    return pb.Snapshot(revision=item.revision, state_json=item.state_json, state_hash=item.state_hash)
+
+
+def observation(record: ObservationRecord, delivery: int = 0) -> pb.Observation:
+    return pb.Observation(
+        sequence=record.sequence,
+        to=record.to,
+        source=record.source,
+        kind=record.kind,
+        payload_json=record.payload_json,
+        publish_time=_timestamp(record.published_at),
+        delivery=delivery,
+    )

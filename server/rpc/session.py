@@ -1,0 +1,302 @@
+"""One agent's Session stream: its submits pipelined and answered in order, its observations (and, if asked,
+the execution's revisions) on the same stream.
+
+Tasks feed one outbox that the stream drains: the reader (requests: each submit starts a task at once, up
+to `max_stream_in_flight` unanswered; acks apply), the submits (whose results are queued in submission
+order, each once its revision is durable, exactly as SubmitPatch answers), the observation pump and the
+revision pump. Every
+message queued counts against a bound released when it is sent, so a client that stops reading stops the
+server reading its submits, and HTTP/2 flow control holds the client back. Only the stream's end (the
+client's half-close after its last answer, a protocol error, a failed pump) ends the session; a refused
+submit is one result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from google.rpc import code_pb2, status_pb2
+
+from skillstate.state.v1 import state_pb2 as pb
+
+from ..auth.guard import Guard, Identity
+from ..engine.config import EngineConfig
+from ..engine.observations import GroupOptions
+from ..engine.patches import Committing
+from ..engine.requests import check_label
+from ..engine.results import SubmitResult, WatchSnapshot
+from ..engine.state_engine import StateEngine
+from ..errors import InvalidArgumentError, StateError, StorageError
+from ..storage.records import RevisionRecord
+from . import messages
+from .handlers import Undecodable
+from .status_details import error_status
+
+log = logging.getLogger(__name__)
+
+STREAMED_AHEAD = 256
+"""Observations and revisions a session queues for its client before it waits for the client to read."""
+
+_END = object()
+"""Queued after the last result of a stream the client half-closed: the session ends there."""
+
+_INTERNAL = status_pb2.Status(code=code_pb2.INTERNAL, message="internal error in Session (logged by the server)")
+
+Queued = tuple[Any, asyncio.Semaphore | None]
+"""A message for the client with the bound its sending frees; or an exception to end with, or _END."""
+
+
+class Session:
+    """The server's side of one Session stream, opened by a checked SessionOpen."""
+
+    def __init__(
+        self,
+        engine: StateEngine,
+        guard: Guard,
+        config: EngineConfig,
+        identity: Identity,
+        peer: str,
+        opening: pb.SessionOpen,
+    ) -> None:
+        self._engine, self._guard, self._config = engine, guard, config
+        self._identity, self._peer = identity, peer
+        self._opening = opening
+        self._execution_id, self._agent_id = opening.execution_id, opening.agent_id
+        self._outbox: asyncio.Queue[Queued] = asyncio.Queue()
+        self._in_flight = asyncio.Semaphore(config.max_stream_in_flight)
+        self._streamed = asyncio.Semaphore(STREAMED_AHEAD)
+        self._unanswered: collections.deque[_Answer] = collections.deque()
+        """Submits in the order they came, until their results are queued for the client."""
+        self._read_all = False
+        self._last_sequence: int | None = None
+        self._sent_at = 0.0
+
+    @classmethod
+    async def open(
+        cls, engine: StateEngine, guard: Guard, config: EngineConfig, identity: Identity, peer: str, first: Any
+    ) -> Session:
+        """Check the first message: a SessionOpen naming an existing execution, an agent the credential may
+        be, and skills it runs. Raises the error that ends the stream otherwise."""
+        if isinstance(first, Undecodable):
+            raise first.error()
+        kind = first.WhichOneof("kind") if first is not None else None
+        if kind != "open":
+            raise InvalidArgumentError(f"open: the first message of a session must be open, got {kind or 'nothing'}")
+        opening = first.open
+        guard.authorize("StreamObservations", opening, identity)
+        check_label(opening.agent_id, "open.agent_id", config.limits)
+        if opening.HasField("from_revision") and opening.from_revision < 0:
+            raise InvalidArgumentError(f"open.from_revision: must be >= 0, got {opening.from_revision}")
+        await engine.head_revision(opening.execution_id)  # NOT_FOUND before anything starts
+        return cls(engine, guard, config, identity, peer, opening)
+
+    async def responses(self, requests: AsyncIterator[Any]) -> AsyncIterator[pb.SessionResponse]:
+        """The stream's messages: a progress first (the session is open), then results, observations and
+        revisions as they come, and a progress after `progress_interval` seconds of silence."""
+        loop = asyncio.get_running_loop()
+        self._sent_at = loop.time()
+        tasks = [
+            asyncio.create_task(self._read(requests)),
+            asyncio.create_task(self._observe()),
+            asyncio.create_task(self._keep_alive()),
+        ]
+        if self._opening.HasField("from_revision"):
+            tasks.append(asyncio.create_task(self._watch()))
+        for task in tasks:
+            task.add_done_callback(self._failed)
+        try:
+            yield await self._progress()
+            self._sent_at = loop.time()
+            while True:
+                message, bound = await self._outbox.get()
+                if message is _END:
+                    return
+                if isinstance(message, BaseException):
+                    raise message
+                yield message
+                self._sent_at = loop.time()
+                if bound is not None:
+                    bound.release()
+        finally:
+            for task in tasks:
+                task.remove_done_callback(self._failed)
+                task.cancel()
+            self._cancel_unanswered()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _failed(self, task: asyncio.Task[None]) -> None:
+        """A task that ends with an error ends the session with it."""
+        if not task.cancelled() and task.exception() is not None:
+            self._outbox.put_nowait((task.exception(), None))
+
+    async def _read(self, requests: AsyncIterator[Any]) -> None:
+        async for request in requests:
+            if isinstance(request, Undecodable):
+                raise request.error()
+            kind = request.WhichOneof("kind")
+            if kind == "submit":
+                await self._in_flight.acquire()  # while every slot is taken, the stream is not read
+                self._start(request.submit)
+            elif kind == "ack":
+                await self._engine.ack_observations(
+                    self._execution_id,
+                    self._opening.group,
+                    self._agent_id,
+                    list(request.ack.sequences),
+                    request.ack.requeue,
+                )
+            elif kind == "open":
+                raise InvalidArgumentError("open: this session is already open (send open once, first)")
+            else:
+                raise InvalidArgumentError("kind: a SessionRequest sets one of open, submit or ack")
+        self._read_all = True  # the client is done writing: answer what it sent, then end
+        self._flush()
+
+    def _start(self, submit: pb.SessionSubmit) -> None:
+        """Run the submit, or answer it with the status it is refused with. While a seat is free (no call of
+        any identity waits for one), a submit that needs no wait is merged on the spot and answered once
+        its commit is durable, without a task of its own; else it takes its seat in a task, as a unary
+        SubmitPatch does."""
+        sequence, patch = submit.sequence, submit.patch
+        answer = _Answer(sequence)
+        self._unanswered.append(answer)
+        try:
+            if self._last_sequence is not None and sequence <= self._last_sequence:
+                raise InvalidArgumentError(
+                    f"submit.sequence: {sequence} is not greater than the previous submit's {self._last_sequence}"
+                )
+            self._last_sequence = sequence
+            for field, value in (("execution_id", self._execution_id), ("agent_id", self._agent_id)):
+                given = getattr(patch, field)
+                if given and given != value:
+                    raise InvalidArgumentError(f"submit.patch.{field}: {given!r} is not the session's {value!r}")
+                setattr(patch, field, value)
+            self._guard.authorize("SubmitPatch", patch, self._identity)
+            committing = self._submit_now(patch) if self._guard.seat_free() else None
+        except StateError as refused:
+            answer.result = pb.SessionResult(sequence=sequence, error=error_status(refused))
+            self._flush()
+            return
+        if committing is None:
+            answer.task = asyncio.ensure_future(self._submit(answer, patch))
+        else:
+            committing.durable.add_done_callback(functools.partial(self._durable, answer, committing.result))
+
+    def _submit_now(self, patch: pb.SubmitPatchRequest) -> Committing | None:
+        return self._engine.submit_patch_now(
+            patch.execution_id,
+            patch.agent_id,
+            patch.base_revision,
+            patch.patch_json,
+            patch.client_patch_id,
+            patch.action_json,
+            self._identity.skills,
+        )
+
+    def _durable(self, answer: _Answer, result: SubmitResult, durable: asyncio.Future[None]) -> None:
+        error = StorageError("the commit was cancelled") if durable.cancelled() else durable.exception()
+        if error is None:
+            answer.result = pb.SessionResult(sequence=answer.sequence, response=messages.submit_response(result))
+        elif isinstance(error, StateError):
+            answer.result = pb.SessionResult(sequence=answer.sequence, error=error_status(error))
+        else:
+            log.error("a session's commit failed", exc_info=error)
+            answer.result = pb.SessionResult(sequence=answer.sequence, error=_INTERNAL)
+        self._flush()
+
+    async def _submit(self, answer: _Answer, patch: pb.SubmitPatchRequest) -> None:
+        try:
+            async with self._guard.admitted(self._identity, self._peer):
+                result = await self._engine.submit_patch(
+                    patch.execution_id,
+                    patch.agent_id,
+                    patch.base_revision,
+                    patch.patch_json,
+                    patch.client_patch_id,
+                    patch.action_json,
+                    self._identity.skills,
+                )
+            answer.result = pb.SessionResult(sequence=answer.sequence, response=messages.submit_response(result))
+        except StateError as refused:
+            answer.result = pb.SessionResult(sequence=answer.sequence, error=error_status(refused))
+        except Exception:
+            log.exception("a session's submit failed")
+            internal = status_pb2.Status(
+                code=code_pb2.INTERNAL, message="internal error in Session (logged by the server)"
+            )
+            answer.result = pb.SessionResult(sequence=answer.sequence, error=internal)
+        self._flush()
+
+    def _flush(self) -> None:
+        """Queue the results that are next in submission order; after the last, the end."""
+        unanswered = self._unanswered
+        while unanswered and unanswered[0].result is not None:
+            self._outbox.put_nowait((pb.SessionResponse(result=unanswered.popleft().result), self._in_flight))
+        if self._read_all and not unanswered:
+            self._outbox.put_nowait((_END, None))
+
+    async def _observe(self) -> None:
+        opening, engine = self._opening, self._engine
+        skills = list(opening.skills)
+        if opening.group:
+            options = GroupOptions(opening.group, opening.ack_deadline_ms, opening.max_unacked)
+            stream: Any = engine.group_observations(
+                self._execution_id, self._agent_id, skills, opening.after_sequence, options
+            )
+        else:
+            stream = engine.observations(self._execution_id, self._agent_id, skills, opening.after_sequence)
+        async with contextlib.aclosing(stream) as observations:  # leaving a group is not left to the GC
+            async for item in observations:
+                record, delivery = item if opening.group else (item, 0)
+                await self._queue(pb.SessionResponse(observation=messages.observation(record, delivery)))
+
+    async def _watch(self) -> None:
+        async with contextlib.aclosing(self._engine.watch(self._execution_id, self._opening.from_revision)) as items:
+            async for item in items:
+                if isinstance(item, RevisionRecord):
+                    await self._queue(pb.SessionResponse(revision=messages.revision_event(item)))
+                elif isinstance(item, WatchSnapshot):
+                    await self._queue(pb.SessionResponse(snapshot=messages.snapshot(item)))
+                # anything else is Watch's own progress: the session sends its own
+
+    async def _queue(self, message: pb.SessionResponse) -> None:
+        await self._streamed.acquire()
+        self._outbox.put_nowait((message, self._streamed))
+
+    async def _keep_alive(self) -> None:
+        """A progress message after every `progress_interval` seconds in which nothing was sent."""
+        loop, interval = asyncio.get_running_loop(), self._config.progress_interval
+        while True:
+            silent = loop.time() - self._sent_at
+            if silent < interval:
+                await asyncio.sleep(interval - silent)
+            elif self._outbox.empty():
+                self._sent_at = loop.time()
+                self._outbox.put_nowait((await self._progress(), None))
+            else:
+                await asyncio.sleep(interval)  # messages wait for the client to read: it knows the stream is alive
+
+    async def _progress(self) -> pb.SessionResponse:
+        head = await self._engine.head_revision(self._execution_id)
+        return pb.SessionResponse(progress=pb.Progress(head_revision=head))
+
+    def _cancel_unanswered(self) -> None:
+        for answer in self._unanswered:
+            if answer.task is not None:
+                answer.task.cancel()
+
+
+@dataclass(slots=True)
+class _Answer:
+    """One submit of the stream: its result once known."""
+
+    sequence: int
+    result: pb.SessionResult | None = None
+    task: asyncio.Future[None] | None = None
