@@ -403,12 +403,15 @@ class StateClient(RpcClient):
         ack_deadline: float | None = None,
         max_unacked: int = 0,
         from_revision: int | None = None,
+        receive_observations: bool = True,
     ) -> Session:
         """One long-lived stream for an agent: `async with client.session(execution_id, agent_id=...) as s:`,
         then `await s.submit(patch, base_revision=...)` (many may be outstanding; each returns once durable)
         and `async for observation in s.observations()`. The observation arguments mean what they mean in
-        `observations`; with `from_revision`, `s.revisions()` streams revisions as `watch` does. A cut stream
-        is reopened: unanswered submits are sent again under their idempotency keys."""
+        `observations`; with `from_revision`, `s.revisions()` streams revisions as `watch` does. An agent that
+        only writes passes `receive_observations=False` (observations not read pile up, up to a limit that
+        ends the session). A cut stream is reopened: unanswered submits are sent again under their
+        idempotency keys."""
         return Session(
             self._stub,
             self._retry,
@@ -420,6 +423,7 @@ class StateClient(RpcClient):
             ack_deadline=ack_deadline,
             max_unacked=max_unacked,
             from_revision=from_revision,
+            receive_observations=receive_observations,
         )
 
     async def _resumable(

@@ -65,6 +65,7 @@ class Session:
         ack_deadline: float | None = None,
         max_unacked: int = 0,
         from_revision: int | None = None,
+        receive_observations: bool = True,
     ) -> None:
         self._stub, self._retry = stub, retry
         self.execution_id, self.agent_id = execution_id, agent_id
@@ -75,6 +76,7 @@ class Session:
             group=group,
             ack_deadline_ms=round(ack_deadline * 1000) if ack_deadline is not None else 0,
             max_unacked=max_unacked,
+            without_observations=not receive_observations,
         )
         """The open message, completed with where to resume each time the stream is opened."""
         self._cursor = _Cursor(after_sequence, from_revision)
@@ -91,11 +93,16 @@ class Session:
         self._last: Any = _END
         """What the observation and revision iterators end with: _END, or the error that ended the session."""
         self._received = False
-        """Whether the current connection delivered a message (a cut after that starts the backoff over)."""
-        self._writing = False
-        """Whether a write is under way. A write into a connection that just broke ends the call INTERNAL
-        ("Internal error from Core") on this side, whatever the server did: the stream was cut, as
-        UNAVAILABLE says elsewhere, and the session reopens it."""
+        """Whether the current connection delivered a message other than progress."""
+        self._opened_at = float("inf")
+        """When the current connection was opened (its first progress). A cut of a connection that delivered
+        something, or lived longer than the longest backoff, starts a new run of failures; one that fails
+        right after opening (an error that recurs) counts against the retry policy."""
+        self._write_broke = False
+        """Whether a write on the current connection failed INTERNAL. A write into a connection that just
+        broke ends the call INTERNAL ("Internal error from Core") on this side, whatever the server did: the
+        stream was cut, as UNAVAILABLE says elsewhere, and the session reopens it. A status the server sent
+        is never taken for a cut."""
         self._runner: asyncio.Task[None] | None = None
 
     @property
@@ -106,7 +113,11 @@ class Session:
     async def __aenter__(self) -> Self:
         self._opened = asyncio.get_running_loop().create_future()
         self._runner = asyncio.create_task(self._run())
-        await self._opened
+        try:
+            await self._opened
+        except BaseException:  # refused, or the caller gave up waiting: nothing is left running
+            await self.close(cancel=True)
+            raise
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, *exc: object) -> None:
@@ -144,6 +155,8 @@ class Session:
 
     async def observations(self) -> AsyncIterator[Observation]:
         """The session's observations, in order, until the session ends."""
+        if self._opening.without_observations:
+            raise ValueError("this session was opened with receive_observations=False: it receives none")
         async for item in self._drain(self._observations):
             yield item
 
@@ -158,26 +171,32 @@ class Session:
         while True:
             item = await queue.get()
             if item is _END:
+                queue.put_nowait(item)  # the end stays: another or a later iteration ends there too
                 return
             if isinstance(item, BaseException):
+                queue.put_nowait(item)
                 raise item
             yield item
 
     async def close(self, *, cancel: bool = False) -> None:
         """End the session: after every submit is answered, or at once with `cancel`."""
-        if self._runner is None or self._runner.done():
+        if self._runner is None:
             return
-        if cancel:
-            self._runner.cancel()
-        else:
-            self._closing = True
-            self._outbox.put_nowait(_CLOSE)
+        if not self._runner.done():
+            if cancel:
+                self._runner.cancel()
+            else:
+                self._closing = True
+                self._outbox.put_nowait(_CLOSE)
         await asyncio.gather(self._runner, return_exceptions=True)
 
     # -- the stream ----------------------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        failures = 0
+        """Connect, and reconnect after a cut within the retry policy's attempts and deadline (counted from
+        the first of a run of failed connections)."""
+        loop, policy = asyncio.get_running_loop(), self._retry
+        failures, give_up_at = 0, None
         try:
             while True:
                 try:
@@ -189,30 +208,41 @@ class Session:
                     return
                 except grpc.aio.AioRpcError as cut:
                     error = from_rpc_error(cut)
-                    failures = 1 if self._received else failures + 1
-                    self._received = False
-                    resumable = isinstance(error, UnavailableError) or self._writing
-                    if not resumable or failures >= self._retry.attempts:
+                    if self._received or loop.time() - self._opened_at >= policy.max_backoff:
+                        failures, give_up_at = 0, None  # that connection worked: a new run of failures
+                    self._received, self._opened_at, failures = False, float("inf"), failures + 1
+                    if give_up_at is None and policy.deadline is not None:
+                        give_up_at = loop.time() + policy.deadline
+                    pause = policy.backoff(failures - 1)
+                    resumable = isinstance(error, UnavailableError) or self._write_broke
+                    late = give_up_at is not None and loop.time() + pause >= give_up_at
+                    if not resumable or failures >= policy.attempts or late:
                         self._end(error)
                         return
-                await asyncio.sleep(self._retry.backoff(failures - 1))
+                await asyncio.sleep(pause)
         except asyncio.CancelledError:
             self._end(SkillstateError("the session was cancelled", grpc.StatusCode.CANCELLED))
+            raise
+        except BaseException as broken:  # a bug of ours or a broken message: every waiter learns of it
+            self._end(SkillstateError(f"the session failed: {broken!r}", grpc.StatusCode.INTERNAL))
             raise
 
     async def _stream(self) -> None:
         """One connection: open, send what is unanswered, then relay until the stream ends."""
         self._connection += 1
         self._by_sequence.clear()
-        self._writing = False
+        self._write_broke = False
         call = self._stub.Session()
         writer = asyncio.create_task(self._write(call, self._connection))
         try:
             while (message := await call.read()) is not grpc.aio.EOF:
-                self._received = True
                 self._dispatch(message)
             if writer.done() and writer.exception() is not None:
                 raise writer.exception()  # type: ignore[misc]
+        except grpc.aio.AioRpcError as ended:
+            if ended.code() is grpc.StatusCode.INTERNAL and not writer.done():
+                await asyncio.wait({writer}, timeout=1.0)  # did a write of ours break with the connection?
+            raise
         finally:
             writer.cancel()
             call.cancel()
@@ -245,12 +275,18 @@ class Session:
         await self._write_one(call, pb.SessionRequest(submit=submit))
 
     async def _write_one(self, call: Any, request: pb.SessionRequest) -> None:
-        self._writing = True
-        await call.write(request)
-        self._writing = False
+        try:
+            await call.write(request)
+        except grpc.aio.AioRpcError as failed:
+            self._write_broke = failed.code() is grpc.StatusCode.INTERNAL
+            raise
 
     def _dispatch(self, message: pb.SessionResponse) -> None:
         kind, cursor = message.WhichOneof("kind"), self._cursor
+        if kind != "progress":
+            self._received = True  # the connection works: a cut after this starts the backoff over
+        elif self._opened_at == float("inf"):
+            self._opened_at = asyncio.get_running_loop().time()
         if kind == "result":
             self._answer(message.result)
         elif kind == "observation":
@@ -281,6 +317,7 @@ class Session:
             return
         if result.HasField("error"):
             pending.answer.set_exception(from_status(result.error))
+            pending.answer.exception()  # retrieved: a caller that gave up waiting is not reported as losing it
         else:
             answer = PatchResult.from_pb(result.response)
             self._cursor.head_revision = max(self._cursor.head_revision, answer.revision)
@@ -305,6 +342,8 @@ class Session:
             raise RuntimeError("the session is not open: use `async with client.session(...)`")
         if self._failure is not None:
             raise self._failure
+        if self._closing:
+            raise RuntimeError("the session is closing: it takes no more submits")
 
 
 def _unknown(pending: _Submit, cause: BaseException) -> UnavailableError:

@@ -138,6 +138,7 @@ class SyncStateClient:
         ack_deadline: float | None = None,
         max_unacked: int = 0,
         from_revision: int | None = None,
+        receive_observations: bool = True,
     ) -> SyncSession:
         """`StateClient.session`, blocking: `with client.session(execution_id, agent_id=...) as s:`."""
         session = self._client.session(
@@ -149,6 +150,7 @@ class SyncStateClient:
             ack_deadline=ack_deadline,
             max_unacked=max_unacked,
             from_revision=from_revision,
+            receive_observations=receive_observations,
         )
         return SyncSession(self, session)
 

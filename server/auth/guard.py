@@ -192,6 +192,18 @@ class Guard:
             else:
                 del self._in_flight[key]
 
+    async def revalidate(self, identity: Identity) -> None:
+        """Raise UnauthenticatedError if the identity's credential was revoked or has expired since its
+        stream was admitted (seen within CACHE_SECONDS, as for every call)."""
+        if identity.credential is None:
+            return
+        token_id = identity.credential.token_id
+        found = await self._lookup(token_id)
+        if found is None or found[0].revoked_at is not None:
+            raise UnauthenticatedError(f"token {token_id}: revoked")
+        if found[0].expired(time.time()):
+            raise UnauthenticatedError(f"token {token_id}: expired")
+
     def seat_free(self) -> bool:
         """Whether a call would get a seat at once: one is free and no call waits for one."""
         return self._fair.seat_free()

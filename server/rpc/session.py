@@ -33,7 +33,13 @@ from ..engine.patches import Committing
 from ..engine.requests import check_label
 from ..engine.results import SubmitResult, WatchSnapshot
 from ..engine.state_engine import StateEngine
-from ..errors import InvalidArgumentError, StateError, StorageError
+from ..errors import (
+    InvalidArgumentError,
+    PermissionDeniedError,
+    StateError,
+    StorageError,
+    UnauthenticatedError,
+)
 from ..storage.records import RevisionRecord
 from . import messages
 from .handlers import Undecodable
@@ -92,6 +98,8 @@ class Session:
         opening = first.open
         guard.authorize("StreamObservations", opening, identity)
         check_label(opening.agent_id, "open.agent_id", config.limits)
+        if opening.group and opening.without_observations:
+            raise InvalidArgumentError("open.without_observations: a consumer group's member receives its observations")
         if opening.HasField("from_revision") and opening.from_revision < 0:
             raise InvalidArgumentError(f"open.from_revision: must be >= 0, got {opening.from_revision}")
         await engine.head_revision(opening.execution_id)  # NOT_FOUND before anything starts
@@ -102,11 +110,9 @@ class Session:
         revisions as they come, and a progress after `progress_interval` seconds of silence."""
         loop = asyncio.get_running_loop()
         self._sent_at = loop.time()
-        tasks = [
-            asyncio.create_task(self._read(requests)),
-            asyncio.create_task(self._observe()),
-            asyncio.create_task(self._keep_alive()),
-        ]
+        tasks = [asyncio.create_task(self._read(requests)), asyncio.create_task(self._keep_alive())]
+        if not self._opening.without_observations:
+            tasks.append(asyncio.create_task(self._observe()))
         if self._opening.HasField("from_revision"):
             tasks.append(asyncio.create_task(self._watch()))
         for task in tasks:
@@ -141,6 +147,7 @@ class Session:
             if isinstance(request, Undecodable):
                 raise request.error()
             kind = request.WhichOneof("kind")
+            await self._guard.revalidate(self._identity)  # a revoked credential ends the session
             if kind == "submit":
                 await self._in_flight.acquire()  # while every slot is taken, the stream is not read
                 self._start(request.submit)
@@ -180,8 +187,8 @@ class Session:
                 setattr(patch, field, value)
             self._guard.authorize("SubmitPatch", patch, self._identity)
             committing = self._submit_now(patch) if self._guard.seat_free() else None
-        except StateError as refused:
-            answer.result = pb.SessionResult(sequence=sequence, error=error_status(refused))
+        except Exception as refused:
+            answer.result = pb.SessionResult(sequence=sequence, error=self._refusal(refused))
             self._flush()
             return
         if committing is None:
@@ -204,11 +211,8 @@ class Session:
         error = StorageError("the commit was cancelled") if durable.cancelled() else durable.exception()
         if error is None:
             answer.result = pb.SessionResult(sequence=answer.sequence, response=messages.submit_response(result))
-        elif isinstance(error, StateError):
-            answer.result = pb.SessionResult(sequence=answer.sequence, error=error_status(error))
         else:
-            log.error("a session's commit failed", exc_info=error)
-            answer.result = pb.SessionResult(sequence=answer.sequence, error=_INTERNAL)
+            answer.result = pb.SessionResult(sequence=answer.sequence, error=self._refusal(error))
         self._flush()
 
     async def _submit(self, answer: _Answer, patch: pb.SubmitPatchRequest) -> None:
@@ -224,15 +228,19 @@ class Session:
                     self._identity.skills,
                 )
             answer.result = pb.SessionResult(sequence=answer.sequence, response=messages.submit_response(result))
-        except StateError as refused:
-            answer.result = pb.SessionResult(sequence=answer.sequence, error=error_status(refused))
-        except Exception:
-            log.exception("a session's submit failed")
-            internal = status_pb2.Status(
-                code=code_pb2.INTERNAL, message="internal error in Session (logged by the server)"
-            )
-            answer.result = pb.SessionResult(sequence=answer.sequence, error=internal)
+        except Exception as refused:
+            answer.result = pb.SessionResult(sequence=answer.sequence, error=self._refusal(refused))
         self._flush()
+
+    def _refusal(self, error: BaseException) -> status_pb2.Status:
+        """The status a submit failing with `error` is answered with; refusals of access are logged, and
+        anything unexpected is INTERNAL (logged), as for a unary call."""
+        if isinstance(error, UnauthenticatedError | PermissionDeniedError):
+            self._guard.refused("SubmitPatch", self._peer, error)
+        if isinstance(error, StateError):
+            return error_status(error)
+        log.error("a session's submit failed", exc_info=error)
+        return _INTERNAL
 
     def _flush(self) -> None:
         """Queue the results that are next in submission order; after the last, the end."""
@@ -278,6 +286,7 @@ class Session:
             if silent < interval:
                 await asyncio.sleep(interval - silent)
             elif self._outbox.empty():
+                await self._guard.revalidate(self._identity)  # a session that only reads ends too
                 self._sent_at = loop.time()
                 self._outbox.put_nowait((await self._progress(), None))
             else:

@@ -123,8 +123,9 @@ class StateServicer(pb_grpc.StateServiceServicer):
     ) -> AsyncIterator[pb.SessionResponse]:
         first = await anext(aiter(requests), None)
         session = await Session.open(self._engine, self._guard, self._config, CALLER.get(), context.peer(), first)
-        async for message in session.responses(requests):
-            yield message
+        async with contextlib.aclosing(session.responses(requests)) as responses:  # its tasks end with the call
+            async for message in responses:
+                yield message
 
     async def AckObservations(self, request: pb.AckObservationsRequest, context: Any) -> pb.AckObservationsResponse:
         done = await self._engine.ack_observations(

@@ -18,6 +18,8 @@ from skillstate.clients import (
     RevisionEvent,
     StateClient,
     SyncStateClient,
+    UnauthenticatedError,
+    UnavailableError,
     ValidationError,
 )
 from skillstate.server.auth import credentials
@@ -359,3 +361,87 @@ async def test_a_credential_binds_the_sessions_agent_and_its_rights(db_path: Pat
             assert (await client.get_state(execution_id)).revision == 0
     finally:
         await running.stop(grace=0)
+
+
+async def test_a_revoked_credential_ends_its_open_session(db_path: Path) -> None:
+    store = SqliteCredentialStore(db_path)
+    running = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", credentials=store)
+    try:
+        admin = await credentials.issue(store, "root", ["*"], rights=set(Right))
+        writer = await credentials.issue(store, "writer", ["*"], rights={Right.READ, Right.WRITE})
+        address = f"127.0.0.1:{running.port}"
+        async with StateClient(address, token=admin.token) as root:
+            execution_id = (await root.create_execution()).execution_id
+        async with (
+            StateClient(address, token=writer.token) as client,
+            client.session(execution_id, agent_id="writer") as session,
+        ):
+            assert (await session.submit({"n": 0}, base_revision=0)).revision == 1
+            await credentials.revoke(store, writer.credential.token_id)
+
+            async def refused() -> bool:  # within the guard's cache time (2 s), as for every call
+                try:
+                    await session.submit({"n": 1}, base_revision=session.head_revision)
+                except UnauthenticatedError as e:
+                    return "revoked" in e.message
+                except UnavailableError:
+                    pass  # sent as the session ended: its outcome is unknown, the next one is refused
+                return False
+
+            await eventually(refused, timeout=15)
+    finally:
+        await running.stop(grace=0)
+
+
+async def test_a_session_that_gives_up_opening_leaves_nothing_running(db_path: Path) -> None:
+    server = RestartableServer(db_path)
+    await server.start()
+    address = server.address
+    await server.stop()
+    async with StateClient(address) as client:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.3):
+                async with client.session("x", agent_id="a"):
+                    pass
+        running = [t for t in asyncio.all_tasks() if "Session._run" in repr(t.get_coro())]
+        assert running == []
+
+
+async def test_a_status_the_server_ends_the_session_with_is_not_taken_for_a_cut(client: StateClient) -> None:
+    """An ack the group refuses ends the stream INVALID_ARGUMENT: the session ends with it (it does not
+    reopen as it would after a cut), and says so to every later use."""
+    execution_id = (await client.create_execution()).execution_id
+    async with client.session(execution_id, agent_id="a", skills=["pick"], group="g") as session:
+        await session.ack(list(range(1, 2001)))
+        with pytest.raises(ValidationError, match="2,000 in one acknowledgement"):
+            async for _ in session.observations():
+                pass
+        with pytest.raises(ValidationError, match="2,000 in one acknowledgement"):
+            await session.submit({"x": 1}, base_revision=0)
+    assert (await client.get_state(execution_id)).revision == 0
+
+
+async def test_a_writer_only_session_receives_no_observations(
+    stub: pb_grpc.StateServiceStub, client: StateClient
+) -> None:
+    execution_id = (await client.create_execution()).execution_id
+    for n in range(5):
+        await client.publish_observation(execution_id, "*", {"n": n})
+    async with client.session(execution_id, agent_id="a", receive_observations=False) as session:
+        assert (await session.submit({"x": 1}, base_revision=0)).revision == 1
+        with pytest.raises(ValueError, match="receive_observations=False"):
+            async for _ in session.observations():
+                pass
+    call = stub.Session()
+    await call.write(opening(execution_id, group="g", without_observations=True))
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await call.read()
+    assert "a consumer group's member receives its observations" in (refused.value.details() or "")
+
+
+async def test_the_observations_of_an_ended_session_end_every_time(client: StateClient) -> None:
+    execution_id = (await client.create_execution()).execution_id
+    async with client.session(execution_id, agent_id="a") as session:
+        pass
+    for _ in range(2):
+        assert [o async for o in session.observations()] == []

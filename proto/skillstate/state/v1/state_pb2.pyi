@@ -314,7 +314,7 @@ class SessionRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[SessionOpen, _Mapping]] = ..., submit: _Optional[_Union[SessionSubmit, _Mapping]] = ..., ack: _Optional[_Union[SessionAck, _Mapping]] = ...) -> None: ...
 
 class SessionOpen(_message.Message):
-    __slots__ = ("execution_id", "agent_id", "skills", "after_sequence", "group", "ack_deadline_ms", "max_unacked", "from_revision")
+    __slots__ = ("execution_id", "agent_id", "skills", "after_sequence", "group", "ack_deadline_ms", "max_unacked", "from_revision", "without_observations")
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SKILLS_FIELD_NUMBER: _ClassVar[int]
@@ -323,6 +323,7 @@ class SessionOpen(_message.Message):
     ACK_DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_UNACKED_FIELD_NUMBER: _ClassVar[int]
     FROM_REVISION_FIELD_NUMBER: _ClassVar[int]
+    WITHOUT_OBSERVATIONS_FIELD_NUMBER: _ClassVar[int]
     execution_id: str
     agent_id: str
     skills: _containers.RepeatedScalarFieldContainer[str]
@@ -331,7 +332,8 @@ class SessionOpen(_message.Message):
     ack_deadline_ms: int
     max_unacked: int
     from_revision: int
-    def __init__(self, execution_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., skills: _Optional[_Iterable[str]] = ..., after_sequence: _Optional[int] = ..., group: _Optional[str] = ..., ack_deadline_ms: _Optional[int] = ..., max_unacked: _Optional[int] = ..., from_revision: _Optional[int] = ...) -> None: ...
+    without_observations: bool
+    def __init__(self, execution_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., skills: _Optional[_Iterable[str]] = ..., after_sequence: _Optional[int] = ..., group: _Optional[str] = ..., ack_deadline_ms: _Optional[int] = ..., max_unacked: _Optional[int] = ..., from_revision: _Optional[int] = ..., without_observations: _Optional[bool] = ...) -> None: ...
 
 class SessionSubmit(_message.Message):
     __slots__ = ("sequence", "patch")
