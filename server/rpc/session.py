@@ -18,7 +18,7 @@ import collections
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,7 +105,7 @@ class Session:
         await engine.head_revision(opening.execution_id)  # NOT_FOUND before anything starts
         return cls(engine, guard, config, identity, peer, opening)
 
-    async def responses(self, requests: AsyncIterator[Any]) -> AsyncIterator[pb.SessionResponse]:
+    async def responses(self, requests: AsyncIterator[Any]) -> AsyncGenerator[pb.SessionResponse, None]:
         """The stream's messages: a progress first (the session is open), then results, observations and
         revisions as they come, and a progress after `progress_interval` seconds of silence."""
         loop = asyncio.get_running_loop()
