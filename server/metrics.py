@@ -6,7 +6,7 @@ so several servers in one process (tests) do not share counters.
 
 | metric | kind | labels |
 |---|---|---|
-| skillstate_rpc_seconds | histogram | method |
+| skillstate_rpc_seconds | histogram | method (a Session's submits: `Session.submit`, from arrival to answer) |
 | skillstate_rpc_refused_total | counter | method, status |
 | skillstate_commits_total | counter | kind (revision, observation) |
 | skillstate_commit_seconds | histogram | (one group commit to the log) |

@@ -232,7 +232,7 @@ async def _serve_grpc(
         **dict(grpc_options),
     }
     server = grpc.aio.server(options=list(options.items()))
-    add_state_service(StateServicer(engine, guard, config), server, guard, metrics)
+    add_state_service(StateServicer(engine, guard, config, metrics), server, guard, metrics)
     skills = SkillRegistryServicer(registry, metrics, config.limits.max_message_bytes)
     add_skill_registry_service(skills, server, guard, metrics)
     serving = ServingHealth()

@@ -18,10 +18,12 @@ import collections
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import grpc
 from google.rpc import code_pb2, status_pb2
 
 from skillstate.state.v1 import state_pb2 as pb
@@ -40,12 +42,17 @@ from ..errors import (
     StorageError,
     UnauthenticatedError,
 )
+from ..metrics import Metrics
 from ..storage.records import RevisionRecord
 from . import messages
 from .handlers import Undecodable
 from .status_details import error_status
 
 log = logging.getLogger(__name__)
+
+SUBMIT_METRIC = "Session.submit"
+"""The method label of a session's submits in the RPC metrics (the stream itself is `Session`)."""
+_STATUS_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
 
 STREAMED_AHEAD = 256
 """Observations and revisions a session queues for its client before it waits for the client to read."""
@@ -67,11 +74,12 @@ class Session:
         engine: StateEngine,
         guard: Guard,
         config: EngineConfig,
+        metrics: Metrics,
         identity: Identity,
         peer: str,
         opening: pb.SessionOpen,
     ) -> None:
-        self._engine, self._guard, self._config = engine, guard, config
+        self._engine, self._guard, self._config, self._metrics = engine, guard, config, metrics
         self._identity, self._peer = identity, peer
         self._opening = opening
         self._execution_id, self._agent_id = opening.execution_id, opening.agent_id
@@ -86,7 +94,14 @@ class Session:
 
     @classmethod
     async def open(
-        cls, engine: StateEngine, guard: Guard, config: EngineConfig, identity: Identity, peer: str, first: Any
+        cls,
+        engine: StateEngine,
+        guard: Guard,
+        config: EngineConfig,
+        metrics: Metrics,
+        identity: Identity,
+        peer: str,
+        first: Any,
     ) -> Session:
         """Check the first message: a SessionOpen naming an existing execution, an agent the credential may
         be, and skills it runs. Raises the error that ends the stream otherwise."""
@@ -103,7 +118,7 @@ class Session:
         if opening.HasField("from_revision") and opening.from_revision < 0:
             raise InvalidArgumentError(f"open.from_revision: must be >= 0, got {opening.from_revision}")
         await engine.head_revision(opening.execution_id)  # NOT_FOUND before anything starts
-        return cls(engine, guard, config, identity, peer, opening)
+        return cls(engine, guard, config, metrics, identity, peer, opening)
 
     async def responses(self, requests: AsyncIterator[Any]) -> AsyncGenerator[pb.SessionResponse, None]:
         """The stream's messages: a progress first (the session is open), then results, observations and
@@ -172,7 +187,7 @@ class Session:
         its commit is durable, without a task of its own; else it takes its seat in a task, as a unary
         SubmitPatch does."""
         sequence, patch = submit.sequence, submit.patch
-        answer = _Answer(sequence)
+        answer = _Answer(sequence, time.perf_counter())
         self._unanswered.append(answer)
         try:
             if self._last_sequence is not None and sequence <= self._last_sequence:
@@ -245,8 +260,11 @@ class Session:
     def _flush(self) -> None:
         """Queue the results that are next in submission order; after the last, the end."""
         unanswered = self._unanswered
-        while unanswered and unanswered[0].result is not None:
-            self._outbox.put_nowait((pb.SessionResponse(result=unanswered.popleft().result), self._in_flight))
+        while unanswered and (result := unanswered[0].result) is not None:
+            answer = unanswered.popleft()
+            status = _STATUS_NAMES.get(result.error.code, "UNKNOWN") if result.HasField("error") else "OK"
+            self._metrics.rpc(SUBMIT_METRIC, time.perf_counter() - answer.started, status)
+            self._outbox.put_nowait((pb.SessionResponse(result=result), self._in_flight))
         if self._read_all and not unanswered:
             self._outbox.put_nowait((_END, None))
 
@@ -307,5 +325,6 @@ class _Answer:
     """One submit of the stream: its result once known."""
 
     sequence: int
+    started: float
     result: pb.SessionResult | None = None
     task: asyncio.Future[None] | None = None

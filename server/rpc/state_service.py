@@ -17,7 +17,7 @@ from ..engine.config import EngineConfig
 from ..engine.observations import GroupOptions
 from ..engine.results import WatchProgress, WatchSnapshot
 from ..engine.state_engine import StateEngine
-from ..metrics import Metrics
+from ..metrics import NO_METRICS, Metrics
 from ..storage.records import RevisionRecord, Right
 from . import messages
 from .handlers import add_service
@@ -32,8 +32,8 @@ def add_state_service(servicer: StateServicer, server: grpc.aio.Server, guard: G
 class StateServicer(pb_grpc.StateServiceServicer):
     """Implements skillstate.state.v1.StateService over a StateEngine."""
 
-    def __init__(self, engine: StateEngine, guard: Guard, config: EngineConfig) -> None:
-        self._engine, self._guard, self._config = engine, guard, config
+    def __init__(self, engine: StateEngine, guard: Guard, config: EngineConfig, metrics: Metrics = NO_METRICS) -> None:
+        self._engine, self._guard, self._config, self._metrics = engine, guard, config, metrics
 
     async def CreateExecution(self, request: pb.CreateExecutionRequest, context: Any) -> pb.CreateExecutionResponse:
         caller = CALLER.get()
@@ -122,7 +122,9 @@ class StateServicer(pb_grpc.StateServiceServicer):
         self, requests: AsyncIterator[pb.SessionRequest], context: Any
     ) -> AsyncIterator[pb.SessionResponse]:
         first = await anext(aiter(requests), None)
-        session = await Session.open(self._engine, self._guard, self._config, CALLER.get(), context.peer(), first)
+        session = await Session.open(
+            self._engine, self._guard, self._config, self._metrics, CALLER.get(), context.peer(), first
+        )
         async with contextlib.aclosing(session.responses(requests)) as responses:  # its tasks end with the call
             async for message in responses:
                 yield message

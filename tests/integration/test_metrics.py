@@ -86,3 +86,19 @@ async def test_the_event_loop_lag_is_measured(measured: RunningServer) -> None:
         )
 
     await eventually(seen)
+
+
+async def test_a_sessions_submits_are_measured_one_by_one(measured: RunningServer) -> None:
+    address = f"127.0.0.1:{measured.port}"
+    async with StateClient(address) as client:
+        await client.create_execution("s", initial_state={"owner": ""})
+        await client.submit_patch("s", {"owner": "b"}, agent_id="b", base_revision=0)
+        async with client.session("s", agent_id="a") as session:
+            for n in range(3):
+                await session.submit({f"k{n}": n}, base_revision=1)
+            with pytest.raises(ConflictError):
+                await session.submit({"owner": "a"}, base_revision=0)
+    samples = await scrape(measured)
+    assert samples[("skillstate_rpc_seconds_count", (("method", "Session.submit"),))] == 4
+    assert samples[("skillstate_rpc_refused_total", (("method", "Session.submit"), ("status", "ABORTED")))] == 1
+    assert samples[("skillstate_rpc_seconds_count", (("method", "Session"),))] == 1
