@@ -98,6 +98,7 @@ def _stream(
             identity = await call.admit(request, context)
             peer = context.peer()
             async for message in implementation(request, context):
+                await call.guard.revalidate(identity)  # a revoked or expired credential ends its streams
                 await call.guard.turn(identity, peer)
                 yield message
         except Exception as e:

@@ -445,3 +445,31 @@ async def test_the_observations_of_an_ended_session_end_every_time(client: State
         pass
     for _ in range(2):
         assert [o async for o in session.observations()] == []
+
+
+async def test_a_revoked_credential_ends_its_open_watch(db_path: Path) -> None:
+    store = SqliteCredentialStore(db_path)
+    running = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", credentials=store)
+    try:
+        admin = await credentials.issue(store, "root", ["*"], rights=set(Right))
+        reader = await credentials.issue(store, "reader", ["*"], rights={Right.READ})
+        address = f"127.0.0.1:{running.port}"
+        async with StateClient(address, token=admin.token) as root, StateClient(address, token=reader.token) as client:
+            execution_id = (await root.create_execution()).execution_id
+            watch = client.watch(execution_id, resume=False)
+            await root.submit_patch(execution_id, {"n": 0}, agent_id="root", base_revision=0)
+            assert (await anext(watch)).revision == 1
+            await credentials.revoke(store, reader.credential.token_id)
+
+            async def ended() -> bool:  # at its next message past the guard's cache time (2 s)
+                head = (await root.get_state(execution_id)).revision
+                await root.submit_patch(execution_id, {"n": head}, agent_id="root", base_revision=head)
+                try:
+                    await asyncio.wait_for(anext(watch), 5)
+                except UnauthenticatedError as e:
+                    return "revoked" in e.message
+                return False
+
+            await eventually(ended, timeout=15, interval=0.5)
+    finally:
+        await running.stop(grace=0)
