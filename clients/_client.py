@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random as _random
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 from ._errors import UnavailableError, from_rpc_error
 from ._session import Session
 from ._types import JSON, CreatedExecution, HistoryPage, Observation, PatchResult, RevisionEvent, Snapshot, State
+from ._wire import dumps_json, patch_request
 
 T = TypeVar("T")
 
@@ -137,10 +137,6 @@ class RetryPolicy:
         return float(ceiling / 2 + (self.random or _random.random)() * ceiling / 2)
 
 
-def _dumps(value: JSON) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 class RpcClient:
     """A channel to a skillstate server, the service's stub, and the retry loop its calls share.
 
@@ -214,8 +210,8 @@ class StateClient(RpcClient):
         """Create an execution; an empty id lets the server choose one."""
         request = pb.CreateExecutionRequest(
             execution_id=execution_id,
-            schema_json=_dumps(schema) if schema is not None else "",
-            initial_state_json=_dumps(initial_state) if initial_state is not None else "",
+            schema_json=dumps_json(schema) if schema is not None else "",
+            initial_state_json=dumps_json(initial_state) if initial_state is not None else "",
         )
         reply = await self._call(self._stub.CreateExecution, request, retry=False)
         return CreatedExecution(reply.execution_id, reply.revision, reply.state_hash)
@@ -242,14 +238,7 @@ class StateClient(RpcClient):
         apply the patch twice. Raises ConflictError when the patch overlaps a concurrent change under
         the `reject` policy: re-read the state and submit again.
         """
-        request = pb.SubmitPatchRequest(
-            execution_id=execution_id,
-            agent_id=agent_id,
-            base_revision=base_revision,
-            patch_json=_dumps(patch),
-            client_patch_id=client_patch_id if client_patch_id is not None else uuid.uuid4().hex,
-            action_json=_dumps(action) if action is not None else "",
-        )
+        request = patch_request(patch, base_revision, action, client_patch_id, execution_id, agent_id)
         return PatchResult.from_pb(await self._call(self._stub.SubmitPatch, request))
 
     async def get_history(
@@ -330,7 +319,7 @@ class StateClient(RpcClient):
     ) -> int:
         """Store an observation for an agent id, `skill:NAME` or `*`; returns its sequence number."""
         request = pb.PublishObservationRequest(
-            execution_id=execution_id, to=to, source=source, kind=kind, payload_json=_dumps(payload)
+            execution_id=execution_id, to=to, source=source, kind=kind, payload_json=dumps_json(payload)
         )
         reply: pb.PublishObservationResponse = await self._call(self._stub.PublishObservation, request, retry=False)
         return int(reply.sequence)

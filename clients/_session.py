@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
@@ -21,6 +20,7 @@ from skillstate.state.v1 import state_pb2 as pb
 
 from ._errors import ResourceExhaustedError, SkillstateError, UnavailableError, from_rpc_error, from_status
 from ._types import JSON, Observation, PatchResult, RevisionEvent, Snapshot
+from ._wire import patch_request
 
 BUFFERED = 10_000
 """Observations, and revisions, received and not yet read: one more ends the session with
@@ -134,12 +134,7 @@ class Session:
         """Submit a merge patch computed against base_revision; returns once its revision is durable, or
         raises its error (ConflictError, ValidationError...) exactly as `StateClient.submit_patch` does."""
         self._check_usable()
-        request = pb.SubmitPatchRequest(
-            base_revision=base_revision,
-            patch_json=_dumps(patch),
-            client_patch_id=client_patch_id if client_patch_id is not None else uuid.uuid4().hex,
-            action_json=_dumps(action) if action is not None else "",
-        )
+        request = patch_request(patch, base_revision, action, client_patch_id)
         pending = _Submit(request, asyncio.get_running_loop().create_future())
         self._unanswered[id(pending)] = pending
         self._outbox.put_nowait(pending)
@@ -363,7 +358,3 @@ def _buffer(queue: asyncio.Queue[Any], item: Any, what: str) -> None:
             f"{what}: {BUFFERED:,} received and not read; read them as they come (Session.{what}())"
         )
     queue.put_nowait(item)
-
-
-def _dumps(value: JSON) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

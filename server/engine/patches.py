@@ -142,23 +142,9 @@ class Patches:
         if isinstance(lww_history, int):
             return None
         try:
-            result = merge(
-                base=since_base[0],
-                head=execution.state,
-                head_revision=execution.committed,
-                changes=since_base[1],
-                patch=submission.patch,
-                stamp=(base_revision, submission.agent_id),
-                policies=execution.policies,
-                client_patch_id=submission.client_patch_id,
-                texts=self._texts,
-                lww_history=lww_history,
-            )
+            return self._merge_into_head(execution, submission, since_base, lww_history)
         except (Deferred, ConflictError):
             return None  # `submit` merges again, and waits as these need
-        for resolution in result.resolutions:
-            self._metrics.resolved(resolution.policy.value, resolution.outcome.lower())
-        return result.applied_patch, result.resolutions
 
     async def _submit(self, execution: Execution, submission: Submission) -> SubmitResult:
         base_revision, client_patch_id = submission.base_revision, submission.client_patch_id
@@ -214,18 +200,7 @@ class Patches:
             await self._timeline.replay_to(execution, lww_history)
         # From here to enqueue there is no await: the merge sees exactly the head it commits on.
         try:
-            result = merge(
-                base=since_base[0],
-                head=execution.state,
-                head_revision=execution.committed,
-                changes=since_base[1],
-                patch=submission.patch,
-                stamp=(base_revision, submission.agent_id),
-                policies=execution.policies,
-                client_patch_id=submission.client_patch_id,
-                texts=self._texts,
-                lww_history=lww_history,
-            )
+            return self._merge_into_head(execution, submission, since_base, lww_history)
         except Deferred as deferred:
             await self._texts.run(deferred)
             return None
@@ -236,6 +211,28 @@ class Patches:
                 return None  # a failed commit rolled back what it lost to: merge again, on the durable head
             self._metrics.conflict([execution.policies.policy_at(path_of(p)).value for p in conflict.paths])
             raise
+
+    def _merge_into_head(
+        self,
+        execution: Execution,
+        submission: Submission,
+        since_base: tuple[dict[str, Any], list[Change]],
+        lww_history: tuple[dict[str, Any], list[Change]] | None,
+    ) -> tuple[dict[str, Any], list[Resolution]]:
+        """The patch merged into head under each path's policy, its resolutions counted; raises Deferred (a
+        text merge to compute off the loop first) or ConflictError, having changed nothing."""
+        result = merge(
+            base=since_base[0],
+            head=execution.state,
+            head_revision=execution.committed,
+            changes=since_base[1],
+            patch=submission.patch,
+            stamp=(submission.base_revision, submission.agent_id),
+            policies=execution.policies,
+            client_patch_id=submission.client_patch_id,
+            texts=self._texts,
+            lww_history=lww_history,
+        )
         for resolution in result.resolutions:
             self._metrics.resolved(resolution.policy.value, resolution.outcome.lower())
         return result.applied_patch, result.resolutions
