@@ -4,7 +4,7 @@
     python bench/submit_breakdown.py --quick
     python bench/submit_breakdown.py --session  # the same layers under submits over Session streams
 
-Five servers, each in its own process, take the same load (64 agents in flight, each writing its own
+Six servers, each in its own process, take the same load (64 agents in flight, each writing its own
 member, through the generated stub), each round bracketed by two rounds of the raw grpc.aio echo:
 - `no-op`: our servicer whose SubmitPatch returns a fixed reply (gRPC, protobuf and the servicer only);
 - `durable floor`: the same, but each reply waits until its request is committed to SQLite in a group
@@ -14,6 +14,8 @@ member, through the generated stub), each round bracketed by two rounds of the r
   which saves the thread hop but stops the loop for every fsync;
 - `engine, memory log`: the whole engine, with an in-memory log (merge, validation, hashing, commit
   bookkeeping; nothing durable);
+- `engine, SQLite log, every commit in the writer's thread`: the same with no group commit on the event
+  loop (server/storage/sqlite_writer.py says when `serve` commits there);
 - `engine, SQLite log`: what `skillstate serve` runs (durable group commits, synchronous=FULL).
 The ratios to the echo show what each layer costs; docs/performance.md discusses them. With `--session`
 the load is 64 Session streams with one submit in flight each, and each round is bracketed by the raw
@@ -67,6 +69,11 @@ async def no_op_submit(self, request, context):
 async def no_op_engine(self, execution_id, agent_id, base_revision, patch_json, *rest):
     return SubmitResult(1, "0" * 64, patch_json, ())
 
+def replace_engine(submit):
+    # A session submits through submit_patch_now where it can: None sends it to the replacement.
+    StateEngine.submit_patch = submit
+    StateEngine.submit_patch_now = lambda self, *args: None
+
 class GroupCommit:
     # Requests waiting for the next commit; one writer task inserts all of them in one statement.
 
@@ -114,15 +121,18 @@ async def durable_floor(on_loop):
         return SubmitResult(1, "0" * 64, patch_json, ())
 
     service.StateServicer.SubmitPatch = submit
-    StateEngine.submit_patch = engine_submit
+    replace_engine(engine_submit)
 
 async def main():
     if variant == "no-op":
         service.StateServicer.SubmitPatch = no_op_submit
-        StateEngine.submit_patch = no_op_engine
+        replace_engine(no_op_engine)
     elif variant.startswith("floor"):
         await durable_floor(on_loop=variant == "floor-loop")
-    log = SqliteRevisionLog(db) if variant == "sqlite" else MemoryRevisionLog()
+    if variant == "sqlite-thread":
+        log = SqliteRevisionLog(db, inline_budget=0)
+    else:
+        log = SqliteRevisionLog(db) if variant == "sqlite" else MemoryRevisionLog()
     running = await start_server(log, "127.0.0.1:0")
     print(f"serving on 127.0.0.1:{running.port}", flush=True)
     await asyncio.Event().wait()
@@ -135,6 +145,7 @@ VARIANTS = (
     ("floor", "no engine, reply after a group commit to SQLite (aiosqlite worker thread)"),
     ("floor-loop", "no engine, reply after a group commit to SQLite (sqlite3 on the event loop)"),
     ("memory", "engine, in-memory log"),
+    ("sqlite-thread", "engine, SQLite log, every commit in the writer's thread (`inline_budget=0`)"),
     ("sqlite", "engine, SQLite log (what `skillstate serve` runs)"),
 )
 

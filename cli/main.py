@@ -68,6 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics at http://HOST:PORT/metrics (default: none)",
     )
     serve.add_argument(
+        "--inline-commit-budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="longest a group commit to SQLite may hold the event loop before commits move to the writer's "
+        "thread for a minute; 0 keeps every commit in the thread, as for a network disk (default: 0.01)",
+    )
+    serve.add_argument(
         "--max-db-bytes",
         type=int,
         default=None,
@@ -263,6 +271,11 @@ def run_serve(args: argparse.Namespace) -> None:
             raise UsageError(f"--{option.replace('_', '-')}: must be >= 1")
     if args.max_db_bytes is not None and args.max_db_bytes < 1 << 16:
         raise UsageError("--max-db-bytes: must be at least 65536")
+    from skillstate.server.storage.sqlite_writer import INLINE_BUDGET
+
+    inline_commit_budget = INLINE_BUDGET if args.inline_commit_budget is None else args.inline_commit_budget
+    if not 0 <= inline_commit_budget <= 1:
+        raise UsageError("--inline-commit-budget: must be at least 0 and at most 1 second")
     if not 0 < args.ack_deadline <= 3600:
         raise UsageError("--ack-deadline: must be more than 0 and at most 3600 seconds")
     if not 0 < args.progress_interval <= 3600:
@@ -282,7 +295,8 @@ def run_serve(args: argparse.Namespace) -> None:
                 db=args.db, listen=args.listen, config=config, extractor=extractor,
                 insecure_no_auth=args.insecure_no_auth, tls=tls, in_flight_limit=args.max_in_flight,
                 seats=args.seats,
-                max_db_bytes=args.max_db_bytes, metrics_listen=args.metrics_listen,
+                max_db_bytes=args.max_db_bytes, inline_commit_budget=inline_commit_budget,
+                metrics_listen=args.metrics_listen,
             )
         )  # fmt: skip
     except (OSError, StorageError) as e:

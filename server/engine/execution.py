@@ -89,9 +89,9 @@ class Execution:
         self.epoch = 0
         """Bumped when a failed commit rolls pending revisions back, orphaning work merged on them."""
         self.patch_ids: dict[tuple[str, str], int] = {}
-        """(agent_id, client_patch_id) -> revision, for revisions since the log's oldest replayed point."""
+        """(agent_id, client_patch_id) -> revision, for the revisions the log retains (the newest MAX_PATCH_IDS)."""
         self.patch_ids_complete = True
-        """True when patch_ids covers the whole log, so a miss needs no storage lookup."""
+        """True when patch_ids holds every key the log retains, so a miss needs no storage lookup."""
         self.pending_patches: dict[tuple[str, str], Pending[Execution]] = {}
         """Idempotency keys of revisions merged but not yet durable -> their place in the group commit."""
         self.last_written: dict[str, int] = {}
@@ -313,6 +313,20 @@ class Execution:
                 for path in dropped.change.touched:
                     if self.last_written.get(path[0]) == dropped.revision:
                         del self.last_written[path[0]]
+
+    def remember_older_patch_ids(self, older: list[tuple[str, str, int]]) -> None:
+        """Add the idempotency keys of revisions before the window behind those it holds (at recovery).
+        `older` is (agent_id, client_patch_id, revision), newest first, as many as MAX_PATCH_IDS leaves room
+        for plus one: with more than the room, the oldest are left to the log."""
+        room = MAX_PATCH_IDS - len(self.patch_ids)
+        remembered = {(agent_id, key): revision for agent_id, key, revision in reversed(older[:room])}
+        remembered.update(self.patch_ids)  # oldest first, so the cap drops the oldest
+        self.patch_ids = remembered
+        self.patch_ids_complete = len(older) <= room
+
+    def forget_patch_ids(self, up_to: int) -> None:
+        """Drop the keys of revisions up to `up_to`, compacted away (the log no longer holds them either)."""
+        self.patch_ids = {key: revision for key, revision in self.patch_ids.items() if revision > up_to}
 
     def key_unused(self, key: tuple[str, str]) -> bool:
         """Whether no submit used this idempotency key, as far as memory can tell without the log."""

@@ -227,7 +227,7 @@ class StateEngine:
             return execution.compacted
         await self._log.compact(execution.id, snapshot.revision)
         execution.compacted = max(execution.compacted, snapshot.revision)  # another compaction may have gone further
-        execution.patch_ids_complete = False
+        execution.forget_patch_ids(execution.compacted)
         return execution.compacted
 
     def _compaction_done(self, task: asyncio.Task[int]) -> None:

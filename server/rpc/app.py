@@ -34,6 +34,7 @@ from ..storage.redact import redact
 from ..storage.revision_log.base import RevisionLog
 from ..storage.skill_store.base import SkillStore
 from ..storage.skill_store.memory import MemorySkillStore
+from ..storage.sqlite_writer import INLINE_BUDGET
 from .skills_service import SkillRegistryServicer, add_skill_registry_service
 from .state_service import StateServicer, add_state_service
 
@@ -262,12 +263,13 @@ async def serve(
     in_flight_limit: int = DEFAULT_IN_FLIGHT,
     seats: int = DEFAULT_SEATS,
     max_db_bytes: int | None = None,
+    inline_commit_budget: float = INLINE_BUDGET,
     metrics_listen: str | None = None,
 ) -> None:
     """Run until SIGINT or SIGTERM, then shut down gracefully."""
     sys.setswitchinterval(SWITCH_INTERVAL)
     running = await start_server(
-        open_log(db, max_db_bytes), listen, config, open_skill_store(db), extractor,
+        open_log(db, max_db_bytes, inline_commit_budget), listen, config, open_skill_store(db), extractor,
         credentials=open_credential_store(db), auth=auth_mode(listen, insecure_no_auth), tls=tls,
         in_flight_limit=in_flight_limit, seats=seats, metrics_listen=metrics_listen,
     )  # fmt: skip

@@ -15,6 +15,7 @@ from .revision_log.sqlite import SqliteRevisionLog
 from .skill_store.base import SkillStore
 from .skill_store.memory import MemorySkillStore
 from .skill_store.sqlite import SqliteSkillStore
+from .sqlite_writer import INLINE_BUDGET
 
 MEMORY = ":memory:"
 
@@ -23,15 +24,16 @@ def is_postgres_url(db: str) -> bool:
     return db.startswith(("postgresql://", "postgres://"))
 
 
-def open_log(db: str, max_bytes: int | None = None) -> RevisionLog:
-    """The revision log; `max_bytes` caps a SQLite file (PostgreSQL is sized by its own administrator)."""
+def open_log(db: str, max_bytes: int | None = None, inline_budget: float = INLINE_BUDGET) -> RevisionLog:
+    """The revision log; `max_bytes` caps a SQLite file (PostgreSQL is sized by its own administrator), and
+    `inline_budget` is how long one of its group commits may hold the event loop (sqlite_writer.py)."""
     if db == MEMORY:
         return MemoryRevisionLog()
     if is_postgres_url(db):
         from .revision_log.postgres import PostgresRevisionLog
 
         return PostgresRevisionLog(db)
-    return SqliteRevisionLog(Path(db), max_bytes)
+    return SqliteRevisionLog(Path(db), max_bytes, inline_budget)
 
 
 def open_skill_store(db: str) -> SkillStore:

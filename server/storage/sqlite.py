@@ -11,7 +11,7 @@ from typing import Any
 
 import aiosqlite
 
-from ..errors import DuplicateRowError, NotFoundError, StorageError, StorageFullError
+from ..errors import DuplicateRowError, NotFoundError, StateError, StorageError, StorageFullError
 
 SETTINGS = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"
 
@@ -29,6 +29,19 @@ def insert(table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) ->
     placeholders = "(" + ",".join("?" * len(columns)) + ")"
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES {','.join([placeholders] * len(rows))}"
     return sql, [value for row in rows for value in row]
+
+
+def write_error(error: sqlite3.Error, what: str, path: str, max_bytes: int | None) -> StateError:
+    """The storage error a failed write comes out as: a repeated key as DuplicateRowError, a row naming an
+    unknown execution as NotFoundError, a full disk (or the `max_bytes` cap) as StorageFullError."""
+    if isinstance(error, sqlite3.IntegrityError):
+        if "FOREIGN KEY" in str(error):
+            return NotFoundError("a row refers to an unknown execution")
+        return DuplicateRowError(f"a row with the same key is already stored: {error}")
+    if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        cap = f" (its cap is {max_bytes:,} bytes)" if max_bytes else ""
+        return StorageFullError(f"{path} is full{cap}: nothing of this commit was written")
+    return StorageError(f"{what}: write to {path} failed: {error}")
 
 
 class Database:
@@ -115,12 +128,5 @@ class Database:
                     if connection.in_transaction:  # SQLite ends it by itself after some errors
                         await connection.execute("ROLLBACK")
                     raise
-            except sqlite3.IntegrityError as e:
-                if "FOREIGN KEY" in str(e):
-                    raise NotFoundError("a row refers to an unknown execution") from e
-                raise DuplicateRowError(f"a row with the same key is already stored: {e}") from e
             except sqlite3.Error as e:
-                if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
-                    cap = f" (its cap is {self._max_bytes:,} bytes)" if self._max_bytes else ""
-                    raise StorageFullError(f"{self.path} is full{cap}: nothing of this commit was written") from e
-                raise StorageError(f"{self._what}: write to {self.path} failed: {e}") from e
+                raise write_error(e, self._what, self.path, self._max_bytes) from e

@@ -1,4 +1,5 @@
-"""`skillstate serve --progress-interval` and `--max-stream-in-flight`: checked, and passed to the server."""
+"""`skillstate serve --progress-interval`, `--max-stream-in-flight` and `--inline-commit-budget`: checked, and
+passed to the server."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from .test_cli import skillstate
         (["--progress-interval", "3601"], "--progress-interval: must be more than 0 and at most 3600 seconds"),
         (["--progress-interval", "soon"], "--progress-interval: invalid float value"),
         (["--max-stream-in-flight", "0"], "--max-stream-in-flight: must be >= 1"),
+        (["--inline-commit-budget", "-0.1"], "--inline-commit-budget: must be at least 0 and at most 1 second"),
+        (["--inline-commit-budget", "2"], "--inline-commit-budget: must be at least 0 and at most 1 second"),
     ],
 )
 async def test_bad_values_are_refused(args: list[str], message: str) -> None:

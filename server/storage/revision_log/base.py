@@ -76,6 +76,11 @@ class RevisionLog(abc.ABC):
         """The revision an agent committed under an idempotency key, if any."""
 
     @abc.abstractmethod
+    async def patch_ids(self, execution_id: str, up_to: int, limit: int) -> list[tuple[str, str, int]]:
+        """(agent_id, client_patch_id, revision) of the newest `limit` revisions r <= up_to committed under
+        an idempotency key, newest first."""
+
+    @abc.abstractmethod
     async def read_observations(
         self, execution_id: str, after: int, limit: int | None = None
     ) -> list[ObservationRecord]:

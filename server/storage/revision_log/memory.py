@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 from typing import Any
 
 from ...errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError
@@ -86,6 +87,11 @@ class MemoryRevisionLog(RevisionLog):
             if record.agent_id == agent_id and record.client_patch_id == client_patch_id:
                 return record
         return None
+
+    async def patch_ids(self, execution_id: str, up_to: int, limit: int) -> list[tuple[str, str, int]]:
+        revisions = self._get(execution_id).revisions
+        keyed = (revisions[r] for r in sorted(revisions, reverse=True) if r <= up_to and revisions[r].client_patch_id)
+        return [(record.agent_id, record.client_patch_id, record.revision) for record in itertools.islice(keyed, limit)]
 
     async def read_observations(
         self, execution_id: str, after: int, limit: int | None = None

@@ -233,6 +233,15 @@ class PostgresRevisionLog(RevisionLog):
         )  # fmt: skip
         return RevisionRecord(*rows[0]) if rows else None
 
+    async def patch_ids(self, execution_id: str, up_to: int, limit: int) -> list[tuple[str, str, int]]:
+        await self._require(execution_id)
+        rows = await self._db.fetch(
+            "SELECT agent_id, client_patch_id, revision FROM revisions "
+            "WHERE execution_id = $1 AND revision <= $2 AND client_patch_id != '' ORDER BY revision DESC LIMIT $3",
+            execution_id, up_to, limit,
+        )  # fmt: skip
+        return [(row[0], row[1], row[2]) for row in rows]
+
     async def read_observations(
         self, execution_id: str, after: int, limit: int | None = None
     ) -> list[ObservationRecord]:

@@ -1,11 +1,11 @@
-"""The default RevisionLog: one SQLite file in WAL mode, through aiosqlite.
+"""The default RevisionLog: one SQLite file in WAL mode.
 
-Writes go through one connection in autocommit mode. A group commit that writes one table (the common
-case: a batch of revisions) is a single multi-row INSERT, which SQLite runs as its own transaction: one
-thread hop and one fsync for the whole batch. A batch that writes several tables runs in an explicit
-transaction, a hop per statement. Each hop waits for the event loop, so under load the number of hops, not
-the disk, bounds the commit rate. Reads use a second connection, so they see only committed transactions
-and never wait behind a commit's fsync.
+Writes go through one connection in autocommit mode (server/storage/sqlite_writer.py). A group commit that
+writes one table (the common case: a batch of revisions) is a single multi-row INSERT, which SQLite runs as
+its own transaction, with one fsync for the whole batch; a batch that writes several tables runs between
+BEGIN and COMMIT. A small group commit runs on the event loop, anything else in the writer's thread, in one
+hop. Reads use a second connection through aiosqlite, so they see only committed transactions and never
+wait behind a commit's fsync.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ..records import (
     snapshot_row,
 )
 from ..sqlite import Database, insert
+from ..sqlite_writer import INLINE_BUDGET, Writer
 from .base import RevisionLog
 
 SCHEMA_VERSION = 1
@@ -81,11 +82,12 @@ CREATE TABLE IF NOT EXISTS observations (
 class SqliteRevisionLog(RevisionLog):
     """A RevisionLog in one SQLite database file (created if missing)."""
 
-    def __init__(self, path: str | Path, max_bytes: int | None = None) -> None:
+    def __init__(self, path: str | Path, max_bytes: int | None = None, inline_budget: float = INLINE_BUDGET) -> None:
         """`max_bytes` caps the database file: a commit that would grow it further fails with
-        StorageFullError, as a full disk would."""
+        StorageFullError, as a full disk would. `inline_budget`: the seconds a group commit on the event
+        loop may take before commits move to the writer's thread for a while (Writer explains)."""
         self._path = str(path)
-        self._writer = Database(path, what="revision log", max_bytes=max_bytes)
+        self._writer = Writer(path, "revision log", max_bytes, inline_budget)
         self._reader = Database(path, what="revision log")
         self._lock_file: IO[bytes] | None = None
 
@@ -128,11 +130,17 @@ class SqliteRevisionLog(RevisionLog):
         rows = await self._reader.rows(f"SELECT {_EXECUTIONS} FROM executions WHERE execution_id = ?", execution_id)
         return ExecutionRecord(*rows[0]) if rows else None
 
+    @property
+    def commits_inline(self) -> bool:
+        """Whether a small group commit runs on the event loop now (Writer.commits_inline)."""
+        return self._writer.commits_inline
+
     async def commit(self, batch: Batch) -> None:
-        await self._writer.transaction(
+        await self._writer.commit(
             insert("revisions", REVISION_COLUMNS, [revision_row(r) for r in batch.revisions]),
             insert("snapshots", SNAPSHOT_COLUMNS, [snapshot_row(s) for s in batch.snapshots]),
             insert("observations", OBSERVATION_COLUMNS, [observation_row(o) for o in batch.observations]),
+            rows=len(batch.revisions) + len(batch.snapshots) + len(batch.observations),
         )
 
     async def head_revision(self, execution_id: str) -> int:
@@ -168,6 +176,15 @@ class SqliteRevisionLog(RevisionLog):
             execution_id, agent_id, client_patch_id,
         )  # fmt: skip
         return RevisionRecord(*rows[0]) if rows else None
+
+    async def patch_ids(self, execution_id: str, up_to: int, limit: int) -> list[tuple[str, str, int]]:
+        await self._require(execution_id)
+        rows = await self._reader.rows(
+            "SELECT agent_id, client_patch_id, revision FROM revisions "
+            "WHERE execution_id = ? AND revision <= ? AND client_patch_id != '' ORDER BY revision DESC LIMIT ?",
+            execution_id, up_to, limit,
+        )  # fmt: skip
+        return [(row[0], row[1], row[2]) for row in rows]
 
     async def read_observations(
         self, execution_id: str, after: int, limit: int | None = None

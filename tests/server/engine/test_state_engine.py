@@ -186,6 +186,41 @@ async def test_idempotency_survives_restart_and_a_trimmed_key_memory(tmp_path: P
     await second.close()
 
 
+async def test_after_a_restart_from_a_snapshot_keys_are_known_without_the_log(tmp_path: Path) -> None:
+    path = tmp_path / "e.db"
+    first = StateEngine(SqliteRevisionLog(path), EngineConfig(snapshot_every=3))
+    await first.start()
+    await first.create_execution("x", "", "{}")
+    for i in range(7):
+        await first.submit_patch("x", "ada", i, json.dumps({"n": i}), f"k{i}")
+    await first.close()
+    second = StateEngine(SqliteRevisionLog(path), EngineConfig(snapshot_every=3))
+    await second.start()
+    assert await second.head_revision("x") == 7  # recovered from the snapshot at 6
+    assert second.submit_patch_now("x", "ada", 7, '{"n":1}', "k1") is None  # used before the snapshot
+    committing = second.submit_patch_now("x", "ada", 7, '{"n":7}', "k7")  # new: merged at once, as before
+    assert committing is not None
+    await committing.durable
+    assert committing.result.revision == 8
+    again = await second.submit_patch("x", "ada", 7, '{"n":7}', "k7")
+    assert again.duplicate and again.revision == 8
+    await second.close()
+
+
+async def test_a_key_whose_revision_was_compacted_applies_again(tmp_path: Path) -> None:
+    engine = StateEngine(SqliteRevisionLog(tmp_path / "r.db"), EngineConfig(window=4, snapshot_every=5))
+    await engine.start()
+    await engine.create_execution("x", "", "{}")
+    await engine.submit_patch("x", "ada", 0, '{"n":0}', "old")
+    for i in range(1, 12):
+        await engine.submit_patch("x", "ada", i, json.dumps({"n": i}))
+    assert await engine.compact("x", 10) == 10
+    # regression: memory still held the key, and reading its revision back from the log failed (INTERNAL)
+    retried = await engine.submit_patch("x", "ada", 12, '{"n":0}', "old")  # its revision 1 is gone
+    assert not retried.duplicate and retried.revision == 13
+    await engine.close()
+
+
 async def test_recovery_restores_head_window_and_sequences(tmp_path: Path) -> None:
     path = tmp_path / "e.db"
     first = StateEngine(SqliteRevisionLog(path), EngineConfig(snapshot_every=4))

@@ -96,6 +96,16 @@ class RevisionLogContract:
         assert found is not None and found.revision == 2
         assert await log.find_patch("e1", "c", "k1") is None
 
+    async def test_patch_ids_newest_first_up_to_a_revision(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution())
+        keyed = [revision(1, key="k1"), revision(2), revision(3, agent="b", key="k1"), revision(4, key="k4")]
+        await log.commit(Batch(revisions=[*keyed, revision(5, key="k5")]))
+        assert await log.patch_ids("e1", up_to=4, limit=10) == [("a", "k4", 4), ("b", "k1", 3), ("a", "k1", 1)]
+        assert await log.patch_ids("e1", up_to=4, limit=2) == [("a", "k4", 4), ("b", "k1", 3)]
+        assert await log.patch_ids("e1", up_to=0, limit=10) == []
+        with pytest.raises(NotFoundError):
+            await log.patch_ids("nope", up_to=4, limit=10)
+
     async def test_observations(self, log: RevisionLog) -> None:
         await log.create_execution(*execution())
         await log.commit(Batch(observations=[observation(n) for n in range(1, 4)]))

@@ -23,6 +23,17 @@ class TestSqliteRevisionLog(RevisionLogContract):
         await backend.close()
 
 
+class TestSqliteRevisionLogCommittingInItsThread(RevisionLogContract):
+    """The same contract with every group commit in the writer's thread (as after a slow one on the loop)."""
+
+    @pytest.fixture
+    async def log(self, tmp_path: Path) -> AsyncIterator[RevisionLog]:
+        backend = SqliteRevisionLog(tmp_path / "log.db", inline_budget=0)
+        await backend.open()
+        yield backend
+        await backend.close()
+
+
 async def test_reopening_the_file_keeps_everything(tmp_path: Path) -> None:
     first = SqliteRevisionLog(tmp_path / "log.db")
     await first.open()
@@ -52,7 +63,7 @@ async def test_a_file_that_is_not_a_database_is_a_storage_error(tmp_path: Path) 
     with pytest.raises(StorageError, match="cannot open"):
         await SqliteRevisionLog(path).open()
     # regression: a failed open left an aiosqlite worker thread waiting forever, so pytest hung at exit
-    workers = [t for t in threading.enumerate() if "connection_worker" in t.name]
+    workers = [t for t in threading.enumerate() if any(n in t.name for n in ("connection_worker", "sqlite-writer"))]
     for worker in workers:
         worker.join(timeout=5)  # a closed connection's thread ends just after close() returns
     assert not [t for t in workers if t.is_alive()]
