@@ -117,6 +117,13 @@ class Cases:
         head = (await state.get_state("big")).revision
         await self.run("SubmitPatch: 1 MiB lww merge on a stale base (3 MiB state)", lambda: state.submit_patch(
             "big", {"k1": "y" * (MIB - 100)}, agent_id="bench", base_revision=head - 2))  # fmt: skip
+        async with state.session("big", agent_id="bench", receive_observations=False) as session:
+            await self.run("Session: a 1 MiB patch at head over a session (3 MiB state)", lambda: session.submit(
+                {"k3": "z" * (MIB - 100)}, base_revision=head + 1))  # fmt: skip
+        head += 1  # the session's revision, for the watch below
+        await state.create_execution("many", initial_state={})
+        await self.run("Session: 64 agents x 1 in flight, 50 submits each (group commits on the loop)",
+                       lambda: _session_agents(state, "many", 64, 50))  # fmt: skip
         await self.run("Watch: from revision 0 over 4 MiB of revisions", lambda: _take(state.watch("big", 0), head + 1))
         await self.run("GetHistory: every revision of 1 MiB each", lambda: _all(state.history("big")))
         await self.run("Compact", lambda: state.compact("big", 0))
@@ -192,6 +199,20 @@ def big_package() -> dict[str, bytes]:
         text = f"# Part {i}\n\n" + "Reference text. " * 70_000
         files[f"big-package/references/part{i}.md"] = text.encode()[: MIB - 1]
     return files
+
+
+async def _session_agents(state: StateClient, execution: str, agents: int, submits: int) -> None:
+    """`agents` sessions of the credential's agent, each submitting a member of its own one patch at a time
+    against the newest revision."""
+    latest = [0]
+
+    async def agent(index: int) -> None:
+        async with state.session(execution, agent_id="bench", receive_observations=False) as session:
+            for n in range(submits):
+                result = await session.submit({f"agent-{index}": n}, base_revision=latest[0])
+                latest[0] = max(latest[0], result.revision)
+
+    await asyncio.gather(*(agent(i) for i in range(agents)))
 
 
 async def _take(stream: object, count: int) -> None:
