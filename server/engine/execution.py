@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
+import itertools
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -314,19 +315,26 @@ class Execution:
                     if self.last_written.get(path[0]) == dropped.revision:
                         del self.last_written[path[0]]
 
+    @property
+    def patch_id_room(self) -> int:
+        """How many more idempotency keys memory holds before it drops the oldest."""
+        return MAX_PATCH_IDS - len(self.patch_ids)
+
     def remember_older_patch_ids(self, older: list[tuple[str, str, int]]) -> None:
         """Add the idempotency keys of revisions before the window behind those it holds (at recovery).
-        `older` is (agent_id, client_patch_id, revision), newest first, as many as MAX_PATCH_IDS leaves room
-        for plus one: with more than the room, the oldest are left to the log."""
-        room = MAX_PATCH_IDS - len(self.patch_ids)
+        `older` is (agent_id, client_patch_id, revision), newest first, as many as `patch_id_room` plus one:
+        with more than the room, the oldest are left to the log."""
+        room = self.patch_id_room
         remembered = {(agent_id, key): revision for agent_id, key, revision in reversed(older[:room])}
         remembered.update(self.patch_ids)  # oldest first, so the cap drops the oldest
         self.patch_ids = remembered
-        self.patch_ids_complete = len(older) <= room
+        self.patch_ids_complete = self.patch_ids_complete and len(older) <= room
 
     def forget_patch_ids(self, up_to: int) -> None:
-        """Drop the keys of revisions up to `up_to`, compacted away (the log no longer holds them either)."""
-        self.patch_ids = {key: revision for key, revision in self.patch_ids.items() if revision > up_to}
+        """Drop the keys of revisions up to `up_to`, compacted away (the log no longer holds them either).
+        Memory holds them oldest first, so those are the first ones."""
+        for key, _ in list(itertools.takewhile(lambda item: item[1] <= up_to, self.patch_ids.items())):
+            del self.patch_ids[key]
 
     def key_unused(self, key: tuple[str, str]) -> bool:
         """Whether no submit used this idempotency key, as far as memory can tell without the log."""

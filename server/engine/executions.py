@@ -12,7 +12,7 @@ from ..errors import AlreadyExistsError, NotFoundError, OutOfRangeError
 from ..storage.records import ExecutionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
 from . import canonical
-from .execution import MAX_PATCH_IDS, Execution
+from .execution import Execution
 
 
 class Executions:
@@ -82,8 +82,8 @@ class Executions:
         records = await self._log.read_revisions(record.execution_id, after=snapshot.revision)
         execution.recover(snapshot, records)
         execution.compacted = await self._log.compact_revision(record.execution_id)
-        room = MAX_PATCH_IDS - len(execution.patch_ids)
-        execution.remember_older_patch_ids(await self._log.patch_ids(execution.id, snapshot.revision, room + 1))
+        older = await self._log.patch_ids(execution.id, snapshot.revision, execution.patch_id_room + 1)
+        execution.remember_older_patch_ids(older)
         execution.observation_sequence = execution.observation_committed = await self._log.last_observation_sequence(
             record.execution_id
         )

@@ -13,7 +13,12 @@ import aiosqlite
 
 from ..errors import DuplicateRowError, NotFoundError, StateError, StorageError, StorageFullError
 
-SETTINGS = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"
+BUSY_TIMEOUT_MS = 5000
+"""How long a write waits for another connection to the same file to release the write lock."""
+SETTINGS = (
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; "
+    f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};"
+)
 
 Statement = tuple[str, Sequence[Any]]
 """SQL and its parameters."""

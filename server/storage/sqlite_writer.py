@@ -2,27 +2,27 @@
 else in the connection's own thread.
 
 A group commit handed to a worker thread waits for the thread to be scheduled and to get the GIL from a
-busy event loop, then for the loop to resume it: on the reference machine (2 cores shared with the load)
-that is several milliseconds a commit, ten times the SQL and the fsync themselves, and callers in a closed
-loop (an agent waits for its answer before its next patch) wait through it. Run on the loop's own thread,
-the commit holds the loop for the SQL and the fsync instead (a third of a millisecond for 24 revisions
-there; 5 ms at most with SQLite's automatic checkpoints). That pays where a batch is large: a commit runs
-on the loop only if its moving-average time there is at most `INLINE_ROW_COST` per row it writes, so a
-loop saturated by small batches (unary calls) is not stopped for a whole fsync per few requests: those go
-to the thread and their batches grow meanwhile. Large commits (over `INLINE_BYTES`), compactions, new
-executions and schema changes always run in the thread. A disk that turns slow would hold the loop for
-each fsync: one commit on the loop that takes longer than `INLINE_BUDGET` sends every commit to the thread
-for the next `COOL_DOWN` seconds (logged).
+busy event loop, then for the loop to resume it: several milliseconds a commit on a machine whose cores
+are busy, many times the SQL and the fsync themselves, and agents in a closed loop (each waits for its
+answer before its next patch) wait through it. On the loop's own thread the commit holds the loop for its
+SQL and fsync instead, which pays where a batch is large: a commit runs there only if its moving-average
+time there is at most `INLINE_ROW_COST` per row it writes (a loop saturated by small batches, as unary
+calls make, is not stopped for a whole fsync per few requests; their batches grow in the thread), and
+once every `PROBE_INTERVAL` to keep that average current. It never waits there for SQLite's write lock
+(held by another store's connection to the same file): a busy database sends the commit to the thread,
+which waits up to `busy_timeout`. Large commits (over `INLINE_BYTES`), compactions, new executions and
+schema changes always run in the thread. A disk that turns slow would hold the loop for each fsync: one
+commit on the loop that takes longer than `INLINE_BUDGET` sends every commit to the thread for the next
+`COOL_DOWN` seconds (logged). docs/performance.md has the measurements.
 
-The connection is used by one side at a time: work queued for the thread runs in order, and a commit runs
-on the loop only while the thread has nothing queued or running, so it never overtakes it.
+The connection is used by one side at a time: jobs queued for the thread run in order, and a commit runs
+on the loop only while the thread has nothing queued or running, so it never overtakes one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import itertools
 import logging
 import sqlite3
 import time
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import StorageError
-from .sqlite import SETTINGS, Statement, write_error
+from .sqlite import BUSY_TIMEOUT_MS, SETTINGS, Statement, write_error
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,9 @@ COOL_DOWN = 60.0
 """Seconds commits stay in the thread after one on the loop went over `INLINE_BUDGET`."""
 INLINE_ROW_COST = 50e-6
 """Seconds of the loop's time a commit on it may cost per row it writes (about a sixth of what a unary
-call costs the loop there): a commit of fewer rows than its expected time allows goes to the thread."""
+call costs the loop): a commit of fewer rows than its expected time allows goes to the thread."""
+PROBE_INTERVAL = 1.0
+"""Seconds after which a commit runs on the loop whatever its rows, to measure that cost again."""
 
 T = TypeVar("T")
 
@@ -65,13 +67,14 @@ class Writer:
         self._inline_budget, self._cool_down, self._inline_row_cost = inline_budget, cool_down, inline_row_cost
         self._connection: sqlite3.Connection | None = None
         self._thread: concurrent.futures.ThreadPoolExecutor | None = None
-        self._queued, self._finished = itertools.count(1), 0
-        self._last_queued = 0
-        """Thread jobs queued and finished (each written by one side only): equal when the thread is idle."""
+        self._queued = self._finished = 0
+        """Jobs queued for the thread, and finished by it (each written by one side only): equal when idle."""
         self._in_thread_until = 0.0
         """Loop time before which every commit goes to the thread (a commit on the loop was too slow)."""
         self._inline_seconds = 0.0
         """A moving average of how long a commit on the loop takes."""
+        self._inline_at = float("-inf")
+        """Loop time of the last commit on the loop."""
 
     @property
     def commits_inline(self) -> bool:
@@ -83,13 +86,15 @@ class Writer:
         """Connect and apply the settings (in the thread: opening may recover a large WAL); idempotent."""
         if self._connection is not None:
             return
-        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="skillstate-sqlite-writer")
+        thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="skillstate-sqlite-writer")
+        connecting = asyncio.get_running_loop().run_in_executor(thread, self._connect)
         try:
-            self._connection = await self._in_thread(self._connect)
+            self._connection = await asyncio.shield(connecting)
         except BaseException:
-            self._thread.shutdown()
-            self._thread = None
+            connecting.add_done_callback(_close_connected)  # one that opens after a cancel is closed
+            thread.shutdown(wait=False)
             raise
+        self._thread = thread
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -97,7 +102,7 @@ class Writer:
         except sqlite3.Error as e:
             raise StorageError(f"cannot open {self.path}: {e}") from e
         try:
-            connection.executescript(SETTINGS)
+            connection.executescript(SETTINGS + "PRAGMA busy_timeout = 0;")  # the thread's jobs wait, the loop not
             if self._max_bytes is not None:
                 (page_size,) = connection.execute("PRAGMA page_size").fetchone()
                 connection.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // page_size)}")
@@ -107,18 +112,21 @@ class Writer:
         return connection
 
     async def close(self) -> None:
+        """Close once the jobs queued before have run."""
         connection, thread = self._connection, self._thread
         self._connection = self._thread = None
-        if connection is not None:
-            await asyncio.get_running_loop().run_in_executor(thread, connection.close)
-        if thread is not None:
-            thread.shutdown()
+        if thread is None:
+            return
+        try:
+            if connection is not None:
+                await asyncio.shield(asyncio.get_running_loop().run_in_executor(thread, connection.close))
+        finally:
+            thread.shutdown(wait=False)  # its thread ends once its queue is done
 
     async def value(self, sql: str, *params: Any) -> Any:
         """The first column of the first row, or None when there is no row (in the thread)."""
-        connection = self._open_connection
 
-        def query() -> Any:
+        def query(connection: sqlite3.Connection) -> Any:
             try:
                 row = connection.execute(sql, params).fetchone()
             except sqlite3.Error as e:
@@ -129,9 +137,8 @@ class Writer:
 
     async def script(self, sql: str) -> None:
         """Run statements separated by semicolons (tables, pragmas) outside any transaction (in the thread)."""
-        connection = self._open_connection
 
-        def run() -> None:
+        def run(connection: sqlite3.Connection) -> None:
             try:
                 connection.executescript(sql)
             except sqlite3.Error as e:
@@ -142,38 +149,42 @@ class Writer:
     async def transaction(self, *statements: Statement | None) -> None:
         """Run the statements (None ones skipped) atomically, in the thread."""
         present = [s for s in statements if s is not None]
-        await self._in_thread(lambda: self._write(present))
+        await self._in_thread(lambda connection: self._write(connection, present))
 
     async def commit(self, *statements: Statement | None, rows: int) -> None:
         """`transaction` for a group commit of `rows` rows: on the event loop where the module's docstring
         says it pays, in the thread otherwise."""
         present = [s for s in statements if s is not None]
-        loop = asyncio.get_running_loop()
+        loop, connection = asyncio.get_running_loop(), self._open_connection
+        probing = loop.time() - self._inline_at >= PROBE_INTERVAL
         if (
-            self._finished != self._last_queued  # the thread is using the connection
+            self._finished != self._queued  # the thread is using the connection
             or not self.commits_inline
-            or rows * self._inline_row_cost < self._inline_seconds
+            or (rows * self._inline_row_cost < self._inline_seconds and not probing)
             or _size(present) > INLINE_BYTES
         ):
-            await self._in_thread(lambda: self._write(present))
+            await self.transaction(*present)
             return
         started = time.perf_counter()
         try:
-            self._write(present)
-        finally:
-            took = time.perf_counter() - started
-            self._inline_seconds += (took - self._inline_seconds) / 8
-            if took > self._inline_budget:
-                self._in_thread_until = loop.time() + self._cool_down
-                log.warning(
-                    "a commit to %s held the event loop for %.1f ms, over its budget of %.1f ms: commits run "
-                    "in the writer's thread for the next %.0f s",
-                    self.path, took * 1e3, self._inline_budget * 1e3, self._cool_down,
-                )  # fmt: skip
+            self._write(connection, present)
+        except _Busy:
+            await self.transaction(*present)  # another connection holds the write lock: wait in the thread
+            return
+        took = time.perf_counter() - started
+        self._inline_at = loop.time()
+        self._inline_seconds += (took - self._inline_seconds) / 8
+        if took > self._inline_budget:
+            self._in_thread_until = loop.time() + self._cool_down
+            log.warning(
+                "a commit to %s held the event loop for %.1f ms, over its budget of %.1f ms: commits run in "
+                "the writer's thread for the next %.0f s",
+                self.path, took * 1e3, self._inline_budget * 1e3, self._cool_down,
+            )  # fmt: skip
 
-    def _write(self, statements: list[Statement]) -> None:
-        """The statements alone in autocommit when there is one, else between BEGIN IMMEDIATE and COMMIT."""
-        connection = self._open_connection
+    def _write(self, connection: sqlite3.Connection, statements: list[Statement]) -> None:
+        """The statements alone in autocommit when there is one, else between BEGIN IMMEDIATE and COMMIT.
+        Raises _Busy, having written nothing, if another connection holds the write lock."""
         try:
             if len(statements) == 1:
                 connection.execute(*statements[0])
@@ -188,23 +199,32 @@ class Writer:
                     connection.execute("ROLLBACK")
                 raise
         except sqlite3.Error as e:
+            if getattr(e, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:  # any of its extended codes
+                raise _Busy() from e
             raise write_error(e, self._what, self.path, self._max_bytes) from e
 
-    async def _in_thread(self, job: Callable[[], T]) -> T:
-        """Run `job` in the connection's thread, after what is queued there. The job runs to its end even if
-        the caller is cancelled (a transaction is one job, so it is never left half done)."""
-        if self._thread is None:
-            raise StorageError(f"the {self._what} is not open")
-        self._last_queued = next(self._queued)
+    async def _in_thread(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `job` on the connection in the thread, after what is queued there, waiting up to the busy
+        timeout for the write lock. The job runs to its end even if the caller is cancelled (a transaction
+        is one job, so it is never left half done)."""
+        connection, thread = self._open_connection, self._thread
+        assert thread is not None, "open with its connection"
+        self._queued += 1
 
         def run() -> T:
             try:
-                return job()
+                connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                try:
+                    return job(connection)
+                except _Busy as busy:
+                    raise StorageError(f"{self._what}: {self.path} is locked by another connection") from busy
+                finally:
+                    connection.execute("PRAGMA busy_timeout = 0")
             finally:
                 self._finished += 1  # only this thread writes it
 
         # shielded: cancelling a job still queued would drop it, and with it the count of finished jobs
-        return await asyncio.shield(asyncio.get_running_loop().run_in_executor(self._thread, run))
+        return await asyncio.shield(asyncio.get_running_loop().run_in_executor(thread, run))
 
     @property
     def _open_connection(self) -> sqlite3.Connection:
@@ -213,6 +233,15 @@ class Writer:
         return self._connection
 
 
+class _Busy(Exception):
+    """Another connection holds the database's write lock (on the loop, the writer does not wait for it)."""
+
+
 def _size(statements: list[Statement]) -> int:
     """The bytes of text a write carries (its rows' JSON and names), roughly what it adds to the WAL."""
     return sum(len(value) for _, params in statements for value in params if isinstance(value, str))
+
+
+def _close_connected(connecting: asyncio.Future[sqlite3.Connection]) -> None:
+    if not connecting.cancelled() and connecting.exception() is None:
+        connecting.result().close()

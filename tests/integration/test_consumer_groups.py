@@ -65,24 +65,27 @@ async def first_members(client: StateClient, execution_id: str, count: int, **op
 async def test_each_observation_goes_to_one_member_and_is_done_once_acknowledged(client: StateClient) -> None:
     execution_id = (await client.create_execution()).execution_id
     members = await first_members(client, execution_id, 3)
+    reads: dict[asyncio.Future[Observation], Member] = {}
     try:
         for n in range(30):
             await client.publish_observation(execution_id, "skill:s", n)
         seen: dict[int, str] = {}
         while len(seen) < 30:  # a member holds one at a time (max_unacked 0: one): each acks to get the next
-            reads = {asyncio.ensure_future(m.next()): m for m in members}
-            done, pending = await asyncio.wait(reads, return_when=asyncio.FIRST_COMPLETED)
-            for read in pending:
-                read.cancel()
+            for member in set(members) - set(reads.values()):  # one read outstanding per member, never
+                reads[asyncio.ensure_future(member.next())] = member  # cancelled: that could lose what it got
+            done, _ = await asyncio.wait(reads, return_when=asyncio.FIRST_COMPLETED)
             for read in done:
+                member = reads.pop(read)
                 observation = read.result()
                 assert observation.delivery == 1 and observation.payload not in seen
-                seen[observation.payload] = reads[read].agent  # type: ignore[index]
-                assert await reads[read].ack([observation.sequence]) == 1
+                seen[observation.payload] = member.agent  # type: ignore[index]
+                assert await member.ack([observation.sequence]) == 1
         assert sorted(seen) == list(range(30))
         assert len(set(seen.values())) == 3, "the work was shared"
         assert await members[0].ack([2, 3]) == 0, "acknowledging again changes nothing"
     finally:
+        for read in reads:
+            read.cancel()
         for member in members:
             await member.leave()
 

@@ -68,6 +68,8 @@ CREATE TABLE IF NOT EXISTS revisions (
 );
 CREATE INDEX IF NOT EXISTS revisions_by_patch_id
     ON revisions (execution_id, agent_id, client_patch_id) WHERE client_patch_id <> '';
+CREATE INDEX IF NOT EXISTS revisions_keyed
+    ON revisions (execution_id, revision, agent_id, client_patch_id) WHERE client_patch_id <> '';
 CREATE TABLE IF NOT EXISTS snapshots (
     execution_id TEXT NOT NULL REFERENCES executions(execution_id),
     revision     BIGINT NOT NULL,

@@ -59,6 +59,8 @@ CREATE TABLE IF NOT EXISTS revisions (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS revisions_by_patch_id
     ON revisions (execution_id, agent_id, client_patch_id) WHERE client_patch_id != '';
+CREATE INDEX IF NOT EXISTS revisions_keyed
+    ON revisions (execution_id, revision, agent_id, client_patch_id) WHERE client_patch_id != '';
 CREATE TABLE IF NOT EXISTS snapshots (
     execution_id TEXT NOT NULL REFERENCES executions(execution_id),
     revision     INTEGER NOT NULL,
@@ -129,11 +131,6 @@ class SqliteRevisionLog(RevisionLog):
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
         rows = await self._reader.rows(f"SELECT {_EXECUTIONS} FROM executions WHERE execution_id = ?", execution_id)
         return ExecutionRecord(*rows[0]) if rows else None
-
-    @property
-    def commits_inline(self) -> bool:
-        """Whether a small group commit runs on the event loop now (Writer.commits_inline)."""
-        return self._writer.commits_inline
 
     async def commit(self, batch: Batch) -> None:
         await self._writer.commit(

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from skillstate.server.engine import execution as execution_module
 from skillstate.server.engine.config import EngineConfig
 from skillstate.server.engine.merge import Resolution
 from skillstate.server.engine.results import WatchSnapshot
@@ -179,7 +180,7 @@ async def test_idempotency_survives_restart_and_a_trimmed_key_memory(tmp_path: P
         await first.submit_patch("x", "ada", i, json.dumps({"n": i}), f"k{i}")
     await first.close()
     second = StateEngine(SqliteRevisionLog(path), EngineConfig(snapshot_every=3))
-    await second.start()  # recovers from the snapshot at 6: keys before it are looked up in the log
+    await second.start()  # recovers from the snapshot at 6, and the keys before it from the log
     result = await second.submit_patch("x", "ada", 1, '{"n":1}', "k1")
     assert result.duplicate and result.revision == 2
     assert await second.head_revision("x") == 7
@@ -204,6 +205,27 @@ async def test_after_a_restart_from_a_snapshot_keys_are_known_without_the_log(tm
     assert committing.result.revision == 8
     again = await second.submit_patch("x", "ada", 7, '{"n":7}', "k7")
     assert again.duplicate and again.revision == 8
+    await second.close()
+
+
+@pytest.mark.parametrize("snapshot_every", [4, 100], ids=["keys before the snapshot", "keys replayed past the cap"])
+async def test_keys_beyond_memory_are_looked_up_after_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, snapshot_every: int
+) -> None:
+    monkeypatch.setattr(execution_module, "MAX_PATCH_IDS", 3)
+    path = tmp_path / "e.db"
+    first = StateEngine(SqliteRevisionLog(path), EngineConfig(snapshot_every=snapshot_every))
+    await first.start()
+    await first.create_execution("x", "", "{}")
+    for i in range(9):
+        await first.submit_patch("x", "ada", i, json.dumps({"n": i}), f"k{i}")
+    await first.close()
+    second = StateEngine(SqliteRevisionLog(path), EngineConfig(snapshot_every=snapshot_every))
+    await second.start()
+    assert await second.head_revision("x") == 9
+    assert second.submit_patch_now("x", "ada", 9, '{"n":0}', "k0") is None  # maybe used: the log decides
+    result = await second.submit_patch("x", "ada", 0, '{"n":0}', "k0")
+    assert result.duplicate and result.revision == 1
     await second.close()
 
 

@@ -7,14 +7,16 @@ only if the commit waited for the thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from skillstate.server.errors import DuplicateRowError, StorageFullError
-from skillstate.server.storage.sqlite import Statement
+from skillstate.server.storage import sqlite_writer
+from skillstate.server.storage.sqlite import BUSY_TIMEOUT_MS, Statement
 from skillstate.server.storage.sqlite_writer import INLINE_BYTES, Writer
 
 TABLE = "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"
@@ -58,13 +60,39 @@ async def test_a_large_commit_runs_in_the_thread(writer: Writer, tmp_path: Path)
     assert stored(tmp_path / "w.db") == [(1, large)]
 
 
+@contextlib.contextmanager
+def write_locked(path: Path) -> Iterator[None]:
+    """Another connection holds the file's write lock (as another store on the same file may)."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
 async def test_a_commit_waits_behind_work_queued_in_the_thread(writer: Writer, tmp_path: Path) -> None:
-    earlier = asyncio.ensure_future(writer.transaction(row(1, "first")))
-    await asyncio.sleep(0)  # the transaction is queued in the thread, not yet done
-    assert not earlier.done()
-    assert await gave_up_the_loop(writer.commit(row(2, "second"), rows=1))
-    assert earlier.done()
+    with write_locked(tmp_path / "w.db"):
+        earlier = asyncio.ensure_future(writer.transaction(row(1, "first")))  # waits in the thread for the lock
+        await asyncio.sleep(0)
+        later = asyncio.ensure_future(writer.commit(row(2, "second"), rows=1))
+        await asyncio.sleep(0)
+        assert not earlier.done() and not later.done()
+    await asyncio.gather(earlier, later)
     assert stored(tmp_path / "w.db") == [(1, "first"), (2, "second")]
+
+
+async def test_a_commit_never_waits_on_the_loop_for_another_connections_lock(writer: Writer, tmp_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    with write_locked(tmp_path / "w.db"):
+        commit = asyncio.ensure_future(writer.commit(row(1), rows=1))
+        began = loop.time()
+        done, _ = await asyncio.wait({commit}, timeout=0.05)
+        assert not done
+        assert loop.time() - began < BUSY_TIMEOUT_MS / 1000 / 5  # the loop went on, not held by the busy wait
+    await commit  # in the thread, once the lock is free
+    assert stored(tmp_path / "w.db") == [(1, "v")]
 
 
 async def test_a_cancelled_transaction_is_written_whole(writer: Writer, tmp_path: Path) -> None:
@@ -99,6 +127,20 @@ async def test_commits_return_to_the_loop_after_the_cool_down(tmp_path: Path) ->
         await writer.commit(row(1), rows=1)
         assert writer.commits_inline
         assert not await gave_up_the_loop(writer.commit(row(2), rows=1))
+    finally:
+        await writer.close()
+
+
+async def test_a_commit_of_few_rows_runs_on_the_loop_now_and_then_to_measure_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_writer, "PROBE_INTERVAL", 0.0)
+    writer = Writer(tmp_path / "w.db", "test log", inline_row_cost=1e-12)
+    await writer.open()
+    await writer.script(TABLE)
+    try:
+        await writer.commit(row(1), rows=1)
+        assert not await gave_up_the_loop(writer.commit(row(2), rows=1))  # too few rows, but a probe
     finally:
         await writer.close()
 
