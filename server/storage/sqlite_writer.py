@@ -10,7 +10,7 @@ time there is at most `INLINE_ROW_COST` per row it writes (a loop saturated by s
 calls make, is not stopped for a whole fsync per few requests; their batches grow in the thread), and
 once every `PROBE_INTERVAL` to keep that average current. It never waits there for SQLite's write lock
 (held by another store's connection to the same file): a busy database sends the commit to the thread,
-which waits up to `busy_timeout`. Large commits (over `INLINE_BYTES`), compactions, new executions and
+which tries again for up to the busy timeout. Large commits (over `INLINE_BYTES`), compactions, new executions and
 schema changes always run in the thread. A disk that turns slow would hold the loop for each fsync: one
 commit on the loop that takes longer than `INLINE_BUDGET` sends every commit to the thread for the next
 `COOL_DOWN` seconds (logged). docs/performance.md has the measurements.
@@ -102,7 +102,7 @@ class Writer:
         except sqlite3.Error as e:
             raise StorageError(f"cannot open {self.path}: {e}") from e
         try:
-            connection.executescript(SETTINGS + "PRAGMA busy_timeout = 0;")  # the thread's jobs wait, the loop not
+            connection.executescript(SETTINGS + "PRAGMA busy_timeout = 0;")  # the thread waits itself (_in_thread)
             if self._max_bytes is not None:
                 (page_size,) = connection.execute("PRAGMA page_size").fetchone()
                 connection.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // page_size)}")
@@ -130,6 +130,7 @@ class Writer:
             try:
                 row = connection.execute(sql, params).fetchone()
             except sqlite3.Error as e:
+                _raise_if_busy(e)
                 raise StorageError(f"{self._what}: read from {self.path} failed: {e}") from e
             return row[0] if row else None
 
@@ -142,6 +143,7 @@ class Writer:
             try:
                 connection.executescript(sql)
             except sqlite3.Error as e:
+                _raise_if_busy(e)
                 raise StorageError(f"{self._what}: {self.path}: {e}") from e
 
         await self._in_thread(run)
@@ -199,27 +201,29 @@ class Writer:
                     connection.execute("ROLLBACK")
                 raise
         except sqlite3.Error as e:
-            if getattr(e, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:  # any of its extended codes
-                raise _Busy() from e
+            _raise_if_busy(e)
             raise write_error(e, self._what, self.path, self._max_bytes) from e
 
     async def _in_thread(self, job: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `job` on the connection in the thread, after what is queued there, waiting up to the busy
-        timeout for the write lock. The job runs to its end even if the caller is cancelled (a transaction
-        is one job, so it is never left half done)."""
+        """Run `job` on the connection in the thread, after what is queued there; while another connection
+        holds the write lock, again after a pause, for up to the busy timeout (SQLite's own wait is off,
+        for the loop's sake). The job runs to its end even if the caller is cancelled (a transaction is one
+        job, so it is never left half done)."""
         connection, thread = self._open_connection, self._thread
         assert thread is not None, "open with its connection"
         self._queued += 1
 
         def run() -> T:
             try:
-                connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-                try:
-                    return job(connection)
-                except _Busy as busy:
-                    raise StorageError(f"{self._what}: {self.path} is locked by another connection") from busy
-                finally:
-                    connection.execute("PRAGMA busy_timeout = 0")
+                give_up_at, pause = time.monotonic() + BUSY_TIMEOUT_MS / 1000, 0.001
+                while True:
+                    try:
+                        return job(connection)
+                    except _Busy as busy:  # nothing was done: a job fails whole
+                        if time.monotonic() + pause > give_up_at:
+                            raise StorageError(f"{self._what}: {self.path} is locked by another connection") from busy
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.05)
             finally:
                 self._finished += 1  # only this thread writes it
 
@@ -235,6 +239,11 @@ class Writer:
 
 class _Busy(Exception):
     """Another connection holds the database's write lock (on the loop, the writer does not wait for it)."""
+
+
+def _raise_if_busy(error: sqlite3.Error) -> None:
+    if getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY:  # any of its extended codes
+        raise _Busy() from error
 
 
 def _size(statements: list[Statement]) -> int:
