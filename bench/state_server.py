@@ -31,8 +31,7 @@ import aiosqlite
 import grpc
 import orjson
 
-from skillstate.clients import StateClient
-from skillstate.clients._client import RetryPolicy
+from skillstate.clients import RetryPolicy, StateClient
 from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 

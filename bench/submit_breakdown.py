@@ -46,8 +46,7 @@ from state_server import (
     spawn,
 )
 
-from skillstate.clients import StateClient
-from skillstate.clients._client import RetryPolicy
+from skillstate.clients import RetryPolicy, StateClient
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
 VARIANT_SERVER = r"""

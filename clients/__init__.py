@@ -9,7 +9,7 @@ async with SkillRegistryClient("127.0.0.1:50051") as skills:
     context = await skills.hydrate("ship the customer's order", budget_tokens=3000)
 """
 
-from ._client import ClientTLS, RetryPolicy, StateClient, open_channel
+from ._client import ClientTLS, StateClient, open_channel
 from ._errors import (
     AlreadyExistsError,
     ConflictError,
@@ -25,6 +25,7 @@ from ._errors import (
     ValidationError,
 )
 from ._packages import PackageFiles, PackageReadError, read_package_dir
+from ._retry import RetryPolicy
 from ._session import Session
 from ._skill_types import (
     Diagnostic,

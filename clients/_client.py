@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random as _random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
 from ._errors import UnavailableError, from_rpc_error
+from ._retry import Reopenings, RetryPolicy
 from ._session import Session
 from ._types import JSON, CreatedExecution, HistoryPage, Observation, PatchResult, RevisionEvent, Snapshot, State
 from ._wire import dumps_json, patch_request
@@ -104,37 +104,6 @@ def open_channel(
         return grpc.aio.insecure_channel(target, options=channel_options, interceptors=interceptors)
     credentials = grpc.ssl_channel_credentials(tls.root_certificates, tls.private_key, tls.certificate_chain)
     return grpc.aio.secure_channel(target, credentials, options=channel_options, interceptors=interceptors)
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Retries of UNAVAILABLE with jittered exponential backoff, for the calls a retry cannot duplicate:
-    reads, and SubmitPatch (its idempotency key makes a retry return the original result). CreateExecution
-    and PublishObservation are not retried: after a lost reply a retry could create or publish twice.
-
-    The jitter is "equal jitter" (AWS Architecture Blog, "Exponential Backoff and Jitter"): after attempt n
-    a client waits half of min(max_backoff, initial_backoff * 2^n) plus a uniform random part of the other
-    half. Clients cut by one restart so retry spread out instead of in lockstep, and, unlike "full jitter"
-    (anything from 0), the floor keeps the time a number of attempts spans predictable: with the defaults
-    the backoffs add up to 3.55-7.1 s whatever the draws, enough to ride out a server restart.
-    """
-
-    attempts: int = 8
-    initial_backoff: float = 0.1
-    max_backoff: float = 2.0
-    deadline: float | None = 10.0
-    """Seconds from a retried call's first attempt after which it gives up: no attempt starts after it, and
-    each attempt's timeout is the least of the call's timeout and what is left of it (an attempt cut by it
-    fails DEADLINE_EXCEEDED). None: the attempts alone bound the call. For a stream, it bounds each run of
-    failed reopenings, counted from the failure that started it."""
-    random: Callable[[], float] | None = None
-    """Draws the jitter, uniform in [0, 1) (None: `random.random`); `random.Random(seed).random` makes the
-    backoffs reproducible."""
-
-    def backoff(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt `attempt` (0: the first) before the next."""
-        ceiling = min(self.max_backoff, self.initial_backoff * 2 ** min(attempt, 64))
-        return float(ceiling / 2 + (self.random or _random.random)() * ceiling / 2)
 
 
 class RpcClient:
@@ -424,25 +393,20 @@ class StateClient(RpcClient):
     ) -> AsyncIterator[T]:
         """Yield decoded messages (skipping those `decode` returns None for), reopening the stream from the
         last cursor after a resumable failure, within the policy's attempts and deadline."""
-        policy, loop = self._retry, asyncio.get_running_loop()
-        failures, give_up_at = 0, None
+        reopenings = Reopenings(self._retry)
         while True:
             call = open_stream(cursor)
             try:
                 async for message in call:
-                    failures, give_up_at = 0, None
+                    reopenings.reset()
                     decoded = decode(message)
                     if decoded is not None:
                         cursor, item = decoded
                         yield item
                 return
             except grpc.aio.AioRpcError as e:
-                failures += 1
-                pause = policy.backoff(failures - 1)
-                if give_up_at is None and policy.deadline is not None:
-                    give_up_at = loop.time() + policy.deadline
-                late = give_up_at is not None and loop.time() + pause >= give_up_at
-                if not resume or e.code() not in _RESUMABLE or failures >= policy.attempts or late:
+                pause = reopenings.failed(resumable=resume and e.code() in _RESUMABLE)
+                if pause is None:
                     raise from_rpc_error(e) from None
             finally:
                 call.cancel()

@@ -19,6 +19,7 @@ import grpc
 from skillstate.state.v1 import state_pb2 as pb
 
 from ._errors import ResourceExhaustedError, SkillstateError, UnavailableError, from_rpc_error, from_status
+from ._retry import Reopenings, RetryPolicy
 from ._types import JSON, Observation, PatchResult, RevisionEvent, Snapshot
 from ._wire import patch_request
 
@@ -55,7 +56,7 @@ class Session:
     def __init__(
         self,
         stub: Any,
-        retry: Any,
+        retry: RetryPolicy,
         execution_id: str,
         agent_id: str,
         *,
@@ -190,8 +191,7 @@ class Session:
     async def _run(self) -> None:
         """Connect, and reconnect after a cut within the retry policy's attempts and deadline (counted from
         the first of a run of failed connections)."""
-        loop, policy = asyncio.get_running_loop(), self._retry
-        failures, give_up_at = 0, None
+        loop, reopenings = asyncio.get_running_loop(), Reopenings(self._retry)
         try:
             while True:
                 try:
@@ -203,15 +203,11 @@ class Session:
                     return
                 except grpc.aio.AioRpcError as cut:
                     error = from_rpc_error(cut)
-                    if self._received or loop.time() - self._opened_at >= policy.max_backoff:
-                        failures, give_up_at = 0, None  # that connection worked: a new run of failures
-                    self._received, self._opened_at, failures = False, float("inf"), failures + 1
-                    if give_up_at is None and policy.deadline is not None:
-                        give_up_at = loop.time() + policy.deadline
-                    pause = policy.backoff(failures - 1)
-                    resumable = isinstance(error, UnavailableError) or self._write_broke
-                    late = give_up_at is not None and loop.time() + pause >= give_up_at
-                    if not resumable or failures >= policy.attempts or late:
+                    if self._received or loop.time() - self._opened_at >= self._retry.max_backoff:
+                        reopenings.reset()  # that connection worked: a new run of failures
+                    self._received, self._opened_at = False, float("inf")
+                    pause = reopenings.failed(resumable=isinstance(error, UnavailableError) or self._write_broke)
+                    if pause is None:
                         self._end(error)
                         return
                 await asyncio.sleep(pause)

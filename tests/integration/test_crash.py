@@ -9,8 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from skillstate.clients import StateClient, UnavailableError
-from skillstate.clients._client import RetryPolicy
+from skillstate.clients import RetryPolicy, StateClient, UnavailableError
 
 from ..waiting import eventually
 
