@@ -50,17 +50,19 @@ def write_error(error: sqlite3.Error, what: str, path: str, max_bytes: int | Non
 
 
 class Database:
-    """One connection to a SQLite file in autocommit mode (a transaction says BEGIN), its tables made on open.
+    """One connection to a SQLite file through aiosqlite, in autocommit mode (a transaction says BEGIN), its
+    tables made on open: the skill and credential stores, and the revision log's reads (its writes go
+    through sqlite_writer.Writer).
 
     Errors come out as StorageError naming the file: a repeated key as DuplicateRowError, a row naming an
-    unknown execution as NotFoundError, a full disk (or the `max_bytes` cap) as StorageFullError.
+    unknown execution as NotFoundError, a full disk as StorageFullError.
     """
 
-    def __init__(self, path: str | Path, ddl: str = "", what: str = "database", max_bytes: int | None = None) -> None:
-        self.path, self._ddl, self._what, self._max_bytes = str(path), ddl, what, max_bytes
+    def __init__(self, path: str | Path, ddl: str = "", what: str = "database") -> None:
+        self.path, self._ddl, self._what = str(path), ddl, what
         self._connection: aiosqlite.Connection | None = None
         self._writing = asyncio.Lock()
-        """One transaction at a time on the connection: a commit and a compaction may be called together."""
+        """One transaction at a time on the connection: two calls may write at once."""
 
     async def open(self) -> None:
         """Connect, apply the settings and make the tables; idempotent, and nothing is left open on failure."""
@@ -72,9 +74,6 @@ class Database:
             raise StorageError(f"cannot open {self.path}: {e}") from e
         try:
             await connection.executescript(SETTINGS + self._ddl)
-            if self._max_bytes is not None:
-                (page_size,) = next(iter(await connection.execute_fetchall("PRAGMA page_size")))
-                await connection.execute(f"PRAGMA max_page_count = {max(1, self._max_bytes // page_size)}")
         except BaseException as e:
             await connection.close()  # an open connection keeps a worker thread alive
             if isinstance(e, sqlite3.Error):
@@ -134,4 +133,4 @@ class Database:
                         await connection.execute("ROLLBACK")
                     raise
             except sqlite3.Error as e:
-                raise write_error(e, self._what, self.path, self._max_bytes) from e
+                raise write_error(e, self._what, self.path, None) from e
