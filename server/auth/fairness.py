@@ -52,6 +52,8 @@ class FairQueue:
 
     async def turn(self, key: str) -> None:
         """Wait for this identity's turn for a seat, and give it back at once (one streamed message)."""
+        if self.seat_free():
+            return  # a seat taken and given back at once would change nothing
         await self._take(key)
         self._give_back(key)
 

@@ -165,4 +165,8 @@ def type_name(value: JSON) -> str:
 
 def sha256_hex(*parts: bytes) -> str:
     """Hex SHA-256 of parts, each length-prefixed so that no two sequences of parts collide."""
-    return hashlib.sha256(b"".join(len(part).to_bytes(8, "big") + part for part in parts)).hexdigest()
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()

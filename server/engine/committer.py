@@ -47,6 +47,9 @@ class Pending(Generic[E]):
     future: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     """Awaited by the caller that enqueued the item (cancelled with it if that caller goes away)."""
     followers: list[asyncio.Future[None]] | None = None
+    listener: Callable[[Exception | None], None] | None = None
+    """Called with the item's outcome as soon as it is known, from the group commit itself: without the turn
+    of the event loop a future's callback waits for (a Session answers its submits this way)."""
 
     def follow(self) -> asyncio.Future[None]:
         """A future of this item's outcome for another caller (a retry under the same idempotency key)."""
@@ -57,6 +60,11 @@ class Pending(Generic[E]):
         return follower
 
     def resolve(self, error: Exception | None = None) -> None:
+        if self.listener is not None:
+            try:
+                self.listener(error)
+            except Exception:  # the commit goes on for the other items
+                log.exception("a listener of a group commit's item failed")
         for future in (self.future, *(self.followers or ())):
             if future.done():
                 continue

@@ -58,9 +58,10 @@ def revision_hash(
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Entry:
-    """A revision held in memory: its hash, what it changed, and how to undo it."""
+    """A revision held in memory: its hash, what it changed, and how to undo it. One is made for every patch and never
+    changed: not `frozen`, which would double what it costs to make."""
 
     revision: int
     state_hash: str

@@ -37,9 +37,10 @@ Stamp = tuple[int, str]
 """(base_revision, agent_id): the order `lww` decides by; arrival order never enters it."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Change:
-    """What one committed revision did, as the merge needs to know it."""
+    """What one committed revision did, as the merge needs to know it. One is made for every patch and never changed:
+    not `frozen`, which would double what it costs to make."""
 
     revision: int
     base_revision: int
@@ -65,6 +66,8 @@ class Resolution:
 
 def encode_resolutions(resolutions: Sequence[Resolution]) -> str:
     """Resolutions as canonical JSON, for the revision log."""
+    if not resolutions:  # most revisions: nothing was concurrent
+        return "[]"
     return canonical.dumps_str([[r.path, r.policy.value, r.outcome] for r in resolutions])
 
 

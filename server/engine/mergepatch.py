@@ -99,7 +99,10 @@ def written_paths(before: JSON, applied: dict[str, JSON], submitted: dict[str, J
     A write of the value already there changes nothing but still is a write, with a stamp: without it a
     later `lww` write would win or lose depending on arrival order.
     """
-    return tuple(sorted({*touched_paths(before, applied), *touched_paths(before, submitted)}))
+    paths = set(touched_paths(before, applied))
+    if submitted != applied:  # equal patches (even where 1 == true) write the same paths
+        paths.update(touched_paths(before, submitted))
+    return tuple(sorted(paths))
 
 
 def json_equal(a: JSON, b: JSON) -> bool:

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,7 +127,7 @@ class Patches:
         if client_patch_id:
             execution.pending_patches[submission.key] = pending
         result = SubmitResult(record.revision, record.state_hash, record.applied_patch_json, tuple(resolutions))
-        return Committing(pending.future, result)
+        return Committing(pending, result)
 
     def _merge_now(
         self, execution: Execution, submission: Submission
@@ -324,13 +325,24 @@ class Patches:
                 return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Committing:
-    """A patch merged and queued for the group commit (Patches.submit_now): `result` is its answer once
-    `durable` completes; if `durable` fails, its error is the answer."""
+    """A patch merged and queued for the group commit (Patches.submit_now): `result` is its answer once it
+    is durable; if its commit fails, the error is the answer. One is made for every such patch and never
+    changed: not `frozen`, which would double what it costs to make."""
 
-    durable: asyncio.Future[None]
+    pending: Pending[Execution]
     result: SubmitResult
+
+    @property
+    def durable(self) -> asyncio.Future[None]:
+        """Completes once the revision is durable, or fails with the commit's error."""
+        return self.pending.future
+
+    def when_durable(self, listener: Callable[[Exception | None], None]) -> None:
+        """Call `listener(None)` once the revision is durable, or `listener(error)` if its commit fails,
+        synchronously from the group commit (one listener)."""
+        self.pending.listener = listener
 
 
 def _effective(head: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

@@ -49,9 +49,10 @@ def check_address(value: str, limits: Limits) -> str:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Submission:
-    """A checked SubmitPatch request: the patch decoded, the patch and action as canonical JSON."""
+    """A checked SubmitPatch request: the patch decoded, the patch and action as canonical JSON. One is made for every
+    patch and never changed: not `frozen`, which would double what it costs to make."""
 
     agent_id: str
     base_revision: int

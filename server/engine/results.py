@@ -22,8 +22,11 @@ class StateView:
     state_hash: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SubmitResult:
+    """What a submit committed. One is made for every patch and never changed: not `frozen`, which would double what it
+    costs to make."""
+
     revision: int
     state_hash: str
     applied_patch_json: str

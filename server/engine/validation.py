@@ -10,7 +10,6 @@ is validated instead, so the answer is always the same as validating the whole s
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -78,7 +77,9 @@ class SchemaValidator:
 
     def validate(self, state: Any) -> None:
         """Check a whole state; raises SchemaViolationError listing the failing paths."""
-        _raise_if_any(self._errors(state, self._root, ()))
+        violations: list[str] = []
+        self._check(state, self._root, (), violations)
+        _raise_if_any(violations)
 
     def validate_change(self, new: dict[str, Any], applied_patch: dict[str, Any], undo: Undo) -> None:
         """Check `new`, the state after applying `applied_patch` (whose undo is `undo`) to a valid state.
@@ -88,45 +89,55 @@ class SchemaValidator:
         """
         if not self._root:  # the empty schema accepts every state
             return
-        _raise_if_any(self._local(self._root, undo, new, applied_patch, ()))
+        violations: list[str] = []
+        self._local(self._root, undo, new, applied_patch, (), violations)
+        _raise_if_any(violations)
 
-    def _local(self, schema: Any, undo: Undo, new: Any, patch: dict[str, Any], path: Path) -> Iterator[str]:
+    def _local(
+        self, schema: Any, undo: Undo, new: Any, patch: dict[str, Any], path: Path, violations: list[str]
+    ) -> None:
+        """Add to `violations` what the patch broke along the paths it wrote, below `path`."""
         if schema is True:
             return
         if not isinstance(schema, dict) or not isinstance(new, dict) or not schema.keys() <= _LOCAL_KEYWORDS:
-            yield from self._errors(new, schema, path)
+            self._check(new, schema, path, violations)
             return
         shallow = self._shallow.get(id(schema))
         if shallow is None:
             shallow = self._shallow[id(schema)] = {key: schema[key] for key in _SHALLOW_KEYWORDS if key in schema}
-        yield from self._errors(new, shallow, path)
+        self._check(new, shallow, path, violations)
         for key, change in patch.items():
             if key not in new:
                 continue
             here = (*path, key)
             if "propertyNames" in schema:
-                yield from self._errors(key, schema["propertyNames"], here)
+                self._check(key, schema["propertyNames"], here, violations)
             merged, after = undo.get(key), new[key]
             for child_schema in self._child_schemas(schema, key):
                 if child_schema is False:
-                    yield f"{pointer(path) or '(root)'}: property {key!r} is not allowed (additionalProperties)"
+                    violations.append(
+                        f"{pointer(path) or '(root)'}: property {key!r} is not allowed (additionalProperties)"
+                    )
                 elif isinstance(change, dict) and isinstance(merged, dict):  # merged into an existing object
-                    yield from self._local(child_schema, merged, after, change, here)
+                    self._local(child_schema, merged, after, change, here, violations)
                 else:
-                    yield from self._errors(after, child_schema, here)
+                    self._check(after, child_schema, here, violations)
 
-    def _child_schemas(self, schema: dict[str, Any], key: str) -> Iterable[Any]:
+    def _child_schemas(self, schema: dict[str, Any], key: str) -> list[Any]:
         """The subschemas a member is validated against, as `properties` and its siblings define them."""
         matched = []
-        properties = schema.get("properties", {})
-        if key in properties:
+        properties = schema.get("properties")
+        if properties and key in properties:
             matched.append(properties[key])
-        matched.extend(sub for pattern, sub in schema.get("patternProperties", {}).items() if re.search(pattern, key))
+        patterns = schema.get("patternProperties")
+        if patterns:
+            matched.extend(sub for pattern, sub in patterns.items() if re.search(pattern, key))
         if not matched and "additionalProperties" in schema:
             matched.append(schema["additionalProperties"])
         return matched
 
-    def _errors(self, value: Any, schema: Any, path: Path) -> Iterator[str]:
+    def _check(self, value: Any, schema: Any, path: Path, violations: list[str]) -> None:
+        """Add to `violations` how `value` (at `path`) fails `schema`, if it does."""
         if schema is True or schema == {}:
             return
         key = id(schema)
@@ -135,11 +146,10 @@ class SchemaValidator:
         names = self._types_only[key]
         if names is not None and has_type(value, names):
             return
-        validator = self._evolved.get(id(schema))
+        validator = self._evolved.get(key)
         if validator is None:
-            validator = self._evolved[id(schema)] = self._validator.evolve(schema=schema)
-        for error in validator.iter_errors(value):
-            yield _describe(error, path)
+            validator = self._evolved[key] = self._validator.evolve(schema=schema)
+        violations.extend(_describe(error, path) for error in validator.iter_errors(value))
 
 
 def _describe(error: ValidationError, prefix: Path) -> str:
@@ -147,7 +157,9 @@ def _describe(error: ValidationError, prefix: Path) -> str:
     return f"{where}: {error.message} ({error.validator})"
 
 
-def _raise_if_any(violations: Iterable[str]) -> None:
+def _raise_if_any(violations: list[str]) -> None:
+    if not violations:
+        return
     found = sorted(set(violations))
     if found:
         raise SchemaViolationError(

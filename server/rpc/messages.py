@@ -24,14 +24,16 @@ def resolution(resolved: Resolution) -> pb.Resolution:
     )
 
 
-def submit_response(result: SubmitResult) -> pb.SubmitPatchResponse:
-    return pb.SubmitPatchResponse(
-        revision=result.revision,
-        state_hash=result.state_hash,
-        applied_patch_json=result.applied_patch_json,
-        resolutions=[resolution(r) for r in result.resolutions],
-        duplicate=result.duplicate,
-    )
+def submit_response(result: SubmitResult, into: pb.SubmitPatchResponse | None = None) -> pb.SubmitPatchResponse:
+    """The reply to a submit; filled in `into` (a field of a larger message) when given, which spares a copy."""
+    reply = pb.SubmitPatchResponse() if into is None else into
+    reply.revision = result.revision
+    reply.state_hash = result.state_hash
+    reply.applied_patch_json = result.applied_patch_json
+    if result.resolutions:
+        reply.resolutions.extend(resolution(r) for r in result.resolutions)
+    reply.duplicate = result.duplicate
+    return reply
 
 
 def _timestamp(seconds: float) -> Timestamp:

@@ -39,7 +39,6 @@ from ..errors import (
     InvalidArgumentError,
     PermissionDeniedError,
     StateError,
-    StorageError,
     UnauthenticatedError,
 )
 from ..metrics import Metrics
@@ -203,13 +202,13 @@ class Session:
             self._guard.authorize("SubmitPatch", patch, self._identity)
             committing = self._submit_now(patch) if self._guard.seat_free() else None
         except Exception as refused:
-            answer.result = pb.SessionResult(sequence=sequence, error=self._refusal(refused))
+            answer.response = _refused(sequence, self._refusal(refused))
             self._flush()
             return
         if committing is None:
             answer.task = asyncio.ensure_future(self._submit(answer, patch))
         else:
-            committing.durable.add_done_callback(functools.partial(self._durable, answer, committing.result))
+            committing.when_durable(functools.partial(self._durable, answer, committing.result))
 
     def _submit_now(self, patch: pb.SubmitPatchRequest) -> Committing | None:
         return self._engine.submit_patch_now(
@@ -222,12 +221,11 @@ class Session:
             self._identity.skills,
         )
 
-    def _durable(self, answer: _Answer, result: SubmitResult, durable: asyncio.Future[None]) -> None:
-        error = StorageError("the commit was cancelled") if durable.cancelled() else durable.exception()
+    def _durable(self, answer: _Answer, result: SubmitResult, error: Exception | None) -> None:
         if error is None:
-            answer.result = pb.SessionResult(sequence=answer.sequence, response=messages.submit_response(result))
+            answer.response = _answered(answer.sequence, result)
         else:
-            answer.result = pb.SessionResult(sequence=answer.sequence, error=self._refusal(error))
+            answer.response = _refused(answer.sequence, self._refusal(error))
         self._flush()
 
     async def _submit(self, answer: _Answer, patch: pb.SubmitPatchRequest) -> None:
@@ -242,9 +240,9 @@ class Session:
                     patch.action_json,
                     self._identity.skills,
                 )
-            answer.result = pb.SessionResult(sequence=answer.sequence, response=messages.submit_response(result))
+            answer.response = _answered(answer.sequence, result)
         except Exception as refused:
-            answer.result = pb.SessionResult(sequence=answer.sequence, error=self._refusal(refused))
+            answer.response = _refused(answer.sequence, self._refusal(refused))
         self._flush()
 
     def _refusal(self, error: BaseException) -> status_pb2.Status:
@@ -260,11 +258,12 @@ class Session:
     def _flush(self) -> None:
         """Queue the results that are next in submission order; after the last, the end."""
         unanswered = self._unanswered
-        while unanswered and (result := unanswered[0].result) is not None:
+        while unanswered and (response := unanswered[0].response) is not None:
             answer = unanswered.popleft()
+            result = response.result
             status = _STATUS_NAMES.get(result.error.code, "UNKNOWN") if result.HasField("error") else "OK"
             self._metrics.rpc(SUBMIT_METRIC, time.perf_counter() - answer.started, status)
-            self._outbox.put_nowait((pb.SessionResponse(result=result), self._in_flight))
+            self._outbox.put_nowait((response, self._in_flight))
         if self._read_all and not unanswered:
             self._outbox.put_nowait((_END, None))
 
@@ -326,5 +325,21 @@ class _Answer:
 
     sequence: int
     started: float
-    result: pb.SessionResult | None = None
+    response: pb.SessionResponse | None = None
+    """Its result, once known, as the message that carries it."""
     task: asyncio.Future[None] | None = None
+
+
+def _answered(sequence: int, result: SubmitResult) -> pb.SessionResponse:
+    """The message answering submit `sequence` with its result (built in place: no nested copies)."""
+    message = pb.SessionResponse()
+    message.result.sequence = sequence
+    messages.submit_response(result, into=message.result.response)
+    return message
+
+
+def _refused(sequence: int, error: status_pb2.Status) -> pb.SessionResponse:
+    message = pb.SessionResponse()
+    message.result.sequence = sequence
+    message.result.error.CopyFrom(error)
+    return message

@@ -17,7 +17,7 @@ import pytest
 from skillstate.server.errors import DuplicateRowError, StorageFullError
 from skillstate.server.storage import sqlite_writer
 from skillstate.server.storage.sqlite import BUSY_TIMEOUT_MS, Statement
-from skillstate.server.storage.sqlite_writer import INLINE_BYTES, Writer
+from skillstate.server.storage.sqlite_writer import INLINE_BYTES, SLOW_IN_A_ROW, Writer
 
 TABLE = "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"
 
@@ -106,17 +106,35 @@ async def test_a_cancelled_transaction_is_written_whole(writer: Writer, tmp_path
     assert [k for k, _ in stored(tmp_path / "w.db")] == [1, 2, 3, 4]
 
 
-async def test_a_slow_commit_on_the_loop_moves_commits_to_the_thread(tmp_path: Path) -> None:
+async def test_slow_commits_on_the_loop_in_a_row_move_commits_to_the_thread(tmp_path: Path) -> None:
     writer = Writer(tmp_path / "w.db", "test log", inline_budget=1e-9, inline_row_cost=1.0)
     await writer.open()
     await writer.script(TABLE)
     try:
-        assert not await gave_up_the_loop(writer.commit(row(1), rows=1))  # on the loop, and over its budget
+        for key in range(1, SLOW_IN_A_ROW + 1):  # each on the loop, and each over its budget
+            assert writer.commits_inline
+            assert not await gave_up_the_loop(writer.commit(row(key), rows=1))
         assert not writer.commits_inline
-        assert await gave_up_the_loop(writer.commit(row(2), rows=1))
+        assert await gave_up_the_loop(writer.commit(row(SLOW_IN_A_ROW + 1), rows=1))
     finally:
         await writer.close()
-    assert [k for k, _ in stored(tmp_path / "w.db")] == [1, 2]
+    assert [k for k, _ in stored(tmp_path / "w.db")] == list(range(1, SLOW_IN_A_ROW + 2))
+
+
+async def test_one_slow_commit_between_quick_ones_keeps_commits_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = Writer(tmp_path / "w.db", "test log", inline_budget=1.0, inline_row_cost=1.0)
+    await writer.open()
+    await writer.script(TABLE)
+    budgets = iter([1e-9, 1.0] * SLOW_IN_A_ROW)  # over the budget every other commit
+    try:
+        for key in range(2 * SLOW_IN_A_ROW):
+            monkeypatch.setattr(writer, "_inline_budget", next(budgets))
+            assert not await gave_up_the_loop(writer.commit(row(key), rows=1))
+        assert writer.commits_inline
+    finally:
+        await writer.close()
 
 
 async def test_commits_return_to_the_loop_after_the_cool_down(tmp_path: Path) -> None:
@@ -124,9 +142,10 @@ async def test_commits_return_to_the_loop_after_the_cool_down(tmp_path: Path) ->
     await writer.open()
     await writer.script(TABLE)
     try:
-        await writer.commit(row(1), rows=1)
+        for key in range(SLOW_IN_A_ROW):
+            await writer.commit(row(key), rows=1)
         assert writer.commits_inline
-        assert not await gave_up_the_loop(writer.commit(row(2), rows=1))
+        assert not await gave_up_the_loop(writer.commit(row(SLOW_IN_A_ROW), rows=1))
     finally:
         await writer.close()
 
