@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
@@ -34,7 +35,8 @@ _CLOSE = object()
 
 @dataclass(eq=False, slots=True)
 class _Submit:
-    request: pb.SubmitPatchRequest
+    message: pb.SessionRequest
+    """The submit as sent, its sequence number set each time it is sent."""
     answer: asyncio.Future[PatchResult]
     sent_on: int = -1
     """The connection it was last sent on (see Session._connection)."""
@@ -84,6 +86,8 @@ class Session:
         self._unanswered: dict[int, _Submit] = {}
         self._by_sequence: dict[int, _Submit] = {}
         self._next_sequence = 0
+        self._key_prefix, self._keys_made = f"{secrets.token_hex(8)}-", 0
+        """Idempotency keys made for submits without one: a random prefix of the session's and a count."""
         self._connection = 0
         self._outbox: asyncio.Queue[Any] = asyncio.Queue()
         self._observations: asyncio.Queue[Any] = asyncio.Queue()
@@ -135,8 +139,12 @@ class Session:
         """Submit a merge patch computed against base_revision; returns once its revision is durable, or
         raises its error (ConflictError, ValidationError...) exactly as `StateClient.submit_patch` does."""
         self._check_usable()
-        request = patch_request(patch, base_revision, action, client_patch_id)
-        pending = _Submit(request, asyncio.get_running_loop().create_future())
+        if client_patch_id is None:
+            self._keys_made += 1
+            client_patch_id = f"{self._key_prefix}{self._keys_made:x}"
+        message = pb.SessionRequest()
+        patch_request(patch, base_revision, action, client_patch_id, into=message.submit.patch)
+        pending = _Submit(message, asyncio.get_running_loop().create_future())
         self._unanswered[id(pending)] = pending
         self._outbox.put_nowait(pending)
         return await asyncio.shield(pending.answer)  # a caller that gives up does not withdraw the submit
@@ -262,8 +270,8 @@ class Session:
         self._next_sequence += 1
         pending.sent_on = connection
         self._by_sequence[self._next_sequence] = pending
-        submit = pb.SessionSubmit(sequence=self._next_sequence, patch=pending.request)
-        await self._write_one(call, pb.SessionRequest(submit=submit))
+        pending.message.submit.sequence = self._next_sequence
+        await self._write_one(call, pending.message)  # one writer at a time: nothing changes it while it is sent
 
     async def _write_one(self, call: Any, request: pb.SessionRequest) -> None:
         try:
@@ -340,7 +348,7 @@ class Session:
 def _unknown(pending: _Submit, cause: BaseException) -> UnavailableError:
     """The answer to a submit that was sent and not answered: it may have been applied, whatever ended the
     stream. Submitting it again under its key tells (the key is in the error's metadata)."""
-    key = pending.request.client_patch_id
+    key = pending.message.submit.patch.client_patch_id
     return UnavailableError(
         f"the session ended before this submit was answered ({cause}); it may have been applied: submit it "
         f"again with client_patch_id {key!r} to learn its result",

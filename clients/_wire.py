@@ -22,14 +22,16 @@ def patch_request(
     client_patch_id: str | None,
     execution_id: str = "",
     agent_id: str = "",
+    into: pb.SubmitPatchRequest | None = None,
 ) -> pb.SubmitPatchRequest:
     """A submit, with an idempotency key generated when none is given (so that a retry, or a session's
-    resubmission after a cut, can never apply it twice)."""
-    return pb.SubmitPatchRequest(
-        execution_id=execution_id,
-        agent_id=agent_id,
-        base_revision=base_revision,
-        patch_json=dumps_json(patch),
-        client_patch_id=client_patch_id if client_patch_id is not None else uuid.uuid4().hex,
-        action_json=dumps_json(action) if action is not None else "",
-    )
+    resubmission after a cut, can never apply it twice); filled in `into` (a field of a larger message)
+    when given, which spares a copy."""
+    request = pb.SubmitPatchRequest() if into is None else into
+    request.execution_id = execution_id
+    request.agent_id = agent_id
+    request.base_revision = base_revision
+    request.patch_json = dumps_json(patch)
+    request.client_patch_id = client_patch_id if client_patch_id is not None else uuid.uuid4().hex
+    request.action_json = dumps_json(action) if action is not None else ""
+    return request
