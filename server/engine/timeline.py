@@ -99,14 +99,17 @@ class Timeline:
         return (await self._log.read_revisions(execution.id, after=revision - 1, up_to=revision))[0]
 
     async def records(self, execution: Execution, after: int, up_to: int, limit: int) -> list[RevisionRecord]:
-        """Committed revisions in (after, up_to], at most limit, from the window when it holds them."""
-        if execution.entry(after + 1) is not None:
-            first = execution.window[0].revision
-            stop = min(up_to, after + limit)
-            return [
-                r for r in (execution.window[i - first].record for i in range(after + 1, stop + 1)) if r is not None
-            ]
-        return await self._log.read_revisions(execution.id, after=after, up_to=up_to, limit=limit)
+        """Committed revisions in (after, up_to], at most limit, from the window when it holds their records.
+
+        The window's first entry may be a snapshot (where it was started: the initial state, or a recovery),
+        which holds no record: from there the log is read."""
+        first = execution.entry(after + 1)
+        if first is None or first.record is None:
+            return await self._log.read_revisions(execution.id, after=after, up_to=up_to, limit=limit)
+        start = execution.window[0].revision
+        stop = min(up_to, after + limit)
+        held = (execution.window[i - start].record for i in range(after + 1, stop + 1))
+        return [record for record in held if record is not None]  # all are: only the first entry may lack one
 
 
 def _replayed(execution: Execution, snapshot: SnapshotRecord, records: list[RevisionRecord]) -> Execution:

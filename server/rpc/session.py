@@ -90,6 +90,9 @@ class Session:
         self._read_all = False
         self._last_sequence: int | None = None
         self._sent_at = 0.0
+        self._revisions_queued: int | None = opening.from_revision if opening.HasField("from_revision") else None
+        """For a session that receives revisions, the last one queued for the client (none after
+        from_revision yet: the client has those): a result waits until the revision it committed is queued."""
 
     @classmethod
     async def open(
@@ -223,7 +226,7 @@ class Session:
 
     def _durable(self, answer: _Answer, result: SubmitResult, error: Exception | None) -> None:
         if error is None:
-            answer.response = _answered(answer.sequence, result)
+            answer.response, answer.revision = _answered(answer.sequence, result), result.revision
         else:
             answer.response = _refused(answer.sequence, self._refusal(error))
         self._flush()
@@ -240,7 +243,7 @@ class Session:
                     patch.action_json,
                     self._identity.skills,
                 )
-            answer.response = _answered(answer.sequence, result)
+            answer.response, answer.revision = _answered(answer.sequence, result), result.revision
         except Exception as refused:
             answer.response = _refused(answer.sequence, self._refusal(refused))
         self._flush()
@@ -256,9 +259,12 @@ class Session:
         return _INTERNAL
 
     def _flush(self) -> None:
-        """Queue the results that are next in submission order; after the last, the end."""
-        unanswered = self._unanswered
+        """Queue the results that are next in submission order, each after the revision it committed if the
+        session receives revisions; after the last, the end."""
+        unanswered, queued = self._unanswered, self._revisions_queued
         while unanswered and (response := unanswered[0].response) is not None:
+            if queued is not None and unanswered[0].revision > queued:
+                break  # queued by _watch, which flushes again
             answer = unanswered.popleft()
             result = response.result
             status = _STATUS_NAMES.get(result.error.code, "UNKNOWN") if result.HasField("error") else "OK"
@@ -289,7 +295,10 @@ class Session:
                     await self._queue(pb.SessionResponse(revision=messages.revision_event(item)))
                 elif isinstance(item, WatchSnapshot):
                     await self._queue(pb.SessionResponse(snapshot=messages.snapshot(item)))
-                # anything else is Watch's own progress: the session sends its own
+                else:
+                    continue  # Watch's own progress: the session sends its own
+                self._revisions_queued = item.revision
+                self._flush()  # the results that waited for it
 
     async def _queue(self, message: pb.SessionResponse) -> None:
         await self._streamed.acquire()
@@ -327,6 +336,8 @@ class _Answer:
     started: float
     response: pb.SessionResponse | None = None
     """Its result, once known, as the message that carries it."""
+    revision: int = 0
+    """The revision it committed (or committed before, for a duplicate); 0 when refused."""
     task: asyncio.Future[None] | None = None
 
 

@@ -86,6 +86,30 @@ async def test_pipelined_results_come_in_submission_order_each_durable(
     assert (await client.get_state(execution_id)).state == {f"k{n}": n for n in range(40)}
 
 
+async def test_a_result_comes_after_the_revision_it_committed_on_a_session_receiving_revisions(
+    stub: pb_grpc.StateServiceStub, client: StateClient
+) -> None:
+    execution_id = (await client.create_execution()).execution_id
+    await client.submit_patch(execution_id, {"before": 1}, agent_id="b", base_revision=0)  # not this session's
+    call = stub.Session()
+    await call.write(opening(execution_id, from_revision=1))
+    for n in range(1, 31):  # pipelined: committed together, in groups
+        await call.write(submit(n, {f"k{n}": n}, base=1))
+    await call.write(submit(31, {"k1": "twice"}, base=1))  # refused ABORTED: answered without a revision
+    await call.done_writing()
+    seen: set[int] = set()
+    answered = []
+    while (message := await call.read()) is not grpc.aio.EOF:
+        kind = message.WhichOneof("kind")
+        if kind == "revision":
+            seen.add(message.revision.revision)
+        elif kind == "result":
+            if message.result.HasField("response"):
+                assert message.result.response.revision in seen, "a result overtook the revision it committed"
+            answered.append(message.result.sequence)
+    assert answered == list(range(1, 32)) and seen == set(range(2, 32))
+
+
 async def test_a_refused_submit_is_answered_and_the_stream_goes_on(
     stub: pb_grpc.StateServiceStub, client: StateClient
 ) -> None:

@@ -403,3 +403,37 @@ def _lww_winner(backs: list[int]) -> str:
     """The owner an lww path ends with: the write of the greatest base, the later of equal bases."""
     bases = [max(0, i - back) for i, back in enumerate(backs)]  # revision i + 1 was submitted at head i
     return f"agent-{max(range(len(bases)), key=lambda i: (bases[i], i))}"
+
+
+async def test_021_a_watch_resumed_just_before_the_snapshot_recovery_started_from_gets_that_revision() -> None:
+    """Found by `make robustness` (seed 1): the server was killed just after revision 1000 (a snapshot) was
+    durable, and recovered from that snapshot, so its window began with revision 1000 held as a snapshot,
+    with no record. Two watchers resuming from revision 999 were served (999, ...] from the window, which
+    skipped the recordless first entry: they got 1001 where 1000 was due. History read the same way."""
+    from skillstate.server.engine.config import EngineConfig
+    from skillstate.server.engine.state_engine import StateEngine
+    from skillstate.server.storage.records import RevisionRecord
+    from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
+
+    log, config = MemoryRevisionLog(), EngineConfig(snapshot_every=3)
+    engine = StateEngine(log, config)
+    await engine.start()
+    await engine.create_execution("x", "", "")
+    for n in range(1, 6):
+        await engine.submit_patch("x", "a", n - 1, f'{{"n": {n}}}')
+    await engine.close()
+
+    recovered = StateEngine(log, config)  # recovers from the snapshot at revision 3, as after a restart
+    await recovered.start()
+    try:
+        watched = []
+        async for item in recovered.watch("x", from_revision=2):
+            assert isinstance(item, RevisionRecord)
+            watched.append(item.revision)
+            if item.revision == 5:
+                break
+        assert watched == [3, 4, 5]
+        page = await recovered.history("x", from_revision=3, to_revision=0, page_size=10)
+        assert [r.revision for r in page.revisions] == [3, 4, 5]
+    finally:
+        await recovered.close()
