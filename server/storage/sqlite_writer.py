@@ -1,21 +1,23 @@
 """The revision log's writing connection: group commits on the event loop where that is cheap, everything
 else in the connection's own thread.
 
-A group commit handed to a worker thread waits for the thread to be scheduled and to get the GIL from a
-busy event loop, then for the loop to resume it: several milliseconds a commit on a machine whose cores
-are busy, many times the SQL and the fsync themselves, and agents in a closed loop (each waits for its
-answer before its next patch) wait through it. On the loop's own thread the commit holds the loop for its
-SQL and fsync instead, which pays where a batch is large: a commit runs there only if its moving-average
-time there is at most `INLINE_ROW_COST` per row it writes (a loop saturated by small batches, as unary
-calls make, is not stopped for a whole fsync per few requests; their batches grow in the thread), and
-once every `PROBE_INTERVAL` to keep that average current. It never waits there for SQLite's write lock
-(held by another store's connection to the same file): a busy database sends the commit to the thread,
-which tries again for up to the busy timeout. Large commits (over `INLINE_BYTES`), compactions, new executions and
-schema changes always run in the thread. A disk that turns slow would hold the loop for each fsync:
-`SLOW_IN_A_ROW` commits on the loop in a row that each take longer than `INLINE_BUDGET` send every commit to
-the thread for the next `COOL_DOWN` seconds (logged). One slow commit alone does not: on a busy machine the
-loop's thread is now and then descheduled in the middle of one, which says nothing about the disk.
-docs/performance.md has the measurements.
+A group commit handed to a worker thread waits for the thread to be scheduled and to get the GIL from a busy
+event loop, then for the loop to resume it: several milliseconds a commit on a machine whose cores are busy,
+many times the SQL and the fsync themselves, and agents in a closed loop (each waits for its answer before its
+next patch) wait through it. On the loop's own thread the commit holds the loop for its SQL and fsync instead,
+which pays where batches are large: a commit runs there only if its moving-average time there is at most
+`INLINE_ROW_COST` per row it writes, counting its rows or the moving average of rows per commit, whichever is
+more (a loop saturated by small batches, as unary calls make, is not stopped for a whole fsync per few
+requests, and their batches grow in the thread; where batches are large, as sessions make them, an odd small
+one stays on the loop too, rather than keep the thread, and with it the batches behind it, busy), and once
+every `PROBE_INTERVAL` to keep that average current. It never waits there for SQLite's write lock (held by
+another store's connection to the same file): a busy database sends the commit to the thread, which tries
+again for up to the busy timeout. Large commits (over `INLINE_BYTES`), compactions, new executions and schema
+changes always run in the thread. A disk that turns slow would hold the loop for each fsync: `SLOW_IN_A_ROW`
+commits on the loop in a row that each take longer than `INLINE_BUDGET` send every commit to the thread for
+the next `COOL_DOWN` seconds (logged). One slow commit alone does not: on a busy machine the loop's thread is
+now and then descheduled in the middle of one, which says nothing about the disk. docs/performance.md has the
+measurements.
 
 The connection is used by one side at a time: jobs queued for the thread run in order, and a commit runs
 on the loop only while the thread has nothing queued or running, so it never overtakes one.
@@ -48,7 +50,8 @@ SLOW_IN_A_ROW = 3
 """Commits on the loop over `INLINE_BUDGET` one after another that send commits to the thread."""
 INLINE_ROW_COST = 50e-6
 """Seconds of the loop's time a commit on it may cost per row it writes (about a sixth of what a unary
-call costs the loop): a commit of fewer rows than its expected time allows goes to the thread."""
+call costs the loop): a commit of fewer rows than its expected time allows, where commits write as few
+on average, goes to the thread."""
 PROBE_INTERVAL = 1.0
 """Seconds after which a commit runs on the loop whatever its rows, to measure that cost again."""
 
@@ -79,6 +82,8 @@ class Writer:
         """A moving average of how long a commit on the loop takes."""
         self._inline_at = float("-inf")
         """Loop time of the last commit on the loop."""
+        self._rows_per_commit = 0.0
+        """A moving average of the rows a group commit writes."""
         self._slow_in_a_row = 0
         """Commits on the loop over the budget since the last one within it."""
 
@@ -165,10 +170,11 @@ class Writer:
         present = [s for s in statements if s is not None]
         loop, connection = asyncio.get_running_loop(), self._open_connection
         probing = loop.time() - self._inline_at >= PROBE_INTERVAL
+        self._rows_per_commit += (rows - self._rows_per_commit) / 8
         if (
             self._finished != self._queued  # the thread is using the connection
             or not self.commits_inline
-            or (rows * self._inline_row_cost < self._inline_seconds and not probing)
+            or (max(rows, self._rows_per_commit) * self._inline_row_cost < self._inline_seconds and not probing)
             or _size(present) > INLINE_BYTES
         ):
             await self.transaction(*present)

@@ -188,6 +188,19 @@ async def test_a_commit_of_few_rows_goes_to_the_thread_once_the_loop_knows_their
     assert [k for k, _ in stored(tmp_path / "w.db")] == [1, 2]
 
 
+async def test_a_commit_of_few_rows_stays_on_the_loop_where_commits_write_many(tmp_path: Path) -> None:
+    writer = Writer(tmp_path / "w.db", "test log", inline_row_cost=1e-6)  # a commit's time for one row
+    await writer.open()
+    await writer.script(TABLE)
+    try:
+        for key in range(8):  # as sessions make them: each counts many rows, each pays for its fsync
+            assert not await gave_up_the_loop(writer.commit(row(key), rows=100_000))
+        assert not await gave_up_the_loop(writer.commit(row(8), rows=1))  # an odd small one among them
+    finally:
+        await writer.close()
+    assert [k for k, _ in stored(tmp_path / "w.db")] == list(range(9))
+
+
 @pytest.mark.parametrize("inline_budget", [1.0, 0.0], ids=["on the loop", "in the thread"])
 async def test_failed_commits_change_nothing_and_say_why(tmp_path: Path, inline_budget: float) -> None:
     path = tmp_path / "w.db"
