@@ -159,6 +159,11 @@ async def measure(variant: str, echo: Echo, total: int, rounds: int, tmp: Path, 
         ):
             agents = Agents(pb_grpc.StateServiceStub(channel), client)
             sessions = Sessions(pb_grpc.StateServiceStub(channel))
+            warm_up = await agents.create({}, {})  # one round unmeasured, as the echo server is warmed up
+            if session:
+                await sessions.rate(warm_up, 64, 1, total)
+            else:
+                await closed_loop(agents.through_stub(warm_up, disjoint_keys), 64, total)
             for _ in range(rounds):
                 execution = await agents.create({}, {})
                 if session:
