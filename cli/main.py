@@ -72,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="longest a group commit to SQLite may hold the event loop: three in a row over it move commits to "
-        "the writer's thread for a minute; 0 keeps every commit in the thread, as for a network disk (default: 0.01)",
+        help="longest a group commit to SQLite may hold the event loop: three of the last eight over it move "
+        "commits to the writer's thread for a minute; 0 keeps every commit in the thread, as for a network disk "
+        "(default: 0.01)",
     )
     serve.add_argument(
         "--max-db-bytes",

@@ -24,9 +24,9 @@ def patch_request(
     agent_id: str = "",
     into: pb.SubmitPatchRequest | None = None,
 ) -> pb.SubmitPatchRequest:
-    """A submit, with an idempotency key generated when none is given (so that a retry, or a session's
-    resubmission after a cut, can never apply it twice); filled in `into` (a field of a larger message)
-    when given, which spares a copy."""
+    """A submit, with an idempotency key generated when none is given (so that a retry can never apply it
+    twice; a session makes its own keys); filled in `into` (a field of a larger message) when given, which
+    spares a copy."""
     request = pb.SubmitPatchRequest() if into is None else into
     request.execution_id = execution_id
     request.agent_id = agent_id

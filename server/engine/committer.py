@@ -60,9 +60,10 @@ class Pending(Generic[E]):
         return follower
 
     def resolve(self, error: Exception | None = None) -> None:
-        if self.listener is not None:
+        listener, self.listener = self.listener, None  # told once
+        if listener is not None:
             try:
-                self.listener(error)
+                listener(error)
             except Exception:  # the commit goes on for the other items
                 log.exception("a listener of a group commit's item failed")
         for future in (self.future, *(self.followers or ())):

@@ -60,8 +60,8 @@ def revision_hash(
 
 @dataclass(slots=True)
 class Entry:
-    """A revision held in memory: its hash, what it changed, and how to undo it. One is made for every patch and never
-    changed: not `frozen`, which would double what it costs to make."""
+    """A revision held in memory: its hash, what it changed, and how to undo it. Never changed (not frozen:
+    one is made per patch, and frozen ones cost twice as much)."""
 
     revision: int
     state_hash: str

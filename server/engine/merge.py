@@ -39,8 +39,8 @@ Stamp = tuple[int, str]
 
 @dataclass(slots=True)
 class Change:
-    """What one committed revision did, as the merge needs to know it. One is made for every patch and never changed:
-    not `frozen`, which would double what it costs to make."""
+    """What one committed revision did, as the merge needs to know it. Never changed (not frozen: one is made
+    per patch)."""
 
     revision: int
     base_revision: int

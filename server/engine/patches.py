@@ -328,8 +328,7 @@ class Patches:
 @dataclass(slots=True)
 class Committing:
     """A patch merged and queued for the group commit (Patches.submit_now): `result` is its answer once it
-    is durable; if its commit fails, the error is the answer. One is made for every such patch and never
-    changed: not `frozen`, which would double what it costs to make."""
+    is durable; if its commit fails, the error is the answer. Not frozen: one is made per patch."""
 
     pending: Pending[Execution]
     result: SubmitResult

@@ -51,8 +51,8 @@ def check_address(value: str, limits: Limits) -> str:
 
 @dataclass(slots=True)
 class Submission:
-    """A checked SubmitPatch request: the patch decoded, the patch and action as canonical JSON. One is made for every
-    patch and never changed: not `frozen`, which would double what it costs to make."""
+    """A checked SubmitPatch request: the patch decoded, the patch and action as canonical JSON. Never changed
+    (not frozen: one is made per patch)."""
 
     agent_id: str
     base_revision: int

@@ -24,8 +24,7 @@ class StateView:
 
 @dataclass(slots=True)
 class SubmitResult:
-    """What a submit committed. One is made for every patch and never changed: not `frozen`, which would double what it
-    costs to make."""
+    """What a submit committed. Never changed (not frozen: one is made per patch)."""
 
     revision: int
     state_hash: str

@@ -103,13 +103,13 @@ class Timeline:
 
         The window's first entry may be a snapshot (where it was started: the initial state, or a recovery),
         which holds no record: from there the log is read."""
-        first = execution.entry(after + 1)
-        if first is None or first.record is None:
-            return await self._log.read_revisions(execution.id, after=after, up_to=up_to, limit=limit)
-        start = execution.window[0].revision
-        stop = min(up_to, after + limit)
-        held = (execution.window[i - start].record for i in range(after + 1, stop + 1))
-        return [record for record in held if record is not None]  # all are: only the first entry may lack one
+        if execution.entry(after + 1) is not None:
+            start = execution.window[0].revision
+            held = [execution.window[i - start].record for i in range(after + 1, min(up_to, after + limit) + 1)]
+            records = [record for record in held if record is not None]
+            if len(records) == len(held):
+                return records
+        return await self._log.read_revisions(execution.id, after=after, up_to=up_to, limit=limit)
 
 
 def _replayed(execution: Execution, snapshot: SnapshotRecord, records: list[RevisionRecord]) -> Execution:

@@ -158,10 +158,8 @@ def _describe(error: ValidationError, prefix: Path) -> str:
 
 
 def _raise_if_any(violations: list[str]) -> None:
-    if not violations:
-        return
-    found = sorted(set(violations))
-    if found:
+    if violations:
+        found = sorted(set(violations))
         raise SchemaViolationError(
             found[:MAX_REPORTED] + ([f"and {len(found) - MAX_REPORTED} more"] if len(found) > MAX_REPORTED else [])
         )

@@ -1,14 +1,14 @@
 """One agent's Session stream: its submits pipelined and answered in order, its observations (and, if asked,
 the execution's revisions) on the same stream.
 
-Tasks feed one outbox that the stream drains: the reader (requests: each submit starts a task at once, up
-to `max_stream_in_flight` unanswered; acks apply), the submits (whose results are queued in submission
-order, each once its revision is durable, exactly as SubmitPatch answers), the observation pump and the
-revision pump. Every
-message queued counts against a bound released when it is sent, so a client that stops reading stops the
-server reading its submits, and HTTP/2 flow control holds the client back. Only the stream's end (the
-client's half-close after its last answer, a protocol error, a failed pump) ends the session; a refused
-submit is one result.
+Tasks feed one outbox that the stream drains: the reader (requests: up to `max_stream_in_flight` submits
+unanswered, each merged on the spot where it need not wait, else in a task of its own; acks apply), the
+results (queued in submission order, each once its revision is durable, as SubmitPatch answers, and on a
+session that receives revisions only after the revision it committed), the observation pump and the
+revision pump. Every message queued counts against a bound released when it is sent, so a client that stops
+reading stops the server reading its submits, and HTTP/2 flow control holds the client back. Only the
+stream's end (the client's half-close after its last answer, a protocol error, a failed pump) ends the
+session; a refused submit is one result.
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ class Session:
         self._unanswered: collections.deque[_Answer] = collections.deque()
         """Submits in the order they came, until their results are queued for the client."""
         self._read_all = False
+        self._ending = False
+        """Whether the end is queued (once: every revision queued after the last answer flushes again)."""
         self._last_sequence: int | None = None
         self._sent_at = 0.0
         self._revisions_queued: int | None = opening.from_revision if opening.HasField("from_revision") else None
@@ -270,7 +272,8 @@ class Session:
             status = _STATUS_NAMES.get(result.error.code, "UNKNOWN") if result.HasField("error") else "OK"
             self._metrics.rpc(SUBMIT_METRIC, time.perf_counter() - answer.started, status)
             self._outbox.put_nowait((response, self._in_flight))
-        if self._read_all and not unanswered:
+        if self._read_all and not unanswered and not self._ending:
+            self._ending = True
             self._outbox.put_nowait((_END, None))
 
     async def _observe(self) -> None:
@@ -289,16 +292,21 @@ class Session:
                 await self._queue(pb.SessionResponse(observation=messages.observation(record, delivery)))
 
     async def _watch(self) -> None:
-        async with contextlib.aclosing(self._engine.watch(self._execution_id, self._opening.from_revision)) as items:
-            async for item in items:
-                if isinstance(item, RevisionRecord):
-                    await self._queue(pb.SessionResponse(revision=messages.revision_event(item)))
-                elif isinstance(item, WatchSnapshot):
-                    await self._queue(pb.SessionResponse(snapshot=messages.snapshot(item)))
-                else:
-                    continue  # Watch's own progress: the session sends its own
-                self._revisions_queued = item.revision
-                self._flush()  # the results that waited for it
+        try:
+            watch = self._engine.watch(self._execution_id, self._opening.from_revision)
+            async with contextlib.aclosing(watch) as items:
+                async for item in items:
+                    if isinstance(item, RevisionRecord):
+                        await self._queue(pb.SessionResponse(revision=messages.revision_event(item)))
+                    elif isinstance(item, WatchSnapshot):
+                        await self._queue(pb.SessionResponse(snapshot=messages.snapshot(item)))
+                    else:
+                        continue  # Watch's own progress: the session sends its own
+                    self._revisions_queued = item.revision
+                    self._flush()  # the results that waited for it
+        finally:  # whatever ended the revisions (a watcher too slow...), the results waiting go out before it
+            self._revisions_queued = None
+            self._flush()
 
     async def _queue(self, message: pb.SessionResponse) -> None:
         await self._streamed.acquire()

@@ -13,11 +13,11 @@ one stays on the loop too, rather than keep the thread, and with it the batches 
 every `PROBE_INTERVAL` to keep that average current. It never waits there for SQLite's write lock (held by
 another store's connection to the same file): a busy database sends the commit to the thread, which tries
 again for up to the busy timeout. Large commits (over `INLINE_BYTES`), compactions, new executions and schema
-changes always run in the thread. A disk that turns slow would hold the loop for each fsync: `SLOW_IN_A_ROW`
-commits on the loop in a row that each take longer than `INLINE_BUDGET` send every commit to the thread for
-the next `COOL_DOWN` seconds (logged). One slow commit alone does not: on a busy machine the loop's thread is
-now and then descheduled in the middle of one, which says nothing about the disk. docs/performance.md has the
-measurements.
+changes always run in the thread. A disk that turns slow would hold the loop for each fsync: `SLOW_OF_RECENT`
+of the last `RECENT` commits on the loop taking longer than `INLINE_BUDGET` each send every commit to the
+thread for the next `COOL_DOWN` seconds (logged). One slow commit alone does not: on a busy machine the loop's
+thread is now and then descheduled in the middle of one, which says nothing about the disk.
+docs/performance.md has the measurements.
 
 The connection is used by one side at a time: jobs queued for the thread run in order, and a commit runs
 on the loop only while the thread has nothing queued or running, so it never overtakes one.
@@ -26,6 +26,7 @@ on the loop only while the thread has nothing queued or running, so it never ove
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import logging
 import sqlite3
@@ -45,9 +46,11 @@ INLINE_BUDGET = 0.010
 """Seconds a commit on the event loop may take before commits move to the thread for a while (0: every
 commit runs in the thread)."""
 COOL_DOWN = 60.0
-"""Seconds commits stay in the thread after `SLOW_IN_A_ROW` on the loop went over `INLINE_BUDGET`."""
-SLOW_IN_A_ROW = 3
-"""Commits on the loop over `INLINE_BUDGET` one after another that send commits to the thread."""
+"""Seconds commits stay in the thread after `SLOW_OF_RECENT` of the last `RECENT` on the loop went over
+`INLINE_BUDGET`."""
+SLOW_OF_RECENT, RECENT = 3, 8
+"""Commits on the loop over `INLINE_BUDGET`, of the last ones on the loop, that send commits to the thread: a
+disk that stalls now and then trips it as surely as one that stalls on every commit."""
 INLINE_ROW_COST = 50e-6
 """Seconds of the loop's time a commit on it may cost per row it writes (about a sixth of what a unary
 call costs the loop): a commit of fewer rows than its expected time allows, where commits write as few
@@ -84,8 +87,8 @@ class Writer:
         """Loop time of the last commit on the loop."""
         self._rows_per_commit = 0.0
         """A moving average of the rows a group commit writes."""
-        self._slow_in_a_row = 0
-        """Commits on the loop over the budget since the last one within it."""
+        self._recent_slow: collections.deque[bool] = collections.deque(maxlen=RECENT)
+        """Whether each of the last commits on the loop went over the budget."""
 
     @property
     def commits_inline(self) -> bool:
@@ -188,14 +191,14 @@ class Writer:
         took = time.perf_counter() - started
         self._inline_at = loop.time()
         self._inline_seconds += (took - self._inline_seconds) / 8
-        self._slow_in_a_row = self._slow_in_a_row + 1 if took > self._inline_budget else 0
-        if self._slow_in_a_row >= SLOW_IN_A_ROW:
-            self._slow_in_a_row = 0
+        self._recent_slow.append(took > self._inline_budget)
+        if self._recent_slow.count(True) >= SLOW_OF_RECENT:
+            self._recent_slow.clear()
             self._in_thread_until = loop.time() + self._cool_down
             log.warning(
-                "%d commits in a row to %s held the event loop for over their budget of %.1f ms (the last %.1f "
-                "ms): commits run in the writer's thread for the next %.0f s",
-                SLOW_IN_A_ROW, self.path, self._inline_budget * 1e3, took * 1e3, self._cool_down,
+                "%d of the last %d commits to %s held the event loop for over their budget of %.1f ms (the last "
+                "%.1f ms): commits run in the writer's thread for the next %.0f s",
+                SLOW_OF_RECENT, RECENT, self.path, self._inline_budget * 1e3, took * 1e3, self._cool_down,
             )  # fmt: skip
 
     def _write(self, connection: sqlite3.Connection, statements: list[Statement]) -> None:

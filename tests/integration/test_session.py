@@ -24,6 +24,7 @@ from skillstate.clients import (
 )
 from skillstate.server.auth import credentials
 from skillstate.server.engine.config import EngineConfig
+from skillstate.server.rpc import session as session_module
 from skillstate.server.rpc.app import RunningServer, start_server
 from skillstate.server.storage.credential_store.sqlite import SqliteCredentialStore
 from skillstate.server.storage.records import Right
@@ -108,6 +109,39 @@ async def test_a_result_comes_after_the_revision_it_committed_on_a_session_recei
                 assert message.result.response.revision in seen, "a result overtook the revision it committed"
             answered.append(message.result.sequence)
     assert answered == list(range(1, 32)) and seen == set(range(2, 32))
+
+
+@pytest.mark.parametrize("engine_config", [EngineConfig(subscriber_queue=1)])
+async def test_results_waiting_for_their_revision_go_out_when_the_revisions_end(
+    server_address: str, client: StateClient, engine_config: EngineConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that does not read falls behind the revisions (one queued ahead, one in the subscription):
+    its revision pump ends RESOURCE_EXHAUSTED. The result of its own submit, durable and waiting for a
+    revision the pump will never queue, still reaches it, before the stream ends."""
+    monkeypatch.setattr(session_module, "STREAMED_AHEAD", 1)
+    execution_id = (await client.create_execution()).execution_id
+    fixed_window = [("grpc.http2.bdp_probe", 0)]  # the receive window stays 64 KB: big revisions fill it
+    async with grpc.aio.insecure_channel(server_address, options=fixed_window) as channel:
+        call = pb_grpc.StateServiceStub(channel).Session()
+        await call.write(opening(execution_id, from_revision=0))
+        await client.submit_patch(execution_id, {"first": 1}, agent_id="b", base_revision=0)
+        assert (await read_kind(call, "revision")).revision.revision == 1  # the pump is following
+        for n in range(2, 6):  # sent while the client reads nothing: the pump falls behind and is dropped
+            await client.submit_patch(execution_id, {f"big{n}": "x" * 200_000}, agent_id="b", base_revision=0)
+        await call.write(submit(1, {"mine": 1}, base=1))  # commits revision 6, past what the pump will queue
+        await eventually(lambda: _revision_is(client, execution_id, 6), timeout=10)
+        kinds = []
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            while (message := await call.read()) is not grpc.aio.EOF:
+                kinds.append(message.WhichOneof("kind"))
+                if kinds[-1] == "result":
+                    assert message.result.response.revision == 6
+    assert ended.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "result" in kinds, f"the durable result never came: {kinds}"
+
+
+async def _revision_is(client: StateClient, execution_id: str, revision: int) -> bool | None:
+    return (await client.get_state(execution_id)).revision == revision or None
 
 
 async def test_a_refused_submit_is_answered_and_the_stream_goes_on(

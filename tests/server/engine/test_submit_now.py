@@ -1,5 +1,6 @@
 """`submit_patch_now` (a Session's submit merged on the spot) decides exactly as `submit_patch` does: the
-same interleaving of writes through either gives the same log, byte for byte, and the same refusals."""
+same interleaving of writes through either gives the same log, byte for byte, and the same refusals; and the
+listener a Session answers through hears each outcome once."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillstate.server.engine.state_engine import StateEngine
-from skillstate.server.errors import StateError
+from skillstate.server.errors import StateError, StorageError
+from skillstate.server.storage.records import Batch
 from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 
 SCHEMA = {
@@ -93,3 +96,33 @@ def test_submitting_now_takes_the_fast_path_where_it_can() -> None:
     # a fresh write, merges under counter and set, a first reject write; the stale reject write waits to be
     # refused once what it lost to is durable: that is submit_patch's to do
     assert asyncio.run(scenario()) == [True, True, True, False]
+
+
+class FailingLog(MemoryRevisionLog):
+    """Fails every group commit, as a full disk would."""
+
+    async def commit(self, batch: Batch) -> None:
+        raise StorageError("the disk is full")
+
+
+@pytest.mark.parametrize("log", [MemoryRevisionLog, FailingLog], ids=["committed", "commit failed"])
+async def test_a_listener_hears_each_outcome_once_from_the_group_commit(
+    log: type[MemoryRevisionLog], caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = StateEngine(log())
+    await engine.start()
+    await engine.create_execution("x", "", "")
+    heard: dict[str, list[Exception | None]] = {"a": [], "b": [], "c": []}
+    durable = []
+    for agent in [*heard, "broken"]:  # merged together: one group commit
+        committing = engine.submit_patch_now("x", agent, 0, json.dumps({agent: 1}))
+        assert committing is not None
+        committing.when_durable(heard[agent].append if agent in heard else lambda error: [][0])
+        durable.append(committing.durable)
+    outcomes = await asyncio.gather(*durable, return_exceptions=True)
+    await engine.close()
+    failed = log is FailingLog
+    assert [len(told) for told in heard.values()] == [1, 1, 1]  # once each, by the time the futures completed
+    assert all(isinstance(told[0], StorageError) if failed else told[0] is None for told in heard.values())
+    assert all(isinstance(outcome, StorageError) if failed else outcome is None for outcome in outcomes)
+    assert "a listener of a group commit's item failed" in caplog.text  # and the commit went on for the others

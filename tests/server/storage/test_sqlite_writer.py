@@ -17,7 +17,7 @@ import pytest
 from skillstate.server.errors import DuplicateRowError, StorageFullError
 from skillstate.server.storage import sqlite_writer
 from skillstate.server.storage.sqlite import BUSY_TIMEOUT_MS, Statement
-from skillstate.server.storage.sqlite_writer import INLINE_BYTES, SLOW_IN_A_ROW, Writer
+from skillstate.server.storage.sqlite_writer import INLINE_BYTES, RECENT, SLOW_OF_RECENT, Writer
 
 TABLE = "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"
 
@@ -106,33 +106,41 @@ async def test_a_cancelled_transaction_is_written_whole(writer: Writer, tmp_path
     assert [k for k, _ in stored(tmp_path / "w.db")] == [1, 2, 3, 4]
 
 
-async def test_slow_commits_on_the_loop_in_a_row_move_commits_to_the_thread(tmp_path: Path) -> None:
+async def test_slow_commits_on_the_loop_move_commits_to_the_thread(tmp_path: Path) -> None:
     writer = Writer(tmp_path / "w.db", "test log", inline_budget=1e-9, inline_row_cost=1.0)
     await writer.open()
     await writer.script(TABLE)
     try:
-        for key in range(1, SLOW_IN_A_ROW + 1):  # each on the loop, and each over its budget
+        for key in range(1, SLOW_OF_RECENT + 1):  # each on the loop, and each over its budget
             assert writer.commits_inline
             assert not await gave_up_the_loop(writer.commit(row(key), rows=1))
         assert not writer.commits_inline
-        assert await gave_up_the_loop(writer.commit(row(SLOW_IN_A_ROW + 1), rows=1))
+        assert await gave_up_the_loop(writer.commit(row(SLOW_OF_RECENT + 1), rows=1))
     finally:
         await writer.close()
-    assert [k for k, _ in stored(tmp_path / "w.db")] == list(range(1, SLOW_IN_A_ROW + 2))
+    assert [k for k, _ in stored(tmp_path / "w.db")] == list(range(1, SLOW_OF_RECENT + 2))
 
 
-async def test_one_slow_commit_between_quick_ones_keeps_commits_on_the_loop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("pattern", "moved"),
+    [
+        ([True] + [False] * (RECENT - 1), False),  # one slow commit: the thread descheduled, say
+        ([True] + [False] * (RECENT - 1) + [True] * (SLOW_OF_RECENT - 1), False),  # the first slid out
+        ([True, False] * (SLOW_OF_RECENT - 1) + [True], True),  # a disk that stalls on every other commit
+    ],
+    ids=["one alone", "spread wider than the window", "on and off"],
+)
+async def test_commits_move_to_the_thread_once_enough_of_the_recent_ones_were_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pattern: list[bool], moved: bool
 ) -> None:
     writer = Writer(tmp_path / "w.db", "test log", inline_budget=1.0, inline_row_cost=1.0)
     await writer.open()
     await writer.script(TABLE)
-    budgets = iter([1e-9, 1.0] * SLOW_IN_A_ROW)  # over the budget every other commit
     try:
-        for key in range(2 * SLOW_IN_A_ROW):
-            monkeypatch.setattr(writer, "_inline_budget", next(budgets))
+        for key, slow in enumerate(pattern):
+            monkeypatch.setattr(writer, "_inline_budget", 1e-9 if slow else 1.0)  # this commit over it, or not
             assert not await gave_up_the_loop(writer.commit(row(key), rows=1))
-        assert writer.commits_inline
+        assert writer.commits_inline is not moved
     finally:
         await writer.close()
 
@@ -142,10 +150,10 @@ async def test_commits_return_to_the_loop_after_the_cool_down(tmp_path: Path) ->
     await writer.open()
     await writer.script(TABLE)
     try:
-        for key in range(SLOW_IN_A_ROW):
+        for key in range(SLOW_OF_RECENT):
             await writer.commit(row(key), rows=1)
         assert writer.commits_inline
-        assert not await gave_up_the_loop(writer.commit(row(SLOW_IN_A_ROW), rows=1))
+        assert not await gave_up_the_loop(writer.commit(row(SLOW_OF_RECENT), rows=1))
     finally:
         await writer.close()
 
