@@ -16,12 +16,12 @@ protos:             ## regenerate the committed stubs from proto/
 BENCHES = $(shell grep -l '^if __name__ == "__main__":' bench/*.py)
 
 bench:              ## every benchmark in bench/, each beside same-run baselines (about fifteen minutes)
-	python3 -m pip install -q -e .
-	set -e; for bench in $(filter-out bench/scale_out.py,$(BENCHES)); do echo "== $$bench"; python3 $$bench; done
-	python3 bench/scale_out.py --db "$$(scripts/postgres_for_tests.sh)"  # needs root, as CI has
+	.venv/bin/pip install -q -e '.[dev]'
+	set -e; for bench in $(filter-out bench/scale_out.py,$(BENCHES)); do echo "== $$bench"; .venv/bin/python $$bench; done
+	.venv/bin/python bench/scale_out.py --db "$$(scripts/postgres_for_tests.sh)"  # needs root, as CI has
 
 robustness:         ## seeded fault-injection runs checked against the reference model (about four minutes)
-	python3 -m tests.robustness run --seeds 10 --duration 15 --out robustness-results
+	.venv/bin/python -m tests.robustness run --seeds 10 --duration 15 --out robustness-results
 
 serve:              ## the server (state and skills) on 127.0.0.1:50051 with ./skillstate.db
-	skillstate serve
+	.venv/bin/skillstate serve

@@ -9,6 +9,7 @@ Exit codes (stable, for scripts): 0 success; 1 unexpected failure; 2 usage error
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 from typing import Any
@@ -61,6 +62,15 @@ def client_options(args: argparse.Namespace) -> dict[str, Any]:
     except OSError as e:
         raise UsageError(f"{e.filename}: {e.strerror}") from None
     return {"token": args.token or None, "tls": tls}
+
+
+def require_extra(what: str, extra: str, *modules: str) -> None:
+    """Raise UsageError naming the pip extra to install when `what` needs a module of it that is missing."""
+    missing = [module for module in modules if importlib.util.find_spec(module) is None]
+    if missing:
+        raise UsageError(
+            f"{what} needs {', '.join(missing)}, which the {extra!r} extra installs: pip install 'skillstate[{extra}]'"
+        )
 
 
 def print_json(value: Any) -> None:

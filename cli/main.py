@@ -12,17 +12,23 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .common import EXIT_BY_STATUS, UsageError, client_options, connection_options, print_json
+from .common import EXIT_BY_STATUS, UsageError, client_options, connection_options, print_json, require_extra
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skillstate", description="Shared execution state for LLM agents.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the server (state service and skill registry)")
     serve.add_argument("--db", default="skillstate.db", help="SQLite file, or :memory: (default: %(default)s)")
     serve.add_argument("--listen", default="127.0.0.1:50051", help="host:port (default: %(default)s)")
-    serve.add_argument("--log-level", default="INFO", help="logging level (default: %(default)s)")
+    serve.add_argument(
+        "--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
+        help=f"logging level: {', '.join(LOG_LEVELS)} (default: %(default)s)",
+    )  # fmt: skip
     serve.add_argument(
         "--extractor",
         default=None,
@@ -259,6 +265,7 @@ def run_serve(args: argparse.Namespace) -> None:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     extractor = None
     if args.extractor:
+        require_extra("serve --extractor", "agents", "litellm", "pydantic")
         from pathlib import Path
 
         from skillstate.server.skills.llm_extract import FileCache, LlmExtractor
@@ -267,6 +274,10 @@ def run_serve(args: argparse.Namespace) -> None:
         beside_db = args.db != MEMORY and not is_postgres_url(args.db)  # a URL names no folder to write into
         cache_path = args.extractor_cache or (f"{args.db}.extractions.jsonl" if beside_db else None)
         extractor = LlmExtractor(args.extractor, FileCache(Path(cache_path)) if cache_path else None)
+    if args.db.startswith(("postgresql://", "postgres://")):
+        require_extra("serve --db postgresql://...", "postgres", "asyncpg")
+    if args.metrics_listen:
+        require_extra("serve --metrics-listen", "metrics", "prometheus_client")
     for option in ("max_in_flight", "seats", "subscriber_queue", "max_watchers", "max_stream_in_flight"):
         if getattr(args, option) < 1:
             raise UsageError(f"--{option.replace('_', '-')}: must be >= 1")
@@ -317,6 +328,15 @@ def _server_tls(args: argparse.Namespace) -> Any:
         raise UsageError(f"{e.filename}: {e.strerror}") from None
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("skillstate")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -333,6 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return asyncio.run(auth.run(args))
         elif args.command in ("sim", "demo"):
+            require_extra(f"skillstate {args.command}", "agents", "litellm", "scipy")
+            require_extra(f"skillstate {args.command}", "plots", "matplotlib")
             from . import sim
 
             return asyncio.run(sim.run(args))
