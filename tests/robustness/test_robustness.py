@@ -420,7 +420,8 @@ PLANTED: dict[str, Planted] = {
     "log: a revision repeated": Planted(
         repeat_the_last_revision,
         r"log: revision (\d+) where \d+ was expected",
-        also=(r"request \S+ committed 2 revisions",),
+        # and when the repeated revision wrote a reject path from a stale base, it merged over its own write
+        also=(r"request \S+ committed 2 revisions", r"reject: revision \d+ merged \S+, written from base \d+, over"),
     ),
     "final state: another revision": Planted(misstate_the_final_revision, r"final state: revision \d+, but the log"),
     "final state: another state": Planted(misstate_the_final_state, r"final state: differs from the replay"),
