@@ -175,6 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("execution_id")
     compact.add_argument("--up-to", dest="up_to_revision", type=int, required=True, help="a revision (0..head)")
 
+    listing = state.add_parser("list", parents=[common], help="print the executions you may read as JSON lines")
+    listing.add_argument("--prefix", default="", help="only executions whose id starts with this")
+
+    delete = state.add_parser("delete", parents=[common], help="delete an execution whole (cannot be undone)")
+    delete.add_argument("execution_id")
+
     from . import auth, sim, skills
 
     skills.add_parser(commands)
@@ -250,6 +256,12 @@ async def run_state(args: argparse.Namespace) -> None:
                 print_json(asdict(event))
         elif args.subcommand == "compact":
             print_json({"compact_revision": await client.compact(args.execution_id, args.up_to_revision)})
+        elif args.subcommand == "list":
+            async for summary in client.list_executions(args.prefix):
+                print_json(asdict(summary))
+        elif args.subcommand == "delete":
+            head = await client.delete_execution(args.execution_id)
+            print_json({"deleted": args.execution_id, "head_revision": head})
 
 
 def run_serve(args: argparse.Namespace) -> None:

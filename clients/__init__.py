@@ -42,6 +42,8 @@ from ._skills import SkillRegistryClient
 from ._sync import SyncSession, SyncStateClient
 from ._types import (
     CreatedExecution,
+    ExecutionPage,
+    ExecutionSummary,
     HistoryPage,
     Observation,
     PatchResult,
@@ -56,6 +58,8 @@ __all__ = [
     "ClientTLS",
     "ConflictError",
     "DataLossError",
+    "ExecutionPage",
+    "ExecutionSummary",
     "CreatedExecution",
     "Diagnostic",
     "HistoryPage",

@@ -17,7 +17,18 @@ from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 from ._errors import UnavailableError, from_rpc_error
 from ._retry import Reopenings, RetryPolicy
 from ._session import Session
-from ._types import JSON, CreatedExecution, HistoryPage, Observation, PatchResult, RevisionEvent, Snapshot, State
+from ._types import (
+    JSON,
+    CreatedExecution,
+    ExecutionPage,
+    ExecutionSummary,
+    HistoryPage,
+    Observation,
+    PatchResult,
+    RevisionEvent,
+    Snapshot,
+    State,
+)
 from ._wire import dumps_json, patch_request
 
 T = TypeVar("T")
@@ -272,6 +283,30 @@ class StateClient(RpcClient):
 
         async for item in self._resumable(open_stream, decode, from_revision, resume):
             yield item
+
+    async def get_executions(self, prefix: str = "", *, page_size: int = 0, page_token: str = "") -> ExecutionPage:
+        """One page of the executions the caller may read whose id starts with `prefix`, by id."""
+        request = pb.ListExecutionsRequest(prefix=prefix, page_size=page_size, page_token=page_token)
+        reply = await self._call(self._stub.ListExecutions, request)
+        return ExecutionPage([ExecutionSummary.from_pb(e) for e in reply.executions], reply.next_page_token)
+
+    async def list_executions(self, prefix: str = "", *, page_size: int = 0) -> AsyncIterator[ExecutionSummary]:
+        """Every execution the caller may read whose id starts with `prefix`, by id, fetching page after page."""
+        token = ""
+        while True:
+            page = await self.get_executions(prefix, page_size=page_size, page_token=token)
+            for summary in page.executions:
+                yield summary
+            token = page.next_page_token
+            if not token:
+                return
+
+    async def delete_execution(self, execution_id: str) -> int:
+        """Remove an execution whole; returns its head revision then. An operator's call (the admin right):
+        it cannot be undone. Its open watches and streams end NOT_FOUND; the id may be created again."""
+        request = pb.DeleteExecutionRequest(execution_id=execution_id)
+        reply: pb.DeleteExecutionResponse = await self._call(self._stub.DeleteExecution, request)
+        return reply.head_revision
 
     async def compact(self, execution_id: str, up_to_revision: int) -> int:
         """Drop history up to the newest snapshot at or before up_to_revision; returns the compact revision.

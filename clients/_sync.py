@@ -9,7 +9,18 @@ from typing import Any, TypeVar
 from ._client import ClientTLS, StateClient
 from ._retry import RetryPolicy
 from ._session import Session
-from ._types import JSON, CreatedExecution, HistoryPage, Observation, PatchResult, RevisionEvent, Snapshot, State
+from ._types import (
+    JSON,
+    CreatedExecution,
+    ExecutionPage,
+    ExecutionSummary,
+    HistoryPage,
+    Observation,
+    PatchResult,
+    RevisionEvent,
+    Snapshot,
+    State,
+)
 
 T = TypeVar("T")
 
@@ -105,6 +116,15 @@ class SyncStateClient:
         self, execution_id: str, from_revision: int = 0, *, resume: bool = True
     ) -> Iterator[RevisionEvent | Snapshot]:
         return self._iterate(self._client.watch(execution_id, from_revision, resume=resume))
+
+    def get_executions(self, prefix: str = "", *, page_size: int = 0, page_token: str = "") -> ExecutionPage:
+        return self._run(self._client.get_executions(prefix, page_size=page_size, page_token=page_token))
+
+    def list_executions(self, prefix: str = "", *, page_size: int = 0) -> Iterator[ExecutionSummary]:
+        return self._iterate(self._client.list_executions(prefix, page_size=page_size))
+
+    def delete_execution(self, execution_id: str) -> int:
+        return self._run(self._client.delete_execution(execution_id))
 
     def compact(self, execution_id: str, up_to_revision: int) -> int:
         return self._run(self._client.compact(execution_id, up_to_revision))

@@ -104,6 +104,41 @@ class Snapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class ExecutionSummary:
+    """An execution as ListExecutions describes it."""
+
+    execution_id: str
+    head_revision: int
+    create_time: datetime
+    update_time: datetime | None
+    """When its head revision was committed (its creation while it has none); None when its history was
+    compacted away up to the head."""
+    agents: tuple[str, ...]
+    """Agents that committed a revision of it, at most 100 (agent_count says how many in all)."""
+    agent_count: int
+    compact_revision: int
+
+    @classmethod
+    def from_pb(cls, message: pb.ExecutionSummary) -> ExecutionSummary:
+        return cls(
+            message.execution_id,
+            message.head_revision,
+            message.create_time.ToDatetime(tzinfo=UTC),
+            message.update_time.ToDatetime(tzinfo=UTC) if message.HasField("update_time") else None,
+            tuple(message.agents),
+            message.agent_count,
+            message.compact_revision,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionPage:
+    executions: list[ExecutionSummary]
+    next_page_token: str
+    """Empty when there are no more; a page may hold fewer than asked for where the caller may not read some."""
+
+
+@dataclass(frozen=True, slots=True)
 class HistoryPage:
     revisions: list[RevisionEvent]
     next_page_token: str

@@ -97,6 +97,8 @@ class Rule:
 RULES: dict[str, Rule] = {
     "CreateExecution": Rule(Right.ADMIN, "execution_id", names_new=True),
     "Compact": Rule(Right.ADMIN, "execution_id"),
+    "DeleteExecution": Rule(Right.ADMIN, "execution_id"),
+    "ListExecutions": Rule(Right.READ),  # it lists only the executions the credential may read
     "GetState": Rule(Right.READ, "execution_id"),
     "Watch": Rule(Right.READ, "execution_id"),
     "GetHistory": Rule(Right.READ, "execution_id"),

@@ -10,6 +10,7 @@ durable is ever acknowledged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -122,6 +123,14 @@ class GroupCommitter(Generic[E]):
         if self._closing:
             raise StorageError("the server is shutting down")
 
+    async def drain(self, execution: E) -> None:
+        """Return once every item queued before this call was committed or failed (a marker is queued
+        behind them: batches are committed in the order they were queued)."""
+        marker = Pending(execution, execution.epoch)
+        self.enqueue(marker)
+        with contextlib.suppress(StorageError):  # failed: what was before it failed too, which is all it waits for
+            await marker.future
+
     def enqueue(self, item: Pending[E]) -> None:
         self.check_open()
         self._queue.append(item)
@@ -150,7 +159,9 @@ class GroupCommitter(Generic[E]):
             snapshots=[i.snapshot for i in live if i.snapshot is not None],
             observations=[i.observation for i in live if i.observation is not None],
         )
-        if not batch:
+        if not batch:  # markers only (`drain`)
+            for item in live:
+                item.resolve()
             return
         started = time.perf_counter()
         try:

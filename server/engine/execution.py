@@ -110,6 +110,8 @@ class Execution:
         self.refreshed_through = 0
         """Catch-ups asked for, and the last of them a finished catch-up began after: the calls waiting
         behind one catch-up share the next, as commits share a group commit."""
+        self.deleted = False
+        """Set by DeleteExecution: nothing more is merged or published into it while its rows are deleted."""
         self.observation_sequence = 0
         """The last sequence handed out, durable or pending."""
         self.observation_committed = 0

@@ -44,6 +44,12 @@ class Executions:
             self._creating.discard(execution_id)
         self.loaded[execution_id] = execution
 
+    def forget(self, execution_id: str) -> None:
+        """Drop an execution the log no longer holds (deleted here or by another server); its id may be
+        created again."""
+        self.loaded.pop(execution_id, None)
+        self._stored.pop(execution_id, None)
+
     async def get(self, execution_id: str) -> Execution:
         """The execution, recovered from the log on first use; concurrent first uses share one recovery."""
         execution = self.loaded.get(execution_id)
@@ -68,6 +74,9 @@ class Executions:
     async def _load(self, record: ExecutionRecord) -> Execution:
         try:
             execution = await self._recover(record)
+        except NotFoundError:  # deleted by another server since this one listed it
+            self._stored.pop(record.execution_id, None)
+            raise
         finally:
             del self._loading[record.execution_id]
         del self._stored[record.execution_id]

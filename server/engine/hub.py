@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, Generic, TypeVar
 
-from ..errors import LimitExceededError, WatcherTooSlowError
+from ..errors import LimitExceededError, StateError, WatcherTooSlowError
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -24,13 +24,14 @@ NUDGE: Any = object()
 class Subscription(Generic[T]):
     """One subscriber's queue; read with `get`."""
 
-    __slots__ = ("_accepts", "_overflowed", "_queue", "key")
+    __slots__ = ("_accepts", "_ending", "_queue", "key")
 
     def __init__(self, key: str, capacity: int, accepts: Callable[[T], bool] | None) -> None:
         self.key = key
         self._accepts = accepts
         self._queue: asyncio.Queue[T] = asyncio.Queue(capacity)
-        self._overflowed = False
+        self._ending: StateError | None = None
+        """What the reader gets once it has read what was queued: the subscription fell behind, or was cut."""
 
     def empty(self) -> bool:
         """Whether nothing is queued: a read would wait."""
@@ -48,23 +49,27 @@ class Subscription(Generic[T]):
         try:
             self._queue.put_nowait(item)
         except asyncio.QueueFull:
-            self._overflowed = True
+            self._ending = WatcherTooSlowError(f"fell more than {self._queue.maxsize} items behind")
             return False
         return True
 
-    def cut(self) -> None:
-        """End the subscription once what is queued was read (waking a reader that waits on an empty queue)."""
-        self._overflowed = True
+    def cut(self, error: StateError | None = None) -> None:
+        """End the subscription once what is queued was read (waking a reader that waits on an empty queue):
+        with `error`, or by default as if it had fallen behind (its reader resumes from its last item)."""
+        self._ending = error or WatcherTooSlowError(
+            "cut: the execution restarted from a snapshot; resume from the last item"
+        )
         with contextlib.suppress(asyncio.QueueFull):  # a full queue has items to read first: no one waits
             self._queue.put_nowait(_CUT)
 
     async def get(self) -> T:
-        """The next item; WatcherTooSlowError once everything queued before the overflow was read."""
-        if self._overflowed and self._queue.empty():
-            raise WatcherTooSlowError(f"fell more than {self._queue.maxsize} items behind")
+        """The next item; once everything queued before an overflow or a cut was read, its error."""
+        if self._ending is not None and self._queue.empty():
+            raise self._ending
         item = await self._queue.get()
         if item is _CUT:
-            raise WatcherTooSlowError("cut: the execution restarted from a snapshot; resume from the last item")
+            assert self._ending is not None, "cut sets the ending first"
+            raise self._ending
         return item
 
 
@@ -90,10 +95,11 @@ class Hub(Generic[T]):
         """Subscribers in all."""
         return sum(len(group) for group in self._subscribers.values())
 
-    def cut(self, key: str) -> None:
-        """End every subscriber of key as if it had fallen behind: each resumes from its last item."""
+    def cut(self, key: str, error: StateError | None = None) -> None:
+        """End every subscriber of key with `error`, or as if it had fallen behind (each resumes from its last
+        item)."""
         for subscription in self._subscribers.pop(key, set()):
-            subscription.cut()
+            subscription.cut(error)
 
     def keys(self) -> set[str]:
         """The keys that have subscribers."""

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncGenerator, Collection, Sequence
 from dataclasses import dataclass
 
-from ..errors import InvalidArgumentError, LimitExceededError, NotFoundError, WatcherTooSlowError
+from ..errors import InvalidArgumentError, LimitExceededError, NotFoundError, StateError, WatcherTooSlowError
 from ..limits import Limits
 from ..storage.records import ObservationRecord
 from ..storage.revision_log.base import RevisionLog
@@ -83,6 +83,8 @@ class Observations:
             canonical.dumps_str(payload),
             time.time(),
         )
+        if execution.deleted:
+            raise NotFoundError(f"execution {execution.id!r} is being deleted")
         pending = Pending(execution, execution.epoch, observation=record)
         self._committer.enqueue(pending)
         execution.observation_sequence = record.sequence
@@ -223,7 +225,8 @@ class Observations:
                 reading = self._subscribe(execution, group.addresses)
                 continue
             except Exception as error:
-                log.exception("consumer group %r of execution %r stopped reading", group.name, execution.id)
+                if not isinstance(error, NotFoundError):  # else the execution was deleted
+                    log.exception("consumer group %r of execution %r stopped reading", group.name, execution.id)
                 if self._groups.get(group.key) is group:
                     del self._groups[group.key]
                 group.fail(error)
@@ -279,6 +282,11 @@ class Observations:
                 yield observation
         finally:
             self._hub.unsubscribe(subscription)
+
+    def end(self, execution_id: str, error: StateError) -> None:
+        """End every stream and consumer group of an execution with `error` (it was deleted): each reads
+        what was queued for it, then gets the error."""
+        self._hub.cut(execution_id, error)
 
     def close(self) -> None:
         """Stop every group (their members' streams end with the server)."""

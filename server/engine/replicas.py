@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
-from ..errors import CorruptLogError, StorageError
+from ..errors import CorruptLogError, NotFoundError, StorageError
 from ..storage.records import RevisionRecord
 from ..storage.revision_log.base import RevisionLog
 from .execution import Execution
@@ -31,8 +32,12 @@ class Replicas:
         executions: dict[str, Execution],
         revisions: Hub[RevisionRecord],
         observations: Observations,
+        on_deleted: Callable[[str], None],
     ) -> None:
+        """`on_deleted(execution_id)` is called when the log no longer holds an execution this server does
+        (another server deleted it)."""
         self._log = log_
+        self._on_deleted = on_deleted
         self._executions = executions
         """The engine's executions in memory (shared, not copied)."""
         self._revisions = revisions
@@ -55,6 +60,13 @@ class Replicas:
         log of this server's own."""
         if not self._log.shared:
             return
+        try:
+            await self._refresh(execution, observations)
+        except NotFoundError:  # another server deleted it
+            self._on_deleted(execution.id)
+            raise
+
+    async def _refresh(self, execution: Execution, observations: bool) -> None:
         execution.refresh_requests += 1
         ticket = execution.refresh_requests
         async with execution.refreshing:
@@ -117,6 +129,8 @@ class Replicas:
                     if execution is not None:
                         try:
                             await self.refresh(execution, observations=True)
+                        except NotFoundError:
+                            pass  # deleted by another server: forgotten, and its streams ended
                         except StorageError as e:
                             log.warning("could not catch up execution %r: %s", execution_id, e)
         finally:

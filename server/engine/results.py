@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..storage.records import RevisionRecord
+from ..storage.records import ExecutionSummary, RevisionRecord
 from .merge import Resolution
 
 
@@ -31,6 +31,13 @@ class SubmitResult:
     applied_patch_json: str
     resolutions: tuple[Resolution, ...]
     duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionPage:
+    executions: list[ExecutionSummary]
+    more: bool
+    """Whether executions after the last of this page match too."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import (
     DuplicateRowError,
     InvalidArgumentError,
+    NotFoundError,
     OutOfRangeError,
     RolledBackError,
 )
@@ -36,13 +37,15 @@ from .mergepatch import strip_nulls
 from .observations import GroupOptions, Observations
 from .patches import MAX_COMMIT_RACES, Committing, Patches
 from .replicas import Replicas
-from .requests import check_execution_id, new_execution_id
-from .results import Created, HistoryPage, StateView, SubmitResult, WatchProgress, WatchSnapshot
+from .requests import check_execution_id, check_label, new_execution_id
+from .results import Created, ExecutionPage, HistoryPage, StateView, SubmitResult, WatchProgress, WatchSnapshot
 from .textmerge import TextMerges
 from .timeline import Timeline
 
 log = logging.getLogger(__name__)
 
+MAX_EXECUTIONS_PAGE = 1000
+"""Executions in one ListExecutions page at most."""
 PAGE_MARGIN = 64 << 10
 """Bytes of a GetHistory reply kept for what is not the revisions' JSON (framing, ids, hashes)."""
 
@@ -79,7 +82,9 @@ class StateEngine:
             config.group_idle,
         )
         self._compactions: set[asyncio.Task[int]] = set()
-        self._replicas = Replicas(log, self._executions.loaded, self._revisions, self._observations)
+        self._replicas = Replicas(
+            log, self._executions.loaded, self._revisions, self._observations, on_deleted=self._forget
+        )
         self._patches = Patches(log, self._committer, self._timeline, self._texts, self._replicas, config, metrics)
         metrics.watch_gauges(
             watchers=self._revisions.count,
@@ -136,6 +141,40 @@ class StateEngine:
         await self._executions.create(execution, genesis)
         execution.begin(0, state, genesis.state_hash)
         return Created(execution_id, 0, genesis.state_hash)
+
+    async def list_executions(self, prefix: str, page_size: int, after: str | None = None) -> ExecutionPage:
+        """A page of the executions whose id starts with `prefix`, by id, after `after` (continuing a page),
+        as the log has them (durable heads)."""
+        if prefix:
+            check_label(prefix, "prefix", self._limits)
+        if page_size < 0:
+            raise InvalidArgumentError(f"page_size: must be >= 0, got {page_size}")
+        size = min(page_size or 100, MAX_EXECUTIONS_PAGE)
+        found = await self._log.list_summaries(prefix, after or "", size + 1)
+        return ExecutionPage(found[:size], more=len(found) > size)
+
+    async def delete_execution(self, execution_id: str) -> int:
+        """Remove an execution whole, and end its open watches and streams NOT_FOUND; returns its head
+        revision then. What was merged or published into it before the call is committed (or fails) first,
+        so that no commit of it can follow the delete; from the call on, nothing more is merged into it."""
+        execution = await self._executions.get(execution_id)
+        execution.deleted = True
+        await self._committer.drain(execution)
+        head = execution.committed
+        await self._log.delete_execution(execution_id)
+        self._forget(execution_id)
+        return head
+
+    def _forget(self, execution_id: str) -> None:
+        """The log no longer holds the execution (deleted here or by another server): drop it, and end its
+        watches and observation streams."""
+        execution = self._executions.loaded.get(execution_id)
+        if execution is not None:
+            execution.deleted = True  # a merge still holding it must not commit into a re-created id
+        self._executions.forget(execution_id)
+        gone = NotFoundError(f"execution {execution_id!r} was deleted")
+        self._revisions.cut(execution_id, gone)
+        self._observations.end(execution_id, gone)
 
     async def head_revision(self, execution_id: str) -> int:
         return (await self._executions.get(execution_id)).committed

@@ -11,7 +11,7 @@ from skillstate.state.v1 import state_pb2 as pb
 from ..engine.merge import Resolution, decode_resolutions
 from ..engine.policy import MergePolicy
 from ..engine.results import SubmitResult, WatchSnapshot
-from ..storage.records import ObservationRecord, RevisionRecord
+from ..storage.records import ExecutionSummary, ObservationRecord, RevisionRecord
 
 _POLICY = {policy: pb.MergePolicy.Value(f"MERGE_POLICY_{policy.name}") for policy in MergePolicy}
 
@@ -72,3 +72,17 @@ def observation(record: ObservationRecord, delivery: int = 0) -> pb.Observation:
         publish_time=_timestamp(record.published_at),
         delivery=delivery,
     )
+
+
+def execution_summary(summary: ExecutionSummary) -> pb.ExecutionSummary:
+    message = pb.ExecutionSummary(
+        execution_id=summary.execution_id,
+        head_revision=summary.head_revision,
+        create_time=_timestamp(summary.created_at),
+        agents=summary.agents,
+        agent_count=summary.agent_count,
+        compact_revision=summary.compact_revision,
+    )
+    if summary.updated_at is not None:
+        message.update_time.CopyFrom(_timestamp(summary.updated_at))
+    return message

@@ -129,6 +129,23 @@ class StateServicer(pb_grpc.StateServiceServicer):
             async for message in responses:
                 yield message
 
+    async def ListExecutions(self, request: pb.ListExecutionsRequest, context: Any) -> pb.ListExecutionsResponse:
+        owner = f"executions:{request.prefix}"
+        after = decode_page_token(request.page_token, owner, "ListExecutions", str) if request.page_token else None
+        page = await self._engine.list_executions(request.prefix, request.page_size, after)
+        caller = CALLER.get()
+        return pb.ListExecutionsResponse(
+            executions=[
+                messages.execution_summary(summary)
+                for summary in page.executions
+                if caller.may(Right.READ, summary.execution_id)
+            ],
+            next_page_token=encode_page_token(owner, page.executions[-1].execution_id) if page.more else "",
+        )
+
+    async def DeleteExecution(self, request: pb.DeleteExecutionRequest, context: Any) -> pb.DeleteExecutionResponse:
+        return pb.DeleteExecutionResponse(head_revision=await self._engine.delete_execution(request.execution_id))
+
     async def AckObservations(self, request: pb.AckObservationsRequest, context: Any) -> pb.AckObservationsResponse:
         done = await self._engine.ack_observations(
             request.execution_id, request.group, request.agent_id, list(request.sequences), request.requeue

@@ -62,6 +62,26 @@ class ObservationRecord:
     published_at: float
 
 
+@dataclass(frozen=True, slots=True)
+class ExecutionSummary:
+    """An execution as a listing shows it: its identity, its head, and who wrote to it."""
+
+    execution_id: str
+    created_at: float
+    head_revision: int
+    updated_at: float | None
+    """When its head revision was committed (created_at while it has none); None when its history was
+    compacted away up to the head."""
+    agents: tuple[str, ...]
+    """Agents that committed a revision of it, by id, at most MAX_LISTED_AGENTS."""
+    agent_count: int
+    compact_revision: int
+
+
+MAX_LISTED_AGENTS = 100
+"""Agents an ExecutionSummary names at most (agent_count says how many there are)."""
+
+
 @dataclass(slots=True)
 class Batch:
     """Everything one group commit makes durable, atomically."""

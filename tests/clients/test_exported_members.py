@@ -13,7 +13,7 @@ EXPECTED = {
     "SkillRegistryClient", "SkillSummary",
     "ClientTLS", "PermissionDeniedError", "UnauthenticatedError", "open_channel",
     "PackageFiles", "PackageReadError", "read_package_dir",
-    "Session", "SyncSession",
+    "Session", "SyncSession", "ExecutionPage", "ExecutionSummary",
 }  # fmt: skip
 
 

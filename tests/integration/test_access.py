@@ -99,6 +99,8 @@ CALLS: dict[str, Call] = {
     "StreamObservations": lambda s, r, a: first(s.observations(EXECUTION, a, resume=False)),
     "AckObservations": lambda s, r, a: s.ack_observations(EXECUTION, "no-such-group", [1], agent_id=a),
     "Session": lambda s, r, a: open_session(s, a),
+    "ListExecutions": lambda s, r, a: s.get_executions(),
+    "DeleteExecution": lambda s, r, a: s.delete_execution(f"{EXECUTION}-never-made-{a}"),  # NOT_FOUND if allowed
     "RegisterSkill": lambda s, r, a: r.register_skill(package(f"skill-{a}")),
     "RemoveSkill": lambda s, r, a: r.remove_skill("no-such-skill"),
     "ReportOutcome": lambda s, r, a: r.report_outcome("no-such-hydration", success=True),
@@ -128,7 +130,8 @@ def allowed(identity: str, rpc: str) -> bool:
     if identity == "anonymous":
         return False
     needs = {
-        "CreateExecution": Right.ADMIN, "Compact": Right.ADMIN, "GetState": Right.READ, "Watch": Right.READ,
+        "CreateExecution": Right.ADMIN, "Compact": Right.ADMIN, "DeleteExecution": Right.ADMIN,
+        "GetState": Right.READ, "Watch": Right.READ, "ListExecutions": Right.READ,
         "GetHistory": Right.READ, "StreamObservations": Right.READ, "AckObservations": Right.READ,
         "Session": Right.READ,
         "SubmitPatch": Right.WRITE,
@@ -138,7 +141,7 @@ def allowed(identity: str, rpc: str) -> bool:
     if needs is None:
         return True  # reading the skill library needs only a valid credential
     rights = IDENTITIES[identity] or set()
-    scoped_to_execution = rpc not in ("RegisterSkill", "RemoveSkill", "ReportOutcome")
+    scoped_to_execution = rpc not in ("RegisterSkill", "RemoveSkill", "ReportOutcome", "ListExecutions")
     if identity == "everything-elsewhere":
         return not scoped_to_execution
     return needs in rights
@@ -177,7 +180,7 @@ async def test_access_matrix(secured: RunningServer) -> None:
                 expected = "allowed" if allowed(identity, rpc) else "refused"
                 if outcome != expected:
                     wrong.append(f"{identity} {rpc}: {outcome}, expected {expected}")
-    assert cells == len(RULES) * len(IDENTITIES) == 144
+    assert cells == len(RULES) * len(IDENTITIES) == 160
     assert wrong == []
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from skillstate.clients import RevisionEvent, StateClient
+from skillstate.clients import NotFoundError, RevisionEvent, StateClient
 
 from ..postgres import postgres_schema, postgres_url  # noqa: F401 - fixtures
 from ..waiting import eventually
@@ -81,6 +81,32 @@ async def test_watchers_on_one_replica_see_commits_through_all(replicas: list[st
             await (a if i % 2 else c).submit_patch("w", {"n": 1}, agent_id="w", base_revision=0)
         await asyncio.wait_for(watching, 10)
         assert received == list(range(1, 31))
+
+
+async def test_an_execution_deleted_on_one_replica_is_gone_from_all(replicas: list[str]) -> None:
+    a, b, c = (StateClient(address) for address in replicas)
+    async with a, b, c:
+        await a.create_execution("d", schema=COUNTER, initial_state={"n": 0})
+        await a.submit_patch("d", {"n": 1}, agent_id="w", base_revision=0, client_patch_id="k1")
+        received: list[int] = []
+
+        async def watch() -> None:
+            async for event in b.watch("d", 0, resume=False):
+                received.append(event.revision)
+
+        watching = asyncio.create_task(watch())
+        await eventually(lambda: received)  # b holds the execution, and streams it
+        assert (await c.get_state("d")).revision == 1  # so does c
+        assert await a.delete_execution("d") == 1
+        with pytest.raises(NotFoundError):
+            await asyncio.wait_for(watching, 10)  # b heard, and ended its watcher
+        for replica in (b, c):
+            with pytest.raises(NotFoundError):
+                await replica.get_state("d")
+        await c.create_execution("d", schema=COUNTER, initial_state={"n": 10})  # fresh, wherever made
+        again = await b.submit_patch("d", {"n": 11}, agent_id="w", base_revision=0, client_patch_id="k1")
+        assert (again.revision, again.duplicate) == (1, False)
+        assert (await a.get_state("d")).state == {"n": 11}
 
 
 async def test_a_retry_on_another_replica_is_recognized(replicas: list[str]) -> None:

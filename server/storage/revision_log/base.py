@@ -10,7 +10,26 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncIterator
 
-from ..records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+from ..records import Batch, ExecutionRecord, ExecutionSummary, ObservationRecord, RevisionRecord, SnapshotRecord
+
+ID_CEILING = "\x7f"
+"""Sorts after every character an execution id may hold: ids starting with P are those in [P, P + ID_CEILING)."""
+
+
+def summary(
+    execution_id: str,
+    created_at: float,
+    compact_revision: int,
+    head: int | None,
+    committed_at: float | None,
+    agents: tuple[str, ...],
+    agent_count: int,
+) -> ExecutionSummary:
+    """An SQL backend's row as an ExecutionSummary: `head` and `committed_at` are those of its newest retained
+    revision, None when none is retained (the head is then the compact revision, 0 for a new execution)."""
+    if head is None:
+        head, committed_at = compact_revision, created_at if compact_revision == 0 else None
+    return ExecutionSummary(execution_id, created_at, head, committed_at, agents, agent_count, compact_revision)
 
 
 class RevisionLog(abc.ABC):
@@ -46,6 +65,16 @@ class RevisionLog(abc.ABC):
     @abc.abstractmethod
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
         """One execution, or None."""
+
+    @abc.abstractmethod
+    async def list_summaries(self, prefix: str, after: str, limit: int) -> list[ExecutionSummary]:
+        """Executions whose id starts with `prefix` and sorts after `after`, ascending by id, at most `limit`;
+        the agents of each are those of its revisions ever committed, compacted ones included."""
+
+    @abc.abstractmethod
+    async def delete_execution(self, execution_id: str) -> None:
+        """Remove the execution and all it holds (revisions, snapshots, observations) in one transaction, so
+        that its id may be created again; NotFoundError if there is none."""
 
     async def changes(self) -> AsyncIterator[str]:
         """Ids of executions that other servers committed to, as they commit (a shared log only); may

@@ -7,12 +7,20 @@ import itertools
 from typing import Any
 
 from ...errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError
-from ..records import Batch, ExecutionRecord, ObservationRecord, RevisionRecord, SnapshotRecord
+from ..records import (
+    MAX_LISTED_AGENTS,
+    Batch,
+    ExecutionRecord,
+    ExecutionSummary,
+    ObservationRecord,
+    RevisionRecord,
+    SnapshotRecord,
+)
 from .base import RevisionLog
 
 
 class _Execution:
-    __slots__ = ("compacted_to", "observations", "record", "revisions", "snapshots")
+    __slots__ = ("agents", "compacted_to", "observations", "record", "revisions", "snapshots")
 
     def __init__(self, record: ExecutionRecord) -> None:
         self.record = record
@@ -20,6 +28,8 @@ class _Execution:
         self.snapshots: dict[int, SnapshotRecord] = {}
         self.observations: dict[int, ObservationRecord] = {}
         self.compacted_to = 0
+        self.agents: set[str] = set()
+        """Every agent that committed a revision, compacted ones included."""
 
 
 class MemoryRevisionLog(RevisionLog):
@@ -54,6 +64,27 @@ class MemoryRevisionLog(RevisionLog):
         found = self._executions.get(execution_id)
         return found.record if found is not None else None
 
+    async def list_summaries(self, prefix: str, after: str, limit: int) -> list[ExecutionSummary]:
+        chosen = sorted(k for k in self._executions if k.startswith(prefix) and k > after)[:limit]
+        return [self._summary(self._executions[k]) for k in chosen]
+
+    @staticmethod
+    def _summary(entry: _Execution) -> ExecutionSummary:
+        head = max(entry.revisions, default=entry.compacted_to)
+        if head in entry.revisions:
+            updated_at: float | None = entry.revisions[head].committed_at
+        else:
+            updated_at = entry.record.created_at if head == 0 else None
+        agents = tuple(sorted(entry.agents)[:MAX_LISTED_AGENTS])
+        record = entry.record
+        return ExecutionSummary(
+            record.execution_id, record.created_at, head, updated_at, agents, len(entry.agents), entry.compacted_to
+        )
+
+    async def delete_execution(self, execution_id: str) -> None:
+        self._get(execution_id)
+        del self._executions[execution_id]
+
     async def commit(self, batch: Batch) -> None:
         rows: list[tuple[dict[int, Any], int, Any]] = [
             *((self._get(r.execution_id).revisions, r.revision, r) for r in batch.revisions),
@@ -65,6 +96,8 @@ class MemoryRevisionLog(RevisionLog):
             raise DuplicateRowError("a row with the same key is already stored")
         for table, key, row in rows:
             table[key] = row
+        for revision in batch.revisions:
+            self._executions[revision.execution_id].agents.add(revision.agent_id)
 
     async def head_revision(self, execution_id: str) -> int:
         entry = self._get(execution_id)

@@ -25,11 +25,13 @@ from ...errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutO
 from ..postgres import Database, Statement
 from ..records import (
     EXECUTION_COLUMNS,
+    MAX_LISTED_AGENTS,
     OBSERVATION_COLUMNS,
     REVISION_COLUMNS,
     SNAPSHOT_COLUMNS,
     Batch,
     ExecutionRecord,
+    ExecutionSummary,
     ObservationRecord,
     RevisionRecord,
     SnapshotRecord,
@@ -38,11 +40,12 @@ from ..records import (
     revision_row,
     snapshot_row,
 )
-from .base import RevisionLog
+from .base import ID_CEILING, RevisionLog, summary
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the tables below but execution_agents. 2: execution_agents, filled from the revisions at the upgrade."""
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS skillstate_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -77,6 +80,12 @@ CREATE TABLE IF NOT EXISTS snapshots (
     state_hash   TEXT NOT NULL,
     PRIMARY KEY (execution_id, revision)
 );
+CREATE INDEX IF NOT EXISTS executions_by_code_point ON executions (execution_id COLLATE "C");
+CREATE TABLE IF NOT EXISTS execution_agents (
+    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
+    agent_id     TEXT NOT NULL,
+    PRIMARY KEY (execution_id, agent_id)
+);
 CREATE TABLE IF NOT EXISTS observations (
     execution_id TEXT NOT NULL REFERENCES executions(execution_id),
     sequence     BIGINT NOT NULL,
@@ -104,7 +113,16 @@ def _unnest_insert(table: str, columns: tuple[str, ...], types: tuple[str, ...])
 
 _EXECUTIONS = ", ".join(EXECUTION_COLUMNS)
 _INSERT_EXECUTION = f"INSERT INTO executions ({_EXECUTIONS}) VALUES ($1, $2, $3)"
-_INSERT_REVISIONS = _unnest_insert("revisions", REVISION_COLUMNS, _REVISION_TYPES)
+_INSERT_REVISIONS = (  # and their agents, in the same round trip
+    f"WITH inserted AS ({_unnest_insert('revisions', REVISION_COLUMNS, _REVISION_TYPES)} "
+    "RETURNING execution_id, agent_id) "
+    "INSERT INTO execution_agents SELECT DISTINCT execution_id, agent_id FROM inserted ON CONFLICT DO NOTHING"
+)
+_FILL_AGENTS = (
+    "INSERT INTO execution_agents SELECT DISTINCT execution_id, agent_id FROM revisions ON CONFLICT DO NOTHING"
+)
+_HOLDING_EXECUTIONS = ("revisions", "snapshots", "observations", "execution_agents", "executions")
+"""Every table with an execution's rows, the executions table last (the others refer to it)."""
 _INSERT_SNAPSHOTS = _unnest_insert("snapshots", SNAPSHOT_COLUMNS, _SNAPSHOT_TYPES)
 _INSERT_OBSERVATIONS = _unnest_insert("observations", OBSERVATION_COLUMNS, _OBSERVATION_TYPES)
 
@@ -123,10 +141,16 @@ class PostgresRevisionLog(RevisionLog):
         await self._db.open()
         try:
             version = await self._db.value("SELECT value FROM skillstate_meta WHERE key = 'schema_version'")
-            if version not in (None, str(SCHEMA_VERSION)):
+            if version not in (None, "1", str(SCHEMA_VERSION)):
                 raise StorageError(f"{self._where}: schema version {version} is not {SCHEMA_VERSION}")
-            await self._db.value(
-                "INSERT INTO skillstate_meta VALUES ('schema_version', $1) ON CONFLICT DO NOTHING", str(SCHEMA_VERSION)
+            upgrade: list[Statement] = [(_FILL_AGENTS, ())] if version == "1" else []  # idempotent: replicas may race
+            await self._db.transaction(
+                *upgrade,
+                (
+                    "INSERT INTO skillstate_meta VALUES ('schema_version', $1) "
+                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    (str(SCHEMA_VERSION),),
+                ),
             )
         except StorageError:
             await self._db.close()
@@ -186,6 +210,30 @@ class PostgresRevisionLog(RevisionLog):
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
         rows = await self._db.fetch(f"SELECT {_EXECUTIONS} FROM executions WHERE execution_id = $1", execution_id)
         return ExecutionRecord(*rows[0]) if rows else None
+
+    async def list_summaries(self, prefix: str, after: str, limit: int) -> list[ExecutionSummary]:
+        rows = await self._db.fetch(
+            "SELECT e.execution_id, e.created_at, e.compact_revision, r.revision, r.committed_at, "
+            "(SELECT COUNT(*) FROM execution_agents a WHERE a.execution_id = e.execution_id), "
+            "ARRAY(SELECT agent_id FROM execution_agents a WHERE a.execution_id = e.execution_id "
+            "ORDER BY agent_id COLLATE \"C\" LIMIT $4) "
+            "FROM executions e LEFT JOIN LATERAL (SELECT revision, committed_at FROM revisions "
+            "WHERE execution_id = e.execution_id ORDER BY revision DESC LIMIT 1) r ON TRUE "
+            "WHERE e.execution_id COLLATE \"C\" > $1 AND e.execution_id COLLATE \"C\" >= $2 "
+            "AND e.execution_id COLLATE \"C\" < $3 ORDER BY e.execution_id COLLATE \"C\" LIMIT $5",
+            after, prefix, prefix + ID_CEILING, MAX_LISTED_AGENTS, limit,
+        )  # fmt: skip
+        return [
+            summary(execution_id, created_at, int(compacted), head, committed_at, tuple(agents), int(count))
+            for execution_id, created_at, compacted, head, committed_at, count, agents in rows
+        ]
+
+    async def delete_execution(self, execution_id: str) -> None:
+        await self._require(execution_id)
+        await self._db.transaction(
+            ("SELECT pg_notify($1, $2)", (self._channel, f"{self._server}:{execution_id}")),
+            *((f"DELETE FROM {table} WHERE execution_id = $1", (execution_id,)) for table in _HOLDING_EXECUTIONS),
+        )
 
     async def commit(self, batch: Batch) -> None:
         written = sorted({r.execution_id for r in batch.revisions} | {o.execution_id for o in batch.observations})

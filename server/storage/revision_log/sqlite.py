@@ -17,11 +17,13 @@ from typing import IO
 from ...errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError, StorageError
 from ..records import (
     EXECUTION_COLUMNS,
+    MAX_LISTED_AGENTS,
     OBSERVATION_COLUMNS,
     REVISION_COLUMNS,
     SNAPSHOT_COLUMNS,
     Batch,
     ExecutionRecord,
+    ExecutionSummary,
     ObservationRecord,
     RevisionRecord,
     SnapshotRecord,
@@ -32,9 +34,10 @@ from ..records import (
 )
 from ..sqlite import Database, insert
 from ..sqlite_writer import INLINE_BUDGET, Writer
-from .base import RevisionLog
+from .base import ID_CEILING, RevisionLog, summary
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the tables below but execution_agents. 2: execution_agents, filled from the revisions at the upgrade."""
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS executions (
@@ -68,6 +71,14 @@ CREATE TABLE IF NOT EXISTS snapshots (
     state_hash   TEXT NOT NULL,
     PRIMARY KEY (execution_id, revision)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS execution_agents (
+    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
+    agent_id     TEXT NOT NULL,
+    PRIMARY KEY (execution_id, agent_id)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS revisions_name_their_agents AFTER INSERT ON revisions BEGIN
+    INSERT OR IGNORE INTO execution_agents VALUES (NEW.execution_id, NEW.agent_id);
+END;
 CREATE TABLE IF NOT EXISTS observations (
     execution_id TEXT NOT NULL REFERENCES executions(execution_id),
     sequence     INTEGER NOT NULL,
@@ -100,9 +111,10 @@ class SqliteRevisionLog(RevisionLog):
         try:
             await self._writer.open()
             version = await self._writer.value("PRAGMA user_version")
-            if version not in (0, SCHEMA_VERSION):
+            if version not in (0, 1, SCHEMA_VERSION):
                 raise StorageError(f"{self._path}: schema version {version} is not {SCHEMA_VERSION}")
-            await self._writer.script(_DDL + f"PRAGMA user_version = {SCHEMA_VERSION};")
+            upgrade = _FILL_AGENTS if version == 1 else ""  # the revisions' agents, before the trigger's
+            await self._writer.script(f"BEGIN; {_DDL} {upgrade} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
             await self._reader.open()
         except BaseException:
             await self.close()
@@ -131,6 +143,43 @@ class SqliteRevisionLog(RevisionLog):
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
         rows = await self._reader.rows(f"SELECT {_EXECUTIONS} FROM executions WHERE execution_id = ?", execution_id)
         return ExecutionRecord(*rows[0]) if rows else None
+
+    async def list_summaries(self, prefix: str, after: str, limit: int) -> list[ExecutionSummary]:
+        rows = await self._reader.rows(
+            "SELECT e.execution_id, e.created_at, e.compact_revision, r.revision, r.committed_at, "
+            "(SELECT COUNT(*) FROM execution_agents a WHERE a.execution_id = e.execution_id) "
+            "FROM executions e LEFT JOIN revisions r ON r.execution_id = e.execution_id AND r.revision = "
+            "(SELECT MAX(revision) FROM revisions WHERE execution_id = e.execution_id) "
+            "WHERE e.execution_id > ? AND e.execution_id >= ? AND e.execution_id < ? "
+            "ORDER BY e.execution_id LIMIT ?",
+            after, prefix, prefix + ID_CEILING, limit,
+        )  # fmt: skip
+        agents = await self._agents([row[0] for row in rows])
+        return [
+            summary(execution_id, created_at, compacted, head, committed_at, agents.get(execution_id, ()), count)
+            for execution_id, created_at, compacted, head, committed_at, count in rows
+        ]
+
+    async def _agents(self, execution_ids: list[str]) -> dict[str, tuple[str, ...]]:
+        """The first MAX_LISTED_AGENTS agents of each execution, by id."""
+        if not execution_ids:
+            return {}
+        rows = await self._reader.rows(
+            "SELECT execution_id, agent_id FROM (SELECT execution_id, agent_id, ROW_NUMBER() OVER "
+            "(PARTITION BY execution_id ORDER BY agent_id) AS n FROM execution_agents WHERE execution_id IN "
+            f"({', '.join('?' * len(execution_ids))})) WHERE n <= ? ORDER BY execution_id, agent_id",
+            *execution_ids, MAX_LISTED_AGENTS,
+        )  # fmt: skip
+        found: dict[str, list[str]] = {}
+        for execution_id, agent_id in rows:
+            found.setdefault(execution_id, []).append(agent_id)
+        return {execution_id: tuple(agents) for execution_id, agents in found.items()}
+
+    async def delete_execution(self, execution_id: str) -> None:
+        await self._require(execution_id)
+        await self._writer.transaction(
+            *((f"DELETE FROM {table} WHERE execution_id = ?", (execution_id,)) for table in _HOLDING_EXECUTIONS)
+        )
 
     async def commit(self, batch: Batch) -> None:
         await self._writer.commit(
@@ -225,6 +274,9 @@ class SqliteRevisionLog(RevisionLog):
         await self.compact_revision(execution_id)
 
 
+_FILL_AGENTS = "INSERT OR IGNORE INTO execution_agents SELECT DISTINCT execution_id, agent_id FROM revisions;"
+_HOLDING_EXECUTIONS = ("revisions", "snapshots", "observations", "execution_agents", "executions")
+"""Every table with an execution's rows, the executions table last (the others refer to it)."""
 _MAX_INT = (1 << 63) - 1
 _EXECUTIONS = ", ".join(EXECUTION_COLUMNS)
 _REVISIONS = ", ".join(REVISION_COLUMNS)

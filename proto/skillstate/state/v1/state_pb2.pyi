@@ -297,6 +297,54 @@ class CompactResponse(_message.Message):
     compact_revision: int
     def __init__(self, compact_revision: _Optional[int] = ...) -> None: ...
 
+class ListExecutionsRequest(_message.Message):
+    __slots__ = ("prefix", "page_size", "page_token")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    page_size: int
+    page_token: str
+    def __init__(self, prefix: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ExecutionSummary(_message.Message):
+    __slots__ = ("execution_id", "head_revision", "create_time", "update_time", "agents", "agent_count", "compact_revision")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    HEAD_REVISION_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    AGENT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    COMPACT_REVISION_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    head_revision: int
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    agents: _containers.RepeatedScalarFieldContainer[str]
+    agent_count: int
+    compact_revision: int
+    def __init__(self, execution_id: _Optional[str] = ..., head_revision: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., agents: _Optional[_Iterable[str]] = ..., agent_count: _Optional[int] = ..., compact_revision: _Optional[int] = ...) -> None: ...
+
+class ListExecutionsResponse(_message.Message):
+    __slots__ = ("executions", "next_page_token")
+    EXECUTIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    executions: _containers.RepeatedCompositeFieldContainer[ExecutionSummary]
+    next_page_token: str
+    def __init__(self, executions: _Optional[_Iterable[_Union[ExecutionSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class DeleteExecutionRequest(_message.Message):
+    __slots__ = ("execution_id",)
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    def __init__(self, execution_id: _Optional[str] = ...) -> None: ...
+
+class DeleteExecutionResponse(_message.Message):
+    __slots__ = ("head_revision",)
+    HEAD_REVISION_FIELD_NUMBER: _ClassVar[int]
+    head_revision: int
+    def __init__(self, head_revision: _Optional[int] = ...) -> None: ...
+
 class Progress(_message.Message):
     __slots__ = ("head_revision",)
     HEAD_REVISION_FIELD_NUMBER: _ClassVar[int]

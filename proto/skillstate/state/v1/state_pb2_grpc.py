@@ -86,6 +86,16 @@ class StateServiceStub:
                 request_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.SessionRequest.SerializeToString,
                 response_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.SessionResponse.FromString,
                 _registered_method=True)
+        self.ListExecutions = channel.unary_unary(
+                '/skillstate.state.v1.StateService/ListExecutions',
+                request_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.ListExecutionsRequest.SerializeToString,
+                response_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.ListExecutionsResponse.FromString,
+                _registered_method=True)
+        self.DeleteExecution = channel.unary_unary(
+                '/skillstate.state.v1.StateService/DeleteExecution',
+                request_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.DeleteExecutionRequest.SerializeToString,
+                response_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.DeleteExecutionResponse.FromString,
+                _registered_method=True)
 
 
 class StateServiceServicer:
@@ -171,6 +181,23 @@ class StateServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListExecutions(self, request, context):
+        """ListExecutions pages through the executions the caller may read, ordered by id, optionally those
+        whose id starts with a prefix.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteExecution(self, request, context):
+        """DeleteExecution removes an execution whole: its revisions, snapshots and observations (an operator's
+        call: it cannot be undone). Its open watches and streams end NOT_FOUND; the id may be created again,
+        and then starts fresh.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StateServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -223,6 +250,16 @@ def add_StateServiceServicer_to_server(servicer, server):
                     servicer.Session,
                     request_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.SessionRequest.FromString,
                     response_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.SessionResponse.SerializeToString,
+            ),
+            'ListExecutions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListExecutions,
+                    request_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.ListExecutionsRequest.FromString,
+                    response_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.ListExecutionsResponse.SerializeToString,
+            ),
+            'DeleteExecution': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteExecution,
+                    request_deserializer=skillstate_dot_state_dot_v1_dot_state__pb2.DeleteExecutionRequest.FromString,
+                    response_serializer=skillstate_dot_state_dot_v1_dot_state__pb2.DeleteExecutionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -497,6 +534,60 @@ class StateService:
             '/skillstate.state.v1.StateService/Session',
             skillstate_dot_state_dot_v1_dot_state__pb2.SessionRequest.SerializeToString,
             skillstate_dot_state_dot_v1_dot_state__pb2.SessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListExecutions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillstate.state.v1.StateService/ListExecutions',
+            skillstate_dot_state_dot_v1_dot_state__pb2.ListExecutionsRequest.SerializeToString,
+            skillstate_dot_state_dot_v1_dot_state__pb2.ListExecutionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteExecution(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/skillstate.state.v1.StateService/DeleteExecution',
+            skillstate_dot_state_dot_v1_dot_state__pb2.DeleteExecutionRequest.SerializeToString,
+            skillstate_dot_state_dot_v1_dot_state__pb2.DeleteExecutionResponse.FromString,
             options,
             channel_credentials,
             insecure,

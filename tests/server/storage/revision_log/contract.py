@@ -9,8 +9,10 @@ import pytest
 
 from skillstate.server.errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError
 from skillstate.server.storage.records import (
+    MAX_LISTED_AGENTS,
     Batch,
     ExecutionRecord,
+    ExecutionSummary,
     ObservationRecord,
     RevisionRecord,
     SnapshotRecord,
@@ -22,10 +24,8 @@ def execution(execution_id: str = "e1") -> tuple[ExecutionRecord, SnapshotRecord
     return ExecutionRecord(execution_id, "{}", 1.5), SnapshotRecord(execution_id, 0, "{}", "h0")
 
 
-def revision(n: int, execution_id: str = "e1", *, agent: str = "a", key: str = "") -> RevisionRecord:
-    return RevisionRecord(
-        execution_id, n, agent, n - 1, f'{{"k":{n}}}', f'{{"k":{n}}}', "null", key, "[]", f"h{n}", 2.5
-    )
+def revision(n: int, execution_id: str = "e1", *, agent: str = "a", key: str = "", at: float = 2.5) -> RevisionRecord:
+    return RevisionRecord(execution_id, n, agent, n - 1, f'{{"k":{n}}}', f'{{"k":{n}}}', "null", key, "[]", f"h{n}", at)
 
 
 def observation(n: int, execution_id: str = "e1", to: str = "*") -> ObservationRecord:
@@ -143,3 +143,58 @@ class RevisionLogContract:
         assert [r.revision for r in await log.read_revisions("e1", 0)] == [3, 4]
         assert (await log.latest_snapshot("e1", at_most=1)) is None
         assert await log.head_revision("e1") == 4
+
+    async def test_summaries_page_by_id_and_prefix_in_code_point_order(self, log: RevisionLog) -> None:
+        ids = ["order-2", "Order-1", "order-10", "order-1", "other", "ord", "order.x", "order-1:a"]
+        for execution_id in ids:
+            await log.create_execution(*execution(execution_id))
+        listed = [s.execution_id for s in await log.list_summaries("", "", 100)]
+        assert listed == sorted(ids)  # by code point: "O" before "o", "-" before "." before ":"
+        prefixed = [s.execution_id for s in await log.list_summaries("order-1", "", 100)]
+        assert prefixed == ["order-1", "order-10", "order-1:a"]
+        pages, after = [], ""
+        while page := await log.list_summaries("order", after, 2):
+            pages.append([s.execution_id for s in page])
+            after = page[-1].execution_id
+        assert pages == [["order-1", "order-10"], ["order-1:a", "order-2"], ["order.x"]]
+        assert await log.list_summaries("none", "", 10) == []
+
+    async def test_a_summary_says_head_update_time_agents_and_compaction(self, log: RevisionLog) -> None:
+        await log.create_execution(*execution("fresh"))
+        await log.create_execution(*execution())
+        agents = [f"agent-{n:03d}" for n in range(MAX_LISTED_AGENTS + 5)]
+        await log.commit(Batch(revisions=[revision(n + 1, agent=a, at=10.0 + n) for n, a in enumerate(agents)]))
+        await log.commit(Batch(revisions=[revision(len(agents) + 1, agent="agent-000", at=99.0)]))
+        head = len(agents) + 1
+        written, fresh = await log.list_summaries("", "", 10)
+        assert fresh == ExecutionSummary("fresh", 1.5, 0, 1.5, (), 0, 0)  # created, never written
+        assert written == ExecutionSummary("e1", 1.5, head, 99.0, tuple(agents[:MAX_LISTED_AGENTS]), len(agents), 0)
+        await log.commit(Batch(snapshots=[SnapshotRecord("e1", head, "{}", f"h{head}")]))
+        await log.compact("e1", head)  # the whole history: the head's commit time is gone with it
+        (compacted,) = await log.list_summaries("e1", "", 10)
+        assert compacted == ExecutionSummary("e1", 1.5, head, None, written.agents, len(agents), head)
+
+    async def test_a_deleted_execution_is_gone_whole_and_its_id_starts_fresh(self, log: RevisionLog) -> None:
+        for execution_id in ("e1", "e2"):
+            await log.create_execution(*execution(execution_id))
+            await log.commit(
+                Batch(
+                    revisions=[revision(1, execution_id, key="k"), revision(2, execution_id, agent="b")],
+                    snapshots=[SnapshotRecord(execution_id, 2, "{}", "h2")],
+                    observations=[observation(1, execution_id)],
+                )
+            )
+        await log.delete_execution("e1")
+        assert await log.find_execution("e1") is None
+        assert [s.execution_id for s in await log.list_summaries("", "", 10)] == ["e2"]
+        with pytest.raises(NotFoundError):
+            await log.read_revisions("e1", 0)
+        with pytest.raises(NotFoundError):
+            await log.delete_execution("e1")
+        await log.create_execution(*execution("e1"))  # again: nothing of the old one is left
+        assert await log.read_revisions("e1", 0) == [] and await log.read_observations("e1", 0) == []
+        assert await log.find_patch("e1", "a", "k") is None and await log.head_revision("e1") == 0
+        assert (await log.latest_snapshot("e1")) == SnapshotRecord("e1", 0, "{}", "h0")
+        assert (await log.list_summaries("e1", "", 10))[0].agents == ()
+        await log.commit(Batch(revisions=[revision(1, "e1")]))  # revision 1 again, for the new one
+        assert [r.revision for r in await log.read_revisions("e2", 0)] == [1, 2]  # the other one untouched

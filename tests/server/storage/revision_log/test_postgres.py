@@ -86,3 +86,33 @@ async def test_an_unreachable_database_is_a_storage_error_without_its_password()
     with pytest.raises(StorageError, match=r"cannot open postgresql://u:\*\*\*@127\.0\.0\.1:1/db") as caught:
         await PostgresRevisionLog("postgresql://u:secret@127.0.0.1:1/db").open()
     assert "secret" not in str(caught.value)
+
+
+async def test_a_version_1_schema_is_upgraded_with_the_agents_of_its_revisions(
+    postgres_schema: tuple[str, str],  # noqa: F811
+) -> None:
+    import asyncpg
+
+    from skillstate.server.storage.revision_log.postgres import PostgresRevisionLog
+
+    dsn, schema = postgres_schema
+    first = PostgresRevisionLog(dsn, schema=schema)
+    await first.open()
+    await first.create_execution(*execution())
+    await first.commit(Batch(revisions=[revision(1, agent="b"), revision(2, agent="a"), revision(3, agent="b")]))
+    await first.close()
+    connection = await asyncpg.connect(dsn)
+    try:  # as version 1 left it: no table of agents
+        await connection.execute(
+            f"DROP TABLE {schema}.execution_agents; "
+            f"UPDATE {schema}.skillstate_meta SET value = '1' WHERE key = 'schema_version'"
+        )
+    finally:
+        await connection.close()
+    upgraded = PostgresRevisionLog(dsn, schema=schema)
+    await upgraded.open()
+    try:
+        (listed,) = await upgraded.list_summaries("", "", 10)
+        assert (listed.agents, listed.agent_count, listed.head_revision) == (("a", "b"), 2, 3)
+    finally:
+        await upgraded.close()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -67,3 +68,26 @@ async def test_a_file_that_is_not_a_database_is_a_storage_error(tmp_path: Path) 
     for worker in workers:
         worker.join(timeout=5)  # a closed connection's thread ends just after close() returns
     assert not [t for t in workers if t.is_alive()]
+
+
+async def test_a_version_1_file_is_upgraded_with_the_agents_of_its_revisions(tmp_path: Path) -> None:
+    first = SqliteRevisionLog(tmp_path / "log.db")
+    await first.open()
+    await first.create_execution(*execution())
+    await first.commit(Batch(revisions=[revision(1, agent="b"), revision(2, agent="a"), revision(3, agent="b")]))
+    await first.close()
+    with sqlite3.connect(tmp_path / "log.db") as connection:  # as version 1 left it: no table of agents
+        connection.executescript(
+            "DROP TRIGGER revisions_name_their_agents; DROP TABLE execution_agents; PRAGMA user_version = 1;"
+        )
+    upgraded = SqliteRevisionLog(tmp_path / "log.db")
+    await upgraded.open()
+    try:
+        (listed,) = await upgraded.list_summaries("", "", 10)
+        assert (listed.agents, listed.agent_count, listed.head_revision) == (("a", "b"), 2, 3)
+        await upgraded.commit(Batch(revisions=[revision(4, agent="c")]))  # and the trigger is back
+        assert (await upgraded.list_summaries("", "", 10))[0].agents == ("a", "b", "c")
+    finally:
+        await upgraded.close()
+    with sqlite3.connect(tmp_path / "log.db") as connection:
+        assert connection.execute("PRAGMA user_version").fetchone() == (2,)
