@@ -257,7 +257,7 @@ async def run_state(args: argparse.Namespace) -> None:
         elif args.subcommand == "compact":
             print_json({"compact_revision": await client.compact(args.execution_id, args.up_to_revision)})
         elif args.subcommand == "list":
-            async for summary in client.list_executions(args.prefix):
+            async for summary in client.executions(args.prefix):
                 print_json(asdict(summary))
         elif args.subcommand == "delete":
             head = await client.delete_execution(args.execution_id)

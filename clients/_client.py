@@ -284,17 +284,17 @@ class StateClient(RpcClient):
         async for item in self._resumable(open_stream, decode, from_revision, resume):
             yield item
 
-    async def get_executions(self, prefix: str = "", *, page_size: int = 0, page_token: str = "") -> ExecutionPage:
+    async def list_executions(self, prefix: str = "", *, page_size: int = 0, page_token: str = "") -> ExecutionPage:
         """One page of the executions the caller may read whose id starts with `prefix`, by id."""
         request = pb.ListExecutionsRequest(prefix=prefix, page_size=page_size, page_token=page_token)
         reply = await self._call(self._stub.ListExecutions, request)
         return ExecutionPage([ExecutionSummary.from_pb(e) for e in reply.executions], reply.next_page_token)
 
-    async def list_executions(self, prefix: str = "", *, page_size: int = 0) -> AsyncIterator[ExecutionSummary]:
+    async def executions(self, prefix: str = "", *, page_size: int = 0) -> AsyncIterator[ExecutionSummary]:
         """Every execution the caller may read whose id starts with `prefix`, by id, fetching page after page."""
         token = ""
         while True:
-            page = await self.get_executions(prefix, page_size=page_size, page_token=token)
+            page = await self.list_executions(prefix, page_size=page_size, page_token=token)
             for summary in page.executions:
                 yield summary
             token = page.next_page_token
@@ -305,7 +305,8 @@ class StateClient(RpcClient):
         """Remove an execution whole; returns its head revision then. An operator's call (the admin right):
         it cannot be undone. Its open watches and streams end NOT_FOUND; the id may be created again."""
         request = pb.DeleteExecutionRequest(execution_id=execution_id)
-        reply: pb.DeleteExecutionResponse = await self._call(self._stub.DeleteExecution, request)
+        # not retried: after a lost answer, a retry would say NOT_FOUND, or delete one created again since
+        reply: pb.DeleteExecutionResponse = await self._call(self._stub.DeleteExecution, request, retry=False)
         return reply.head_revision
 
     async def compact(self, execution_id: str, up_to_revision: int) -> int:

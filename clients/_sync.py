@@ -117,11 +117,11 @@ class SyncStateClient:
     ) -> Iterator[RevisionEvent | Snapshot]:
         return self._iterate(self._client.watch(execution_id, from_revision, resume=resume))
 
-    def get_executions(self, prefix: str = "", *, page_size: int = 0, page_token: str = "") -> ExecutionPage:
-        return self._run(self._client.get_executions(prefix, page_size=page_size, page_token=page_token))
+    def list_executions(self, prefix: str = "", *, page_size: int = 0, page_token: str = "") -> ExecutionPage:
+        return self._run(self._client.list_executions(prefix, page_size=page_size, page_token=page_token))
 
-    def list_executions(self, prefix: str = "", *, page_size: int = 0) -> Iterator[ExecutionSummary]:
-        return self._iterate(self._client.list_executions(prefix, page_size=page_size))
+    def executions(self, prefix: str = "", *, page_size: int = 0) -> Iterator[ExecutionSummary]:
+        return self._iterate(self._client.executions(prefix, page_size=page_size))
 
     def delete_execution(self, execution_id: str) -> int:
         return self._run(self._client.delete_execution(execution_id))

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from ..errors import DuplicateRowError, RolledBackError, StorageError
+from ..errors import DuplicateRowError, NotFoundError, RolledBackError, StorageError
 from ..metrics import NO_METRICS, Metrics
 from ..storage.records import Batch, ObservationRecord, RevisionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
@@ -167,14 +167,18 @@ class GroupCommitter(Generic[E]):
         try:
             await self._log.commit(batch)
         except Exception as e:  # any failure means nothing in the batch is durable
-            if isinstance(e, DuplicateRowError) and self._log.shared:  # another server committed first
+            raced = isinstance(e, DuplicateRowError | NotFoundError) and self._log.shared
+            if raced:  # another server committed first, or deleted an execution of the batch
                 self._metrics.race_lost()
                 log.info("group commit of %d items lost a race to another server: %s", len(live), e)
             else:
                 log.error("group commit of %d items failed: %s", len(live), e)
                 self._storage_health(False)
             self._on_failed(list({id(i.execution): i.execution for i in live}.values()))
-            error = e if isinstance(e, StorageError) else StorageError(f"commit failed: {e}")
+            if isinstance(e, NotFoundError) and raced:  # its writers merge again, and learn which was deleted
+                error: StorageError = RolledBackError(f"not committed: an execution was deleted meanwhile ({e})")
+            else:
+                error = e if isinstance(e, StorageError) else StorageError(f"commit failed: {e}")
             for item in live:
                 item.resolve(error)
             return

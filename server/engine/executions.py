@@ -44,6 +44,10 @@ class Executions:
             self._creating.discard(execution_id)
         self.loaded[execution_id] = execution
 
+    def holds(self, execution_id: str) -> bool:
+        """Whether the execution is in memory or being loaded."""
+        return execution_id in self.loaded or execution_id in self._loading
+
     def forget(self, execution_id: str) -> None:
         """Drop an execution the log no longer holds (deleted here or by another server); its id may be
         created again."""

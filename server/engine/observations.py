@@ -214,15 +214,19 @@ class Observations:
 
         self._idle[group] = asyncio.get_running_loop().call_later(self._group_idle, drop)
 
-    async def _feed(self, execution: Execution, group: ConsumerGroup, reading: Subscription[ObservationRecord]) -> None:
+    async def _feed(
+        self, execution: Execution, group: ConsumerGroup, reading: Subscription[ObservationRecord] | None
+    ) -> None:
         """Offer the group every observation addressed to it, after its position, as long as it exists. If it
         cannot read on, the group ends, and so does every member's stream, with the error."""
         while True:
             try:
+                if reading is None:  # it never waits, so only a burst made it fall behind: read on
+                    reading = self._subscribe(execution, group.addresses)
                 async for observation in self._follow(execution, group.addresses, group.position, reading):
                     group.offer(observation)
-            except WatcherTooSlowError:  # it never waits, so only a burst does this: read on
-                reading = self._subscribe(execution, group.addresses)
+            except WatcherTooSlowError:
+                reading = None
                 continue
             except Exception as error:
                 if not isinstance(error, NotFoundError):  # else the execution was deleted
@@ -250,7 +254,11 @@ class Observations:
         return ["*", *(f"skill:{check_label(s, 'skills', self._limits)}" for s in skills)]
 
     def _subscribe(self, execution: Execution, addresses: Collection[str]) -> Subscription[ObservationRecord]:
-        return self._hub.subscribe(execution.id, lambda o: o.to in addresses)
+        subscription = self._hub.subscribe(execution.id, lambda o: o.to in addresses)
+        if execution.deleted:  # subscribed after the delete ended the others: it would wait forever
+            self._hub.unsubscribe(subscription)
+            raise NotFoundError(f"execution {execution.id!r} was deleted")
+        return subscription
 
     async def _follow(
         self,

@@ -32,9 +32,9 @@ class Replicas:
         executions: dict[str, Execution],
         revisions: Hub[RevisionRecord],
         observations: Observations,
-        on_deleted: Callable[[str], None],
+        on_deleted: Callable[[Execution], None],
     ) -> None:
-        """`on_deleted(execution_id)` is called when the log no longer holds an execution this server does
+        """`on_deleted(execution)` is called when the log no longer holds an execution this server does
         (another server deleted it)."""
         self._log = log_
         self._on_deleted = on_deleted
@@ -63,7 +63,7 @@ class Replicas:
         try:
             await self._refresh(execution, observations)
         except NotFoundError:  # another server deleted it
-            self._on_deleted(execution.id)
+            self._on_deleted(execution)
             raise
 
     async def _refresh(self, execution: Execution, observations: bool) -> None:

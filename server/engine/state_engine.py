@@ -30,6 +30,7 @@ from ..storage.revision_log.base import RevisionLog
 from . import canonical
 from .committer import GroupCommitter, Pending
 from .config import EngineConfig
+from .deletion import Deletions, refuse_if_deleted
 from .execution import Execution, genesis_hash
 from .executions import Executions
 from .hub import Hub, follow
@@ -82,8 +83,9 @@ class StateEngine:
             config.group_idle,
         )
         self._compactions: set[asyncio.Task[int]] = set()
+        self._deletions = Deletions(log, self._executions, self._committer, self._revisions, self._observations)
         self._replicas = Replicas(
-            log, self._executions.loaded, self._revisions, self._observations, on_deleted=self._forget
+            log, self._executions.loaded, self._revisions, self._observations, on_deleted=self._deletions.forget
         )
         self._patches = Patches(log, self._committer, self._timeline, self._texts, self._replicas, config, metrics)
         metrics.watch_gauges(
@@ -138,6 +140,8 @@ class StateEngine:
         execution, state, genesis = await asyncio.to_thread(
             _new_execution, execution_id, schema_json, initial_state_json, limits, self._config.window
         )
+        if self._log.shared and self._executions.holds(execution_id):
+            await self._deletions.forget_if_deleted(execution_id)  # another server may have deleted it
         await self._executions.create(execution, genesis)
         execution.begin(0, state, genesis.state_hash)
         return Created(execution_id, 0, genesis.state_hash)
@@ -154,27 +158,11 @@ class StateEngine:
         return ExecutionPage(found[:size], more=len(found) > size)
 
     async def delete_execution(self, execution_id: str) -> int:
-        """Remove an execution whole, and end its open watches and streams NOT_FOUND; returns its head
-        revision then. What was merged or published into it before the call is committed (or fails) first,
-        so that no commit of it can follow the delete; from the call on, nothing more is merged into it."""
-        execution = await self._executions.get(execution_id)
-        execution.deleted = True
-        await self._committer.drain(execution)
-        head = execution.committed
-        await self._log.delete_execution(execution_id)
-        self._forget(execution_id)
-        return head
-
-    def _forget(self, execution_id: str) -> None:
-        """The log no longer holds the execution (deleted here or by another server): drop it, and end its
-        watches and observation streams."""
-        execution = self._executions.loaded.get(execution_id)
-        if execution is not None:
-            execution.deleted = True  # a merge still holding it must not commit into a re-created id
-        self._executions.forget(execution_id)
-        gone = NotFoundError(f"execution {execution_id!r} was deleted")
-        self._revisions.cut(execution_id, gone)
-        self._observations.end(execution_id, gone)
+        """Remove an execution whole, and end its open watches and streams NOT_FOUND; returns the head
+        revision removed. What was merged or published into it before the call is committed (or fails)
+        first, so that no commit of it can follow the delete; from the call on, nothing more is merged into
+        it (deletion.py)."""
+        return await self._deletions.delete(execution_id)
 
     async def head_revision(self, execution_id: str) -> int:
         return (await self._executions.get(execution_id)).committed
@@ -240,7 +228,7 @@ class StateEngine:
             if item.revision.client_patch_id:
                 execution.pending_patches.pop((item.revision.agent_id, item.revision.client_patch_id), None)
             self._revisions.publish(execution.id, item.revision)
-        if item.snapshot is not None and self._config.retain_revisions is not None:
+        if item.snapshot is not None and self._config.retain_revisions is not None and not execution.deleted:
             up_to = item.snapshot.revision - self._config.retain_revisions
             if up_to > execution.compacted:
                 task = asyncio.create_task(self.compact(execution.id, up_to))
@@ -271,8 +259,8 @@ class StateEngine:
 
     def _compaction_done(self, task: asyncio.Task[int]) -> None:
         self._compactions.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("compaction failed: %s", task.exception())
+        if not task.cancelled() and task.exception() is not None and not isinstance(task.exception(), NotFoundError):
+            log.error("compaction failed: %s", task.exception())  # (NotFoundError: the execution was deleted)
 
     # -- observations ------------------------------------------------------------------------------------
 
@@ -337,6 +325,7 @@ class StateEngine:
         caught_up_to = execution.committed
         cursor = from_revision
         try:
+            refuse_if_deleted(execution)
             if cursor < execution.compacted:
                 view = await self._timeline.view(execution, execution.compacted)
                 yield WatchSnapshot(view.revision, view.state_json, view.state_hash, execution.compacted)

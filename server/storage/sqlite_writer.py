@@ -151,7 +151,8 @@ class Writer:
         return await self._in_thread(query)
 
     async def script(self, sql: str) -> None:
-        """Run statements separated by semicolons (tables, pragmas) outside any transaction (in the thread)."""
+        """Run statements separated by semicolons (tables, pragmas; a script may hold its own BEGIN and
+        COMMIT), in the thread."""
 
         def run(connection: sqlite3.Connection) -> None:
             try:

@@ -99,7 +99,7 @@ CALLS: dict[str, Call] = {
     "StreamObservations": lambda s, r, a: first(s.observations(EXECUTION, a, resume=False)),
     "AckObservations": lambda s, r, a: s.ack_observations(EXECUTION, "no-such-group", [1], agent_id=a),
     "Session": lambda s, r, a: open_session(s, a),
-    "ListExecutions": lambda s, r, a: s.get_executions(),
+    "ListExecutions": lambda s, r, a: s.list_executions(),
     "DeleteExecution": lambda s, r, a: s.delete_execution(f"{EXECUTION}-never-made-{a}"),  # NOT_FOUND if allowed
     "RegisterSkill": lambda s, r, a: r.register_skill(package(f"skill-{a}")),
     "RemoveSkill": lambda s, r, a: r.remove_skill("no-such-skill"),

@@ -28,15 +28,15 @@ async def test_executions_are_listed_by_id_page_by_page_with_their_head_and_agen
         await client.create_execution(execution_id, initial_state={"n": 0})
     for agent, base in (("picker", 0), ("packer", 1), ("picker", 2)):
         await client.submit_patch("order-1", {agent: base}, agent_id=agent, base_revision=base)
-    listed = [summary async for summary in client.list_executions("order", page_size=2)]
+    listed = [summary async for summary in client.executions("order", page_size=2)]
     assert [s.execution_id for s in listed] == ["order-1", "order-10", "order-2"]
     first = listed[0]
     assert (first.head_revision, first.agents, first.agent_count) == (3, ("packer", "picker"), 2)
     assert before <= first.create_time <= first.update_time <= datetime.now(UTC)  # type: ignore[operator]
     assert listed[1].head_revision == 0 and listed[1].update_time == listed[1].create_time
-    page = await client.get_executions(page_size=3)
+    page = await client.list_executions(page_size=3)
     assert len(page.executions) == 3 and page.next_page_token
-    rest = await client.get_executions(page_size=3, page_token=page.next_page_token)
+    rest = await client.list_executions(page_size=3, page_token=page.next_page_token)
     assert [s.execution_id for s in rest.executions] == ["other"] and not rest.next_page_token
 
 
@@ -69,7 +69,7 @@ async def test_a_deleted_execution_ends_its_streams_and_its_id_starts_fresh(clie
         await client.get_state("x")
     with pytest.raises(NotFoundError):
         await client.delete_execution("x")
-    assert [s.execution_id async for s in client.list_executions()] == []
+    assert [s.execution_id async for s in client.executions()] == []
 
     await client.create_execution("x", initial_state={"fresh": True})
     again = await client.submit_patch("x", {"n": 1}, agent_id="a", base_revision=0, client_patch_id="k1")
@@ -109,7 +109,7 @@ async def test_only_the_executions_a_credential_may_read_are_listed_and_only_adm
             for execution_id in ("order-1", "other", "order-2"):
                 await admin.create_execution(execution_id)
         async with StateClient(address, token=reader.token) as client:
-            assert [s.execution_id async for s in client.list_executions()] == ["order-1", "order-2"]
+            assert [s.execution_id async for s in client.executions()] == ["order-1", "order-2"]
             with pytest.raises(PermissionDeniedError, match="may not admin"):
                 await client.delete_execution("order-1")
         code, out, _ = await skillstate(running, "state", "delete", "other", "--token", root.token)

@@ -12,6 +12,11 @@ from collections.abc import AsyncIterator
 
 from ..records import Batch, ExecutionRecord, ExecutionSummary, ObservationRecord, RevisionRecord, SnapshotRecord
 
+HOLDING_EXECUTIONS = ("revisions", "snapshots", "observations", "execution_agents", "executions")
+"""Every table of an SQL backend with an execution's rows, the executions table last (the others refer to it)."""
+FILL_AGENTS = "INSERT INTO execution_agents SELECT DISTINCT execution_id, agent_id FROM revisions"
+"""Fills execution_agents from the revisions, when a version 1 log is upgraded (with each dialect's
+'ignore rows already there')."""
 ID_CEILING = "\x7f"
 """Sorts after every character an execution id may hold: ids starting with P are those in [P, P + ID_CEILING)."""
 
@@ -72,9 +77,11 @@ class RevisionLog(abc.ABC):
         the agents of each are those of its revisions ever committed, compacted ones included."""
 
     @abc.abstractmethod
-    async def delete_execution(self, execution_id: str) -> None:
+    async def delete_execution(self, execution_id: str) -> int:
         """Remove the execution and all it holds (revisions, snapshots, observations) in one transaction, so
-        that its id may be created again; NotFoundError if there is none."""
+        that its id may be created again; returns the head revision it removed. NotFoundError if there is
+        none. On a shared log, a commit to it in flight on another server is either before the delete (and
+        removed with it) or fails NotFoundError."""
 
     async def changes(self) -> AsyncIterator[str]:
         """Ids of executions that other servers committed to, as they commit (a shared log only); may

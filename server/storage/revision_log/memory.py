@@ -81,9 +81,10 @@ class MemoryRevisionLog(RevisionLog):
             record.execution_id, record.created_at, head, updated_at, agents, len(entry.agents), entry.compacted_to
         )
 
-    async def delete_execution(self, execution_id: str) -> None:
-        self._get(execution_id)
+    async def delete_execution(self, execution_id: str) -> int:
+        head = await self.head_revision(execution_id)
         del self._executions[execution_id]
+        return head
 
     async def commit(self, batch: Batch) -> None:
         rows: list[tuple[dict[int, Any], int, Any]] = [

@@ -22,7 +22,7 @@ from typing import Any
 import asyncpg
 
 from ...errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError, StorageError
-from ..postgres import Database, Statement
+from ..postgres import ERRORS, Database, Statement
 from ..records import (
     EXECUTION_COLUMNS,
     MAX_LISTED_AGENTS,
@@ -40,7 +40,7 @@ from ..records import (
     revision_row,
     snapshot_row,
 )
-from .base import ID_CEILING, RevisionLog, summary
+from .base import FILL_AGENTS, HOLDING_EXECUTIONS, ID_CEILING, RevisionLog, summary
 
 log = logging.getLogger(__name__)
 
@@ -113,16 +113,13 @@ def _unnest_insert(table: str, columns: tuple[str, ...], types: tuple[str, ...])
 
 _EXECUTIONS = ", ".join(EXECUTION_COLUMNS)
 _INSERT_EXECUTION = f"INSERT INTO executions ({_EXECUTIONS}) VALUES ($1, $2, $3)"
-_INSERT_REVISIONS = (  # and their agents, in the same round trip
+_INSERT_REVISIONS = (  # and their agents, in the same round trip, in one order (replicas lock them alike)
     f"WITH inserted AS ({_unnest_insert('revisions', REVISION_COLUMNS, _REVISION_TYPES)} "
     "RETURNING execution_id, agent_id) "
-    "INSERT INTO execution_agents SELECT DISTINCT execution_id, agent_id FROM inserted ON CONFLICT DO NOTHING"
+    "INSERT INTO execution_agents SELECT DISTINCT execution_id, agent_id FROM inserted "
+    "ORDER BY execution_id, agent_id ON CONFLICT DO NOTHING"
 )
-_FILL_AGENTS = (
-    "INSERT INTO execution_agents SELECT DISTINCT execution_id, agent_id FROM revisions ON CONFLICT DO NOTHING"
-)
-_HOLDING_EXECUTIONS = ("revisions", "snapshots", "observations", "execution_agents", "executions")
-"""Every table with an execution's rows, the executions table last (the others refer to it)."""
+_FILL_AGENTS = f"{FILL_AGENTS} ON CONFLICT DO NOTHING"
 _INSERT_SNAPSHOTS = _unnest_insert("snapshots", SNAPSHOT_COLUMNS, _SNAPSHOT_TYPES)
 _INSERT_OBSERVATIONS = _unnest_insert("observations", OBSERVATION_COLUMNS, _OBSERVATION_TYPES)
 
@@ -147,8 +144,8 @@ class PostgresRevisionLog(RevisionLog):
             await self._db.transaction(
                 *upgrade,
                 (
-                    "INSERT INTO skillstate_meta VALUES ('schema_version', $1) "
-                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    "INSERT INTO skillstate_meta VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE "
+                    "SET value = EXCLUDED.value WHERE skillstate_meta.value::int < EXCLUDED.value::int",
                     (str(SCHEMA_VERSION),),
                 ),
             )
@@ -228,12 +225,25 @@ class PostgresRevisionLog(RevisionLog):
             for execution_id, created_at, compacted, head, committed_at, count, agents in rows
         ]
 
-    async def delete_execution(self, execution_id: str) -> None:
-        await self._require(execution_id)
-        await self._db.transaction(
-            ("SELECT pg_notify($1, $2)", (self._channel, f"{self._server}:{execution_id}")),
-            *((f"DELETE FROM {table} WHERE execution_id = $1", (execution_id,)) for table in _HOLDING_EXECUTIONS),
-        )
+    async def delete_execution(self, execution_id: str) -> int:
+        try:
+            async with self._db.pool.acquire() as connection, connection.transaction():
+                # the row lock waits for commits in flight that refer to it, and holds off later ones (which
+                # then find no execution to refer to: a lost race, see `commit`)
+                compacted = await connection.fetchval(
+                    "SELECT compact_revision FROM executions WHERE execution_id = $1 FOR UPDATE", execution_id
+                )
+                if compacted is None:
+                    raise NotFoundError(f"execution {execution_id!r} not found")
+                head = await connection.fetchval(
+                    "SELECT MAX(revision) FROM revisions WHERE execution_id = $1", execution_id
+                )
+                await connection.execute("SELECT pg_notify($1, $2)", self._channel, f"{self._server}:{execution_id}")
+                for table in HOLDING_EXECUTIONS:
+                    await connection.execute(f"DELETE FROM {table} WHERE execution_id = $1", execution_id)
+        except ERRORS as e:
+            raise StorageError(f"deleting execution {execution_id!r} at {self._where} failed: {e}") from e
+        return int(head) if head is not None else int(compacted)
 
     async def commit(self, batch: Batch) -> None:
         written = sorted({r.execution_id for r in batch.revisions} | {o.execution_id for o in batch.observations})

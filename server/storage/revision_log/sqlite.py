@@ -34,7 +34,7 @@ from ..records import (
 )
 from ..sqlite import Database, insert
 from ..sqlite_writer import INLINE_BUDGET, Writer
-from .base import ID_CEILING, RevisionLog, summary
+from .base import FILL_AGENTS, HOLDING_EXECUTIONS, ID_CEILING, RevisionLog, summary
 
 SCHEMA_VERSION = 2
 """1: the tables below but execution_agents. 2: execution_agents, filled from the revisions at the upgrade."""
@@ -113,7 +113,7 @@ class SqliteRevisionLog(RevisionLog):
             version = await self._writer.value("PRAGMA user_version")
             if version not in (0, 1, SCHEMA_VERSION):
                 raise StorageError(f"{self._path}: schema version {version} is not {SCHEMA_VERSION}")
-            upgrade = _FILL_AGENTS if version == 1 else ""  # the revisions' agents, before the trigger's
+            upgrade = _FILL_AGENTS if version == 1 else ""  # the agents of the revisions committed until now
             await self._writer.script(f"BEGIN; {_DDL} {upgrade} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
             await self._reader.open()
         except BaseException:
@@ -175,11 +175,12 @@ class SqliteRevisionLog(RevisionLog):
             found.setdefault(execution_id, []).append(agent_id)
         return {execution_id: tuple(agents) for execution_id, agents in found.items()}
 
-    async def delete_execution(self, execution_id: str) -> None:
-        await self._require(execution_id)
+    async def delete_execution(self, execution_id: str) -> int:
+        head = await self.head_revision(execution_id)  # one server writes this file: nothing commits meanwhile
         await self._writer.transaction(
-            *((f"DELETE FROM {table} WHERE execution_id = ?", (execution_id,)) for table in _HOLDING_EXECUTIONS)
+            *((f"DELETE FROM {table} WHERE execution_id = ?", (execution_id,)) for table in HOLDING_EXECUTIONS)
         )
+        return head
 
     async def commit(self, batch: Batch) -> None:
         await self._writer.commit(
@@ -274,9 +275,7 @@ class SqliteRevisionLog(RevisionLog):
         await self.compact_revision(execution_id)
 
 
-_FILL_AGENTS = "INSERT OR IGNORE INTO execution_agents SELECT DISTINCT execution_id, agent_id FROM revisions;"
-_HOLDING_EXECUTIONS = ("revisions", "snapshots", "observations", "execution_agents", "executions")
-"""Every table with an execution's rows, the executions table last (the others refer to it)."""
+_FILL_AGENTS = FILL_AGENTS.replace("INSERT", "INSERT OR IGNORE", 1) + ";"
 _MAX_INT = (1 << 63) - 1
 _EXECUTIONS = ", ".join(EXECUTION_COLUMNS)
 _REVISIONS = ", ".join(REVISION_COLUMNS)
