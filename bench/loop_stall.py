@@ -40,7 +40,7 @@ CLI = [sys.executable, "-m", "skillstate.cli"]
 MIB = 1 << 20
 TARGET_MS = 50.0
 FLOOD_IN_FLIGHT = 600
-GROUPS = ["state", "text", "observation", "skill", "flood"]
+GROUPS = ["state", "listing", "text", "observation", "skill", "flood"]
 
 
 def issue_token(db: Path, agent: str) -> str:
@@ -127,6 +127,22 @@ class Cases:
         await self.run("Watch: from revision 0 over 4 MiB of revisions", lambda: _take(state.watch("big", 0), head + 1))
         await self.run("GetHistory: every revision of 1 MiB each", lambda: _all(state.history("big")))
         await self.run("Compact", lambda: state.compact("big", 0))
+        await self.run("DeleteExecution: 4 MiB of revisions", lambda: state.delete_execution("big"))
+
+    async def listing_cases(self) -> None:
+        state = self.state
+        for number in range(1000):  # the largest page, each execution naming as many agents as a summary may
+            await state.create_execution(f"listed-{number:04d}", initial_state={})
+        writes = iter([(number, agent) for number in range(1000) for agent in range(100)])
+
+        async def writer() -> None:
+            for number, agent in writes:
+                await state.submit_patch(f"listed-{number:04d}", {f"a{agent}": 1}, agent_id=f"agent-{agent:03d}",
+                                         base_revision=0)  # fmt: skip
+
+        await asyncio.gather(*(writer() for _ in range(64)))
+        await self.run("ListExecutions: a page of 1,000 executions naming 100 agents each",
+                       lambda: state.list_executions("listed-", page_size=1000), calls=3)  # fmt: skip
 
     async def text_cases(self) -> None:
         text = {"type": "object", "properties": {"doc": {"type": "string", "x-merge": "text"}}}

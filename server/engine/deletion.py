@@ -81,10 +81,3 @@ class Deletions:
         gone = NotFoundError(f"execution {execution.id!r} was deleted")
         self._revisions.cut(execution.id, gone)
         self._observations.end(execution.id, gone)
-
-
-def refuse_if_deleted(execution: Execution) -> None:
-    """Raise NotFoundError for an execution being deleted (checked right after a stream subscribes: one that
-    subscribed after the delete ended the others must not wait for it forever)."""
-    if execution.deleted:
-        raise NotFoundError(f"execution {execution.id!r} was deleted")

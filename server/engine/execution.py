@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import CorruptLogError
+from ..errors import CorruptLogError, NotFoundError
 from ..storage.records import RevisionRecord, SnapshotRecord
 from . import canonical
 from .committer import Pending
@@ -134,6 +134,12 @@ class Execution:
     def compile(self) -> None:
         """Compile the contract now, so that a new execution's bad schema is refused when it is created."""
         _ = self.validator, self.policies, self.owners
+
+    def refuse_if_deleted(self) -> None:
+        """Raise NotFoundError once a delete began: nothing more is merged or published into it, and a stream
+        that subscribes after the delete ended the others must not wait for it forever."""
+        if self.deleted:
+            raise NotFoundError(f"execution {self.id!r} was deleted")
 
     @property
     def head(self) -> Entry:

@@ -83,8 +83,7 @@ class Observations:
             canonical.dumps_str(payload),
             time.time(),
         )
-        if execution.deleted:
-            raise NotFoundError(f"execution {execution.id!r} is being deleted")
+        execution.refuse_if_deleted()
         pending = Pending(execution, execution.epoch, observation=record)
         self._committer.enqueue(pending)
         execution.observation_sequence = record.sequence
@@ -255,9 +254,11 @@ class Observations:
 
     def _subscribe(self, execution: Execution, addresses: Collection[str]) -> Subscription[ObservationRecord]:
         subscription = self._hub.subscribe(execution.id, lambda o: o.to in addresses)
-        if execution.deleted:  # subscribed after the delete ended the others: it would wait forever
+        try:
+            execution.refuse_if_deleted()
+        except NotFoundError:
             self._hub.unsubscribe(subscription)
-            raise NotFoundError(f"execution {execution.id!r} was deleted")
+            raise
         return subscription
 
     async def _follow(

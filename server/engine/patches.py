@@ -21,7 +21,6 @@ from ..errors import (
     ConflictError,
     DuplicateRowError,
     LimitExceededError,
-    NotFoundError,
     OutOfRangeError,
     RolledBackError,
     StorageError,
@@ -265,8 +264,7 @@ class Patches:
     ) -> tuple[RevisionRecord, Pending[Execution]]:
         """Make a merged patch the next revision and queue it for commit: all or nothing."""
         self._committer.check_open()
-        if execution.deleted:
-            raise NotFoundError(f"execution {execution.id!r} is being deleted")
+        execution.refuse_if_deleted()
         revision, agent_id, base_revision = execution.head.revision + 1, submission.agent_id, submission.base_revision
         applied_json = canonical.dumps_str(applied)  # before the head changes: `applied` may share its objects
         state_hash = revision_hash(

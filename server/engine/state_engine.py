@@ -30,7 +30,7 @@ from ..storage.revision_log.base import RevisionLog
 from . import canonical
 from .committer import GroupCommitter, Pending
 from .config import EngineConfig
-from .deletion import Deletions, refuse_if_deleted
+from .deletion import Deletions
 from .execution import Execution, genesis_hash
 from .executions import Executions
 from .hub import Hub, follow
@@ -325,7 +325,7 @@ class StateEngine:
         caught_up_to = execution.committed
         cursor = from_revision
         try:
-            refuse_if_deleted(execution)
+            execution.refuse_if_deleted()
             if cursor < execution.compacted:
                 view = await self._timeline.view(execution, execution.compacted)
                 yield WatchSnapshot(view.revision, view.state_json, view.state_hash, execution.compacted)

@@ -44,24 +44,23 @@ async def test_a_deleted_execution_ends_its_streams_and_its_id_starts_fresh(clie
     await client.create_execution("x", initial_state={"n": 0})
     await client.submit_patch("x", {"n": 1}, agent_id="a", base_revision=0, client_patch_id="k1")
     await client.publish_observation("x", "*", {"event": "before"})
-    watched, observed = [], []
+    following = [asyncio.Event() for _ in range(3)]  # set once a stream got what was there: it follows
 
     async def watch() -> None:
-        async for event in client.watch("x", resume=False):
-            watched.append(event.revision)
+        async for _ in client.watch("x", resume=False):
+            following[0].set()
 
     async def observe() -> None:
-        async for observation in client.observations("x", "a", resume=False):
-            observed.append(observation.sequence)
+        async for _ in client.observations("x", "a", resume=False):
+            following[1].set()
 
     async def session_revisions() -> None:
         async with client.session("x", agent_id="s", from_revision=0) as session:
             async for _ in session.revisions():
-                pass
+                following[2].set()
 
     streams = [asyncio.create_task(run()) for run in (watch, observe, session_revisions)]
-    while not (watched and observed):  # each stream got what was there, so each is following
-        await asyncio.sleep(0.01)
+    await asyncio.gather(*(event.wait() for event in following))
     assert await client.delete_execution("x") == 1
     outcomes = await asyncio.gather(*streams, return_exceptions=True)
     assert all(isinstance(outcome, NotFoundError) for outcome in outcomes), outcomes

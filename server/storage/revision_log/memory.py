@@ -16,7 +16,7 @@ from ..records import (
     RevisionRecord,
     SnapshotRecord,
 )
-from .base import RevisionLog
+from .base import RevisionLog, summary
 
 
 class _Execution:
@@ -70,15 +70,15 @@ class MemoryRevisionLog(RevisionLog):
 
     @staticmethod
     def _summary(entry: _Execution) -> ExecutionSummary:
-        head = max(entry.revisions, default=entry.compacted_to)
-        if head in entry.revisions:
-            updated_at: float | None = entry.revisions[head].committed_at
-        else:
-            updated_at = entry.record.created_at if head == 0 else None
-        agents = tuple(sorted(entry.agents)[:MAX_LISTED_AGENTS])
-        record = entry.record
-        return ExecutionSummary(
-            record.execution_id, record.created_at, head, updated_at, agents, len(entry.agents), entry.compacted_to
+        newest = entry.revisions[max(entry.revisions)] if entry.revisions else None
+        return summary(
+            entry.record.execution_id,
+            entry.record.created_at,
+            entry.compacted_to,
+            newest.revision if newest else None,
+            newest.committed_at if newest else None,
+            tuple(sorted(entry.agents)[:MAX_LISTED_AGENTS]),
+            len(entry.agents),
         )
 
     async def delete_execution(self, execution_id: str) -> int:
