@@ -7,28 +7,34 @@ revoked credential within seconds (docs/security.md).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from dataclasses import asdict
 from typing import Any
 
-from .common import UsageError, print_json
+from .common import UsageError, add_command
+from .output import Printer, output_options
 
 DURATION = re.compile(r"^(\d+)([smhd])$")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+CREDENTIAL_COLUMNS = ("token_id", "agent", "rights", "executions", "skills", "expires_at", "revoked_at")
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    auth = commands.add_parser("auth", help="issue, list and revoke credentials").add_subparsers(
-        dest="subcommand", required=True
-    )
+    group = add_command(
+        commands, "auth", help="issue, list and revoke credentials",
+        example="skillstate auth issue --agent shipping --executions 'order-*' --db state.db",
+    )  # fmt: skip
+    auth = group.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
     db = argparse.ArgumentParser(add_help=False)
     db.add_argument(
         "--db", default="skillstate.db", help="the server's SQLite file or PostgreSQL URL (default: %(default)s)"
     )
 
-    issue = auth.add_parser("issue", parents=[db], help="issue a token and print it (shown once)")
+    issue = add_command(
+        auth, "issue", help="issue a token and print it (shown once)", parents=(db, output_options()),
+        example="skillstate auth issue --agent console --executions '*' --rights read --expires-in 30d",
+    )  # fmt: skip
     issue.add_argument("--agent", required=True, help="the identity every call with the token carries")
     issue.add_argument(
         "--executions", nargs="+", default=[], metavar="ID", help="execution ids or patterns (`order-*`, `*`)"
@@ -41,8 +47,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     issue.add_argument("--expires-in", default=None, metavar="DURATION", help="e.g. 3600s, 90m, 12h, 30d")
 
-    auth.add_parser("list", parents=[db], help="print every credential as JSON lines (never a secret)")
-    revoke = auth.add_parser("revoke", parents=[db], help="revoke a credential by its token id")
+    add_command(
+        auth, "list", help="print every credential (never a secret)", parents=(db, output_options()),
+        example="skillstate auth list --db state.db -o table",
+    )  # fmt: skip
+    revoke = add_command(
+        auth, "revoke", help="revoke a credential by its token id", parents=(db, output_options()),
+        example="skillstate auth revoke tok_5c1d2e --db state.db",
+    )  # fmt: skip
     revoke.add_argument("token_id")
 
 
@@ -64,6 +76,7 @@ async def _run(args: argparse.Namespace) -> int:
     store = open_credential_store(args.db)
     await store.open()
     try:
+        out = Printer(args.output)
         if args.subcommand == "issue":
             try:
                 rights = [Right(r.strip()) for r in args.rights.split(",") if r.strip()]
@@ -72,12 +85,11 @@ async def _run(args: argparse.Namespace) -> int:
             issued = await issue(
                 store, args.agent, args.executions, args.skills, rights, _duration(args.expires_in, UsageError)
             )
-            print_json({"token": issued.token, **_public(issued.credential)})
+            out.one({"token": issued.token, **_public(issued.credential)})
         elif args.subcommand == "list":
-            for credential in await store.all():
-                print(json.dumps(_public(credential), ensure_ascii=False), flush=True)
+            await out.rows([_public(credential) for credential in await store.all()], CREDENTIAL_COLUMNS)
         elif args.subcommand == "revoke":
-            print_json(_public(await revoke(store, args.token_id)))
+            out.one(_public(await revoke(store, args.token_id)))
     finally:
         await store.close()
     return 0

@@ -28,26 +28,69 @@ EXIT_BY_STATUS = {
     "PERMISSION_DENIED": 12,
 }
 """The exit code of a failure with each gRPC status name (any other: 1); docs/cli.md lists them."""
-DEFAULT_SERVER = os.environ.get("SKILLSTATE_SERVER", "127.0.0.1:50051")
+DEFAULT_SERVER = "127.0.0.1:50051"
 
 
 class UsageError(Exception):
     """A bad command line; exit code 2."""
 
 
-def connection_options() -> argparse.ArgumentParser:
-    """The parent parser of every command that calls a server: its address, bearer token and TLS files."""
+def add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    *,
+    help: str,
+    example: str,
+    parents: tuple[argparse.ArgumentParser, ...] = (),
+) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with an example of its use (one command a line)."""
+    return commands.add_parser(
+        name,
+        help=help,
+        description=help[0].upper() + help[1:] + ".",
+        epilog="example:\n" + "\n".join(f"  {line}" for line in example.strip().splitlines()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=list(parents),
+    )
+
+
+CONNECTION_FLAGS = ("server", "token", "tls_ca", "tls_cert", "tls_key")
+
+
+def connection_options(prefix: str = "") -> argparse.ArgumentParser:
+    """The parent parser of every command that calls a server: its address, bearer token and TLS files.
+
+    The top-level parser takes them too, under `prefix`, so that they may come before the subcommand;
+    resolve_connection() merges the two and fills in the defaults."""
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument(
-        "--server", default=DEFAULT_SERVER, help="host:port (default: $SKILLSTATE_SERVER or %(default)s)"
+        "--server", dest=f"{prefix}server", metavar="HOST:PORT", help="host:port (default: $SKILLSTATE_SERVER or 127.0.0.1:50051)"
     )
-    options.add_argument(
-        "--token", default=os.environ.get("SKILLSTATE_TOKEN"), help="bearer token (default: $SKILLSTATE_TOKEN)"
-    )
-    options.add_argument("--tls-ca", default=None, metavar="PEM", help="connect with TLS, trusting this CA")
-    options.add_argument("--tls-cert", default=None, metavar="PEM", help="client certificate (mutual TLS)")
-    options.add_argument("--tls-key", default=None, metavar="PEM", help="client private key (mutual TLS)")
+    options.add_argument("--token", dest=f"{prefix}token", metavar="TOKEN", help="bearer token (default: $SKILLSTATE_TOKEN)")
+    options.add_argument("--tls-ca", dest=f"{prefix}tls_ca", metavar="PEM", help="connect with TLS, trusting this CA")
+    options.add_argument("--tls-cert", dest=f"{prefix}tls_cert", metavar="PEM", help="client certificate (mutual TLS)")
+    options.add_argument("--tls-key", dest=f"{prefix}tls_key", metavar="PEM", help="client private key (mutual TLS)")
+    if not prefix:
+        options.set_defaults(connection_flags=CONNECTION_FLAGS)
     return options
+
+
+def resolve_connection(args: argparse.Namespace) -> None:
+    """Take connection flags given before the subcommand where the subcommand has none of its own (a flag
+    after it wins), refuse them for a command that calls no server, and fill in the defaults."""
+    accepted = getattr(args, "connection_flags", ())
+    for name in CONNECTION_FLAGS:
+        value = vars(args).pop(f"global_{name}", None)
+        if value is None:
+            continue
+        if name not in accepted:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} does not apply to `skillstate {args.command}`")
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
+    if accepted == CONNECTION_FLAGS:
+        args.server = args.server or os.environ.get("SKILLSTATE_SERVER") or DEFAULT_SERVER
+        args.token = args.token or os.environ.get("SKILLSTATE_TOKEN")
 
 
 def client_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -62,6 +105,28 @@ def client_options(args: argparse.Namespace) -> dict[str, Any]:
     except OSError as e:
         raise UsageError(f"{e.filename}: {e.strerror}") from None
     return {"token": args.token or None, "tls": tls}
+
+
+def listen_address(listen: str, allow_remote: bool, option: str = "--listen") -> tuple[str, int]:
+    """HOST:PORT split; UsageError if it does not parse, or names other than a loopback address without
+    --allow-remote (whoever reaches it would act with the token's rights)."""
+    import ipaddress
+
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UsageError(f"{option}: expected HOST:PORT, got {listen!r}")
+    if not allow_remote:
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise UsageError(
+                f"{option}: {host} is not a loopback address; whoever reaches it acts with the token's rights: "
+                "pass --allow-remote if that is meant"
+            )
+    return host, int(port)
 
 
 def require_extra(what: str, extra: str, *modules: str) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import team
-from .common import UsageError
+from .common import UsageError, add_command
 
 if TYPE_CHECKING:
     from skillstate.agents.sim import SimConfig, SimResult
@@ -26,7 +26,11 @@ BASELINES = ("react", "memory", "stateful", "truncated", "summary", "groupchat")
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sim = commands.add_parser("sim", help="run a simulation: agents, an environment and a runtime")
+    sim = add_command(
+        commands, "sim", help="run a simulation: agents, an environment and a runtime",
+        example="skillstate sim warehouse --agents 3 --horizon 50 --runtime all\n"
+        "skillstate sim warehouse --agents-per-skill 1 2 4 --rate 2",
+    )  # fmt: skip
     sim.add_argument("env", choices=["warehouse", "repo"], help="the environment")
     sim.add_argument("--agents", type=int, default=3, help="3: one per skill; 1: one for all (default: %(default)s)")
     sim.add_argument("--horizon", type=int, nargs="+", default=[100],
@@ -64,7 +68,10 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     _common(sim, out="sim-results")
     team.add_arguments(sim)
 
-    demo = commands.add_parser("demo", help="three warehouse agents for 100 steps, skillstate beside the baselines")
+    demo = add_command(
+        commands, "demo", help="three warehouse agents for 100 steps, skillstate beside the baselines",
+        example="skillstate demo\nskillstate demo --model gpt-4o-mini --out demo-gpt",
+    )  # fmt: skip
     _common(demo, out="demo-results")
 
 
@@ -88,6 +95,7 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
                         help='JSON {agent id: token, "environment": token} for a --server that requires '
                         "credentials (docs/security.md)")  # fmt: skip
     parser.add_argument("--tls-ca", default=None, metavar="PEM", help="connect to --server with TLS, trusting this CA")
+    parser.set_defaults(connection_flags=("server", "tls_ca"))
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import ipaddress
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -265,8 +265,11 @@ async def serve(
     max_db_bytes: int | None = None,
     inline_commit_budget: float = INLINE_BUDGET,
     metrics_listen: str | None = None,
+    alongside: Callable[[str], Coroutine[Any, Any, None]] | None = None,
 ) -> None:
-    """Run until SIGINT or SIGTERM, then shut down gracefully."""
+    """Run until SIGINT or SIGTERM, then shut down gracefully. `alongside`, given the address to call this server
+    at, runs beside it (the web console) from when it listens until it stops; if it fails, the server stops too
+    and its error is raised."""
     sys.setswitchinterval(SWITCH_INTERVAL)
     running = await start_server(
         open_log(db, max_db_bytes, inline_commit_budget), listen, config, open_skill_store(db), extractor,
@@ -285,9 +288,32 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    log.info("shutting down")
-    await running.stop()
+    beside = asyncio.create_task(alongside(f"{_dialable(host)}:{running.port}")) if alongside else None
+    try:
+        await _until_stopped(stop, beside)
+    finally:
+        log.info("shutting down")
+        await running.stop()
+
+
+async def _until_stopped(stop: asyncio.Event, beside: asyncio.Task[None] | None) -> None:
+    """Wait for a signal, or for what runs beside the server to end (its error raised); then cancel it."""
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({stopping} | ({beside} if beside else set()), return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if beside is None:
+        return
+    if beside.done():
+        beside.result()
+        return
+    beside.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await beside
+
+
+def _dialable(host: str) -> str:
+    """The host to call a server listening on `host` at: loopback for a wildcard address."""
+    return {"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "": "127.0.0.1"}.get(host, host)
 
 
 async def _say_how_calls_are_admitted(guard: Guard) -> None:

@@ -43,8 +43,11 @@ async def without(modules: list[str], *args: str, program: str = PROGRAM) -> tup
         (["asyncpg"], ["serve", "--db", "postgresql://user@127.0.0.1:1/db"], "postgres"),
         (["prometheus_client"], ["serve", "--db", ":memory:", "--metrics-listen", "127.0.0.1:0"], "metrics"),
         (["litellm", "pydantic"], ["serve", "--db", ":memory:", "--extractor", "openai/gpt-4o-mini"], "agents"),
+        (["mcp"], ["mcp"], "mcp"),
+        (["starlette"], ["console"], "console"),
+        (["uvicorn"], ["serve", "--db", ":memory:", "--console", "127.0.0.1:0"], "console"),
     ],
-    ids=["demo", "sim", "plots", "postgres", "metrics", "extractor"],
+    ids=["demo", "sim", "plots", "postgres", "metrics", "extractor", "mcp", "console", "serve-console"],
 )
 async def test_a_command_whose_extra_is_missing_names_it(missing: list[str], args: list[str], extra: str) -> None:
     code, _, err = await without(missing, *args)
@@ -52,7 +55,7 @@ async def test_a_command_whose_extra_is_missing_names_it(missing: list[str], arg
     assert f"pip install 'skillstate[{extra}]'" in err and missing[0] in err
 
 
-EXTRAS = ["litellm", "pydantic", "scipy", "matplotlib", "asyncpg", "prometheus_client"]
+EXTRAS = ["litellm", "pydantic", "scipy", "matplotlib", "asyncpg", "prometheus_client", "mcp", "starlette", "uvicorn"]
 
 SERVE_AND_ANSWER = """
 import asyncio, sys

@@ -1,0 +1,34 @@
+"""`skillstate console`: read-only web pages over a skillstate server: executions, their state and revisions
+live, and the skill library (skillstate.console; docs/console.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import add_command, client_options, connection_options, listen_address, require_extra
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    console = add_command(
+        commands,
+        "console",
+        help="serve the web console of a running server",
+        example="skillstate console --server 127.0.0.1:50051 --listen 127.0.0.1:8080",
+        parents=(connection_options(),),
+    )
+    console.add_argument(
+        "--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
+        help="where the pages are served (default: %(default)s)",
+    )  # fmt: skip
+    console.add_argument(
+        "--allow-remote", action="store_true",
+        help="let --listen be other than a loopback address: whoever reaches it sees what the token may read",
+    )  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    require_extra("skillstate console", "console", "starlette", "uvicorn")
+    host, port = listen_address(args.listen, args.allow_remote)
+    from skillstate.console.main import run_console
+
+    return run_console(args.server, host=host, port=port, **client_options(args))
