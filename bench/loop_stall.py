@@ -33,7 +33,9 @@ from state_server import spawn
 from synthetic import generate_library
 
 from skillstate.clients import SkillRegistryClient, SkillstateError, StateClient
-from skillstate.server.storage.records import SkillVersion
+from skillstate.server.auth.credentials import issue
+from skillstate.server.storage.backends import open_credential_store
+from skillstate.server.storage.records import Right, SkillVersion
 from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
 CLI = [sys.executable, "-m", "skillstate.cli"]
@@ -50,6 +52,17 @@ def issue_token(db: Path, agent: str) -> str:
         check=True, capture_output=True, text=True,
     )  # fmt: skip
     return str(json.loads(issued.stdout)["token"])
+
+
+async def issue_agent_tokens(db: Path, count: int) -> list[str]:
+    """Tokens of `count` writing agents (the listing's executions name them all), issued in one go."""
+    store = open_credential_store(str(db))
+    await store.open()
+    try:
+        return [(await issue(store, f"agent-{n:03d}", ["listed-*"], [], [Right.WRITE, Right.READ])).token
+                for n in range(count)]  # fmt: skip
+    finally:
+        await store.close()
 
 
 def probe(address: str, token: str, stop: multiprocessing.synchronize.Event, results: Connection) -> None:
@@ -78,8 +91,11 @@ class Window:
 class Cases:
     """The cases, each run while the prober reads; every case records the window it ran in."""
 
-    def __init__(self, state: StateClient, skills: SkillRegistryClient, library_size: int) -> None:
+    def __init__(
+        self, state: StateClient, skills: SkillRegistryClient, library_size: int, agent_tokens: list[str], address: str
+    ) -> None:
         self.state, self.skills, self.library_size = state, skills, library_size
+        self.agent_tokens, self.address = agent_tokens, address
         self.windows: list[Window] = []
 
     async def run(self, case: str, work: Callable[[], Awaitable[object]], calls: int = 1) -> None:
@@ -133,14 +149,14 @@ class Cases:
         state = self.state
         for number in range(1000):  # the largest page, each execution naming as many agents as a summary may
             await state.create_execution(f"listed-{number:04d}", initial_state={})
-        writes = iter([(number, agent) for number in range(1000) for agent in range(100)])
 
-        async def writer() -> None:
-            for number, agent in writes:
-                await state.submit_patch(f"listed-{number:04d}", {f"a{agent}": 1}, agent_id=f"agent-{agent:03d}",
-                                         base_revision=0)  # fmt: skip
+        async def agent(n: int, token: str) -> None:  # each agent commits once to every execution
+            async with StateClient(self.address, token=token) as client:
+                for number in range(1000):
+                    await client.submit_patch(f"listed-{number:04d}", {"seen": 1}, agent_id=f"agent-{n:03d}",
+                                              base_revision=0)  # fmt: skip
 
-        await asyncio.gather(*(writer() for _ in range(64)))
+        await asyncio.gather(*(agent(n, token) for n, token in enumerate(self.agent_tokens)))
         await self.run("ListExecutions: a page of 1,000 executions naming 100 agents each",
                        lambda: state.list_executions("listed-", page_size=1000), calls=3)  # fmt: skip
 
@@ -308,6 +324,7 @@ async def main() -> None:
         print(f"storing a {size:,}-skill library", file=sys.stderr, flush=True)
         await fill_library(db, size)
         tokens = {agent: issue_token(db, agent) for agent in ("bench", "prober", "flooder")}
+        agent_tokens = await issue_agent_tokens(db, 100 if "listing" in args.cases else 0)
         process, address, _ = await spawn(*CLI, "serve", "--db", str(db), "--listen", "127.0.0.1:0")
         try:
             async with (
@@ -321,7 +338,7 @@ async def main() -> None:
                 stop, (receive, send) = context.Event(), context.Pipe(duplex=False)
                 prober = context.Process(target=probe, args=(address, tokens["prober"], stop, send))
                 prober.start()
-                cases = Cases(state, skills, size)
+                cases = Cases(state, skills, size, agent_tokens, address)
                 try:
                     await asyncio.sleep(1)  # the prober connects and warms up before the idle window opens
                     await cases.all(args.cases, tokens["flooder"], address)

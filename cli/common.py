@@ -64,9 +64,12 @@ def connection_options(prefix: str = "") -> argparse.ArgumentParser:
     resolve_connection() merges the two and fills in the defaults."""
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument(
-        "--server", dest=f"{prefix}server", metavar="HOST:PORT", help="host:port (default: $SKILLSTATE_SERVER or 127.0.0.1:50051)"
+        "--server", dest=f"{prefix}server", metavar="HOST:PORT",
+        help="host:port (default: $SKILLSTATE_SERVER or 127.0.0.1:50051)",
+    )  # fmt: skip
+    options.add_argument(
+        "--token", dest=f"{prefix}token", metavar="TOKEN", help="bearer token (default: $SKILLSTATE_TOKEN)"
     )
-    options.add_argument("--token", dest=f"{prefix}token", metavar="TOKEN", help="bearer token (default: $SKILLSTATE_TOKEN)")
     options.add_argument("--tls-ca", dest=f"{prefix}tls_ca", metavar="PEM", help="connect with TLS, trusting this CA")
     options.add_argument("--tls-cert", dest=f"{prefix}tls_cert", metavar="PEM", help="client certificate (mutual TLS)")
     options.add_argument("--tls-key", dest=f"{prefix}tls_key", metavar="PEM", help="client private key (mutual TLS)")
@@ -105,6 +108,17 @@ def client_options(args: argparse.Namespace) -> dict[str, Any]:
     except OSError as e:
         raise UsageError(f"{e.filename}: {e.strerror}") from None
     return {"token": args.token or None, "tls": tls}
+
+
+def listen_options(default: str, what: str) -> argparse.ArgumentParser:
+    """The parent parser of a command that serves others with its token's rights: --listen, --allow-remote."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--listen", default=default, metavar="HOST:PORT", help=f"{what} (default: %(default)s)")
+    options.add_argument(
+        "--allow-remote", action="store_true",
+        help="let --listen be other than a loopback address: whoever reaches it acts with the token's rights",
+    )  # fmt: skip
+    return options
 
 
 def listen_address(listen: str, allow_remote: bool, option: str = "--listen") -> tuple[str, int]:

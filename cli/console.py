@@ -5,25 +5,22 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_command, client_options, connection_options, listen_address, require_extra
+from .common import add_command, client_options, connection_options, listen_address, listen_options, require_extra
+from .logs import configure_logging, logging_options
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    console = add_command(
+    add_command(
         commands,
         "console",
         help="serve the web console of a running server",
         example="skillstate console --server 127.0.0.1:50051 --listen 127.0.0.1:8080",
-        parents=(connection_options(),),
+        parents=(
+            connection_options(),
+            listen_options("127.0.0.1:8080", "where the pages are served"),
+            logging_options(),
+        ),
     )
-    console.add_argument(
-        "--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
-        help="where the pages are served (default: %(default)s)",
-    )  # fmt: skip
-    console.add_argument(
-        "--allow-remote", action="store_true",
-        help="let --listen be other than a loopback address: whoever reaches it sees what the token may read",
-    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,4 +28,5 @@ def run(args: argparse.Namespace) -> int:
     host, port = listen_address(args.listen, args.allow_remote)
     from skillstate.console.main import run_console
 
+    configure_logging(args.log_level, args.log_format)
     return run_console(args.server, host=host, port=port, **client_options(args))

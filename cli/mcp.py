@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_command, client_options, connection_options, listen_address, require_extra
+from .common import add_command, client_options, connection_options, listen_address, listen_options, require_extra
+from .logs import configure_logging, logging_options
 
 TRANSPORTS = ("stdio", "http")
 
@@ -17,19 +18,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="serve the state service and skill registry to MCP clients",
         example='skillstate mcp --server 127.0.0.1:50051 --token "$SKILLSTATE_TOKEN"\n'
         "skillstate mcp --transport http --listen 127.0.0.1:8765",
-        parents=(connection_options(),),
+        parents=(
+            connection_options(),
+            listen_options("127.0.0.1:8765", "where --transport http listens"),
+            logging_options(),
+        ),
     )
     mcp.add_argument(
         "--transport", choices=TRANSPORTS, default="stdio",
         help="stdio (the client starts this command) or http (streamable HTTP at /mcp; default: %(default)s)",
-    )  # fmt: skip
-    mcp.add_argument(
-        "--listen", default="127.0.0.1:8765", metavar="HOST:PORT",
-        help="where --transport http listens (default: %(default)s)",
-    )  # fmt: skip
-    mcp.add_argument(
-        "--allow-remote", action="store_true",
-        help="let --listen be other than a loopback address: whoever reaches it acts with the token's rights",
     )  # fmt: skip
 
 
@@ -38,4 +35,5 @@ def run(args: argparse.Namespace) -> int:
     host, port = listen_address(args.listen, args.allow_remote) if args.transport == "http" else ("", 0)
     from skillstate.mcp_server.main import run_mcp
 
+    configure_logging(args.log_level, args.log_format)  # to standard error: stdio's standard output is the protocol
     return run_mcp(args.server, transport=args.transport, host=host, port=port, **client_options(args))

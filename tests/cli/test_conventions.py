@@ -157,7 +157,8 @@ def test_completion_offers_the_parsers_own_words(tmp_path: Path) -> None:
     def complete(line: str) -> list[str]:
         out = tmp_path / "completions"
         environment = {"_ARGCOMPLETE": "1", "COMP_LINE": line, "COMP_POINT": str(len(line)),
-                       "_ARGCOMPLETE_STDOUT_FILENAME": str(out), "_ARGCOMPLETE_IFS": "\n", "PATH": "/usr/bin:/bin"}  # fmt: skip
+                       "_ARGCOMPLETE_STDOUT_FILENAME": str(out), "_ARGCOMPLETE_IFS": "\n",
+                       "PATH": "/usr/bin:/bin"}  # fmt: skip
         subprocess.run([sys.executable, "-m", "skillstate.cli"], env=environment, check=True, timeout=60)
         return sorted(out.read_text().split())
 
