@@ -51,6 +51,7 @@ from ._types import (
     RevisionEvent,
     Snapshot,
     State,
+    StateJSON,
 )
 
 __all__ = [
@@ -88,6 +89,7 @@ __all__ = [
     "SkillstateError",
     "Snapshot",
     "State",
+    "StateJSON",
     "StateClient",
     "SyncSession",
     "SyncStateClient",

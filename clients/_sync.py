@@ -20,6 +20,7 @@ from ._types import (
     RevisionEvent,
     Snapshot,
     State,
+    StateJSON,
 )
 
 T = TypeVar("T")
@@ -70,6 +71,9 @@ class SyncStateClient:
 
     def get_state(self, execution_id: str, at_revision: int | None = None) -> State:
         return self._run(self._client.get_state(execution_id, at_revision))
+
+    def get_state_json(self, execution_id: str, at_revision: int | None = None) -> StateJSON:
+        return self._run(self._client.get_state_json(execution_id, at_revision))
 
     def submit_patch(
         self,

@@ -29,6 +29,16 @@ class State:
 
 
 @dataclass(frozen=True, slots=True)
+class StateJSON:
+    """An execution's state at one revision as the server's canonical JSON text (sorted keys, no spaces), not
+    decoded: for a proxy that passes it on."""
+
+    revision: int
+    state_json: str
+    state_hash: str
+
+
+@dataclass(frozen=True, slots=True)
 class Resolution:
     """How one concurrently written path was merged: policy and outcome are lower-case names."""
 

@@ -26,7 +26,7 @@ from skillstate.clients import (
 from . import params, shapes
 from .context import console_of
 from .errors import BadParameter
-from .shapes import JSONResponse
+from .shapes import JSONResponse, state_document
 from .upstream import closing
 
 PAGE = 50
@@ -85,7 +85,8 @@ async def state(request: Request) -> Response:
     """The state at head, or `at` a revision (time travel)."""
     at = params.optional_whole(request.query_params, "at")
     execution_id = request.path_params["execution_id"]
-    return JSONResponse(await console_of(request).upstream.state.get_state(execution_id, at_revision=at))
+    read = await console_of(request).upstream.state.get_state_json(execution_id, at_revision=at)
+    return Response(state_document(read), media_type="application/json")
 
 
 async def history(request: Request) -> Response:

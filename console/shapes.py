@@ -12,12 +12,20 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from skillstate.clients import Hydrated, HydratedMacro, Section, Skill
+from skillstate.clients import Hydrated, HydratedMacro, Section, Skill, StateJSON
 
 
 def dumps(value: Any) -> bytes:
     """JSON text of an API value (orjson: an order of magnitude faster than json on large states)."""
     return orjson.dumps(value)
+
+
+def state_document(read: StateJSON) -> bytes:
+    """A State's JSON (`revision`, `state`, `state_hash`) with the server's state text put in as it came: never
+    decoded and encoded again, which for a 4 MiB state of small values would hold the event loop ~60 ms."""
+    return b'{"revision":%d,"state":%s,"state_hash":%s}' % (
+        read.revision, read.state_json.encode(), orjson.dumps(read.state_hash)
+    )  # fmt: skip
 
 
 class JSONResponse(Response):

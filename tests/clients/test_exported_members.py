@@ -7,7 +7,8 @@ import skillstate.clients
 EXPECTED = {
     "AlreadyExistsError", "ConflictError", "CreatedExecution", "DataLossError", "HistoryPage", "NotFoundError",
     "Observation", "OutOfRangeError", "PatchResult", "PreconditionError", "Resolution", "ResourceExhaustedError",
-    "RetryPolicy", "RevisionEvent", "SkillstateError", "Snapshot", "State", "StateClient", "SyncStateClient",
+    "RetryPolicy", "RevisionEvent", "SkillstateError", "Snapshot", "State", "StateClient", "StateJSON",
+    "SyncStateClient",
     "UnavailableError", "ValidationError",
     "Diagnostic", "Hydrated", "HydratedMacro", "LibraryStats", "MacroRevision", "Registered", "Section", "Skill",
     "SkillRegistryClient", "SkillSummary",
