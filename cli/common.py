@@ -1,4 +1,4 @@
-"""What every `skillstate` subcommand shares: its errors, exit codes, JSON output and connection options.
+"""What every `skillstate` subcommand shares: its errors, exit codes and connection options (output.py prints).
 
 Exit codes (stable, for scripts): 0 success; 1 unexpected failure; 2 usage error; 3 not found;
 4 conflict (re-read and retry); 5 invalid argument; 6 failed precondition or out of range;
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 from typing import Any
 
@@ -150,12 +149,3 @@ def require_extra(what: str, extra: str, *modules: str) -> None:
         raise UsageError(
             f"{what} needs {', '.join(missing)}, which the {extra!r} extra installs: pip install 'skillstate[{extra}]'"
         )
-
-
-def print_json(value: Any) -> None:
-    """One JSON line, flushed so that a reader of a stream sees each at once; bytes as UTF-8 text."""
-    print(json.dumps(value, ensure_ascii=False, sort_keys=True, default=_encode), flush=True)
-
-
-def _encode(value: object) -> object:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

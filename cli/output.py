@@ -57,19 +57,20 @@ class Printer:
         come; an empty listing prints just the header)."""
         table = []
         async for value in _each_of(values):
+            fields = plain(value)
             if self.output == "table":
-                table.append([plain(value).get(c) for c in columns])
+                table.append([fields.get(c) for c in columns])
             else:
-                self._each(plain(value))
+                self._each(fields)
         if self.output == "table":
             self._write(_table([c.upper() for c in columns], table))
 
     def stream(self, value: Any, columns: Sequence[str], first: bool) -> None:
         """One row of a listing that is printed as it arrives."""
-        if self.output != "table":
-            self._each(plain(value))
-            return
         fields = plain(value)
+        if self.output != "table":
+            self._each(fields)
+            return
         widths = [max(len(c), 12) for c in columns]
         lines = [_line([c.upper() for c in columns], widths)] if first else []
         self._write([*lines, _line([_cell(fields.get(c)) for c in columns], widths)])

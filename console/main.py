@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import signal
 import socket
@@ -23,6 +22,7 @@ from skillstate.clients import ClientTLS
 
 from .app import create_app
 from .context import Console
+from .security import is_loopback
 from .upstream import Upstream
 
 log = logging.getLogger("skillstate.console")
@@ -138,13 +138,6 @@ async def _run(server: str, host: str, port: int, token: str | None, tls: Client
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         await console.stop()
-
-
-def is_loopback(host: str) -> bool:
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -46,17 +46,18 @@ class Hardened:
             await send(message)
 
         host = Headers(scope=scope).get("host", "")
-        if self.loopback_only and not _is_loopback_name(_name(host)):
+        if self.loopback_only and not is_loopback(_name(host)):
             refusal = error_body("PERMISSION_DENIED", f"Host {host[:100]!r}: the console answers loopback names only")
             await JSONResponse(refusal, 421)(scope, receive, send_hardened)
             return
         await self.app(scope, receive, send_hardened)
 
 
-def _is_loopback_name(name: str) -> bool:
-    """localhost or a loopback address literal (127.0.0.2 too): never a name a DNS answer could rebind."""
+def is_loopback(host: str) -> bool:
+    """localhost or a loopback address literal (127.0.0.2 too, [::1] with or without brackets): never a name
+    a DNS answer could rebind."""
     try:
-        return name == "localhost" or ipaddress.ip_address(name.strip("[]")).is_loopback
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
 
