@@ -1,26 +1,30 @@
-"""Benchmark the skill registry against whole-skill retrieval, on the real corpus and synthetic libraries.
+"""Benchmark the skill registry against whole-skill and section retrieval, on the real corpus and synthetic
+libraries, per query kind.
 
-    python bench/skill_registry.py              # corpus, 1K and 10K synthetic skills (a few minutes)
+    python bench/skill_registry.py              # corpus, 1K and 10K synthetic skills (several minutes)
     python bench/skill_registry.py --quick      # corpus and 1K
-    python bench/skill_registry.py --sizes 1000 10000 100000   # add 100K (about half an hour, ~10 GB)
+    python bench/skill_registry.py --sizes 1000 10000 100000   # add 100K
 
-For each library it prints build time (Sec2Graph, token counts, indexes, MotifZip; parsing the packages
-and the tokenizer's one-time load are not counted), hydration latency, compression ratio, dependency
-preservation, verifier reachability, rendered tokens and retrieval quality (Ret@1, Ret@5, MRR), beside two
-baselines measured in the same run on the same queries: BM25 over whole skills (retrieval), and loading
-the top-5 whole skills (the usual context). For synthetic libraries, "planted" is the compression ratio
-their planted routines alone allow (each compressed into one macro): what a compression figure there is
-to be read against.
-Synthetic queries ask for a skill's task in other words and know their target. The corpus has no such
-queries: there each of 100 sampled skills is queried by the first sentence of its own description, a
-weaker test (the words are the skill's own). Results go to stdout as a Markdown table and a PNG plot.
+Each library is built (Sec2Graph, token counts and indexes, MotifZip; parsing the packages and the
+tokenizer's one-time load are not counted) and queried by three kinds of query (bench/skill_queries.py):
+descriptions, later sections of SKILL.md, and sections of `references/*.md`, 300 each where the library
+has that many. Every query goes through hydration (budget 3,000 tokens) and three baselines in the same
+run: BM25 over whole skills (SKILL.md and its Markdown references, loading SKILL.md), the top-5 whole
+skills, and BM25 over sections without closure (ranked sections taken until the budget is spent). Reported
+per method: latency, rendered tokens, Ret@1, Ret@5, MRR; for section and reference queries the share of
+contexts at a 2,000-token budget holding the section the query was made from, and holding it or the same
+routine (another occurrence of the macro that holds it), with the budget they used;
+for the two section-level methods the paper's structure metrics per context (seed 004, Appendix D):
+dependency preservation (of the dependencies of the sections a context includes, the share it carries)
+and verifier reachability (of its state-changing sections whose skill has a verifier, the share that reach
+one inside it); for hydration, the fallback rate (whole-skill bundles) and the expansion rate (contexts
+showing a macro below full text, fallbacks included). Results go to stdout as Markdown tables and a PNG.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import re
 import statistics
 import sys
 import time
@@ -28,30 +32,66 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skill_queries import BenchQuery, description_query, section_queries
 from synthetic import generate_library, generate_queries
 
 from skillstate.clients import read_package_dir
 from skillstate.server.skills.bm25 import BM25Index
 from skillstate.server.skills.bulk import fewer_collections
 from skillstate.server.skills.compressed import library_stats
-from skillstate.server.skills.graph import SkillGraph, build_graph
+from skillstate.server.skills.graph import EdgeKind, SkillGraph, build_graph
 from skillstate.server.skills.hydrate import hydrate
-from skillstate.server.skills.library import SkillLibrary
+from skillstate.server.skills.library import NodeKey, SkillLibrary
 from skillstate.server.skills.macro_index import MacroIndex
-from skillstate.server.skills.macros import REFERENCE_TOKENS
+from skillstate.server.skills.macros import REFERENCE_TOKENS, Level
 from skillstate.server.skills.package import SkillPackage, load_package
 from skillstate.server.skills.text import terms
 from skillstate.server.skills.tokens import count_tokens
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "skills-corpus"
 BUDGET = 3000
-QUERIES = 100
+CONTAINMENT_BUDGET = 2000
+QUERIES = 300
+KINDS = ("description", "section", "reference")
+SECTION_DEPENDENCIES = (EdgeKind.REQUIRES, EdgeKind.DATA)
+"""Edges into a section naming what it needs (with `uses` out of it): what dependency preservation counts."""
+
+
+@dataclass
+class Context:
+    """What one method gave for one query."""
+
+    ranking: list[str]
+    tokens: int
+    selected: dict[str, set[int]] | None = None
+    """Sections by skill, for the section-level methods."""
+    text: str = ""
+    fallback: bool = False
+    expanded: bool = False
+
+
+@dataclass
+class Row:
+    latency_ms_p50: float
+    latency_ms_p95: float
+    tokens_p50: float
+    ret1: float
+    ret5: float
+    mrr: float
+    dependency_preservation: float | None = None
+    verifier_reachability: float | None = None
+    fallback: float | None = None
+    expansion: float | None = None
+    containment: float | None = None
+    containment_tokens_p50: float | None = None
+    routine_containment: float | None = None
 
 
 @dataclass
 class Result:
     library: str
     skills: int = 0
+    sections: int = 0
     build_seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)
     compression: float = 0.0
@@ -59,27 +99,33 @@ class Result:
     dependency_preservation: float = 0.0
     verifier_reachability: float = 0.0
     macros: int = 0
-    rows: dict[str, dict[str, float]] = field(default_factory=dict)
-    """method -> figures (latency_ms_p50, latency_ms_p95, tokens_p50, ret1, ret5, mrr)"""
+    rows: dict[tuple[str, str], Row] = field(default_factory=dict)
+    """(query kind, method) -> figures"""
+    queries: dict[str, int] = field(default_factory=dict)
 
 
-def corpus_library() -> tuple[list[SkillPackage], list[tuple[str, str]]]:
+def corpus_library() -> tuple[list[SkillPackage], dict[str, list[BenchQuery]]]:
     packages = []
     for skill_file in sorted(CORPUS.rglob("SKILL.md")):
         sent = read_package_dir(skill_file.parent)
         packages.append(load_package(sent.files, sent.folder))
     unique = list({p.name: p for p in packages}.values())
-    rng = random.Random(0)
-    sampled = rng.sample(unique, k=min(QUERIES, len(unique)))
-    queries = [(re.split(r"(?<=[.!?])\s", p.description, maxsplit=1)[0], p.name) for p in sampled]
-    return unique, queries
+    return unique, _queries(unique, [description_query(p) for p in unique])
 
 
-def synthetic_library(size: int) -> tuple[list[SkillPackage], list[tuple[str, str]], list[dict[str, str]]]:
+def synthetic_library(size: int) -> tuple[list[SkillPackage], dict[str, list[BenchQuery]], list[dict[str, str]]]:
     skills = generate_library(size, seed=1)
     packages = [load_package(s.files, s.folder) for s in skills]
-    queries = [(q.text, q.target) for q in generate_queries(skills, QUERIES, seed=1)]
-    return packages, queries, [s.routines for s in skills]
+    described = [BenchQuery(q.text, q.target, "description") for q in generate_queries(skills, QUERIES, seed=1)]
+    return packages, _queries(packages, described), [s.routines for s in skills]
+
+
+def _queries(packages: list[SkillPackage], described: list[BenchQuery]) -> dict[str, list[BenchQuery]]:
+    by_kind = {"description": random.Random(0).sample(described, k=min(QUERIES, len(described)))}
+    for kind in KINDS[1:]:
+        if found := section_queries(packages, kind, QUERIES, seed=0):
+            by_kind[kind] = found
+    return by_kind
 
 
 def planted_ratio(raw_tokens: int, planted: list[dict[str, str]]) -> float:
@@ -104,6 +150,7 @@ def build(packages: list[SkillPackage], result: Result) -> tuple[SkillLibrary, M
         tokens = {g.skill: library.get(g.skill).node_tokens for g in graphs}  # type: ignore[union-attr]
         timed(result, "MotifZip", lambda: macros.rebuild(graphs, tokens))
     result.build_seconds = time.perf_counter() - started
+    result.sections = sum(len(g.nodes) for g in graphs)
     return library, macros, graphs
 
 
@@ -115,36 +162,174 @@ def timed(result: Result, stage: str, work: Callable[[], object]) -> object:
     return value
 
 
+class Methods:
+    """Hydration and the baselines over one built library: each maps (query, budget) to a Context."""
+
+    def __init__(self, packages: list[SkillPackage], library: SkillLibrary, macros: MacroIndex) -> None:
+        self.library, self.macros = library, macros
+        self.whole: BM25Index[str] = BM25Index()
+        self.body_tokens = {p.name: count_tokens(p.body) for p in packages}
+        for package in packages:
+            self.whole.add(package.name, terms(" ".join([package.name, package.description, *_markdown(package)])))
+        self.sections: BM25Index[NodeKey] = BM25Index()
+        for skill in library:
+            for node in skill.graph.nodes:
+                self.sections.add((skill.name, node.index), terms(f"{node.title} {node.text}"))
+
+    def by_name(self) -> dict[str, Callable[[str, int], Context]]:
+        return {
+            "SkillZip (ours)": self.skillzip,
+            "BM25 whole skill": self.bm25_whole,
+            "top-5 whole skills": self.top5_whole,
+            "BM25 sections, no closure": self.bm25_sections,
+        }
+
+    def skillzip(self, query: str, budget: int) -> Context:
+        hydration = hydrate(self.library, query, budget, macros=self.macros)
+        selected: dict[str, set[int]] = {}
+        for name, index in hydration.sections:
+            selected.setdefault(name, set()).add(index)
+        return Context(
+            list(dict.fromkeys([*hydration.source_skills[:1], *hydration.ranked_skills])),
+            hydration.token_count,
+            selected,
+            hydration.context,
+            hydration.whole_skill_fallback,
+            hydration.whole_skill_fallback or any(b.level is not Level.FULL for b in hydration.macros),
+        )
+
+    def bm25_whole(self, query: str, budget: int) -> Context:
+        ranking = [name for name, _ in self.whole.search(terms(query), 20)]
+        return Context(ranking, self.body_tokens[ranking[0]] if ranking else 0)
+
+    def top5_whole(self, query: str, budget: int) -> Context:
+        ranking = [name for name, _ in self.whole.search(terms(query), 20)]
+        return Context(ranking, sum(self.body_tokens[n] for n in ranking[:5]))
+
+    def bm25_sections(self, query: str, budget: int) -> Context:
+        selected: dict[str, set[int]] = {}
+        texts, used = [], 0
+        ranked = [key for key, _ in self.sections.search(terms(query), 200)]
+        for name, index in ranked:
+            skill = self.library.get(name)
+            assert skill is not None
+            cost = skill.node_tokens[index] + (0 if name in selected else count_tokens(skill.graph.description) + 8)
+            if used + cost > budget:
+                continue
+            used += cost
+            selected.setdefault(name, set()).add(index)
+            texts.append(skill.graph.nodes[index].text)
+        return Context(list(dict.fromkeys(name for name, _ in ranked)), used, selected, "\n".join(texts))
+
+
+def _markdown(package: SkillPackage) -> list[str]:
+    """SKILL.md's body and the package's Markdown references: the whole skill a whole-skill index reads."""
+    texts = [package.body]
+    for path in sorted(package.files):
+        if path.startswith(f"{package.folder}/references/") and path.endswith(".md"):
+            texts.append(package.files[path].decode("utf-8", errors="replace"))
+    return texts
+
+
 def evaluate(
-    name: str, method: Callable[[str], tuple[list[str], int]], queries: list[tuple[str, str]]
-) -> dict[str, float]:
-    """Run a method (query -> (ranked skills, rendered tokens)) over the queries."""
-    latencies, tokens, ranks = [], [], []
-    for query, target in queries:
+    method: Callable[[str, int], Context],
+    queries: list[BenchQuery],
+    library: SkillLibrary,
+    macros: MacroIndex,
+    sections: bool,
+) -> Row:
+    latencies, tokens, ranks, contexts = [], [], [], []
+    for query in queries:
         started = time.perf_counter()
-        ranking, rendered = method(query)
+        context = method(query.text, BUDGET)
         latencies.append(time.perf_counter() - started)
-        tokens.append(rendered)
-        ranks.append(ranking.index(target) + 1 if target in ranking else None)
+        tokens.append(context.tokens)
+        ranks.append(context.ranking.index(query.target) + 1 if query.target in context.ranking else None)
+        contexts.append(context)
     ordered = sorted(latencies)
-    return {
-        "latency_ms_p50": ordered[len(ordered) // 2] * 1e3,
-        "latency_ms_p95": ordered[int(len(ordered) * 0.95)] * 1e3,
-        "tokens_p50": statistics.median(tokens),
-        "ret1": sum(r == 1 for r in ranks) / len(ranks),
-        "ret5": sum(r is not None and r <= 5 for r in ranks) / len(ranks),
-        "mrr": sum(1 / r for r in ranks if r is not None) / len(ranks),
-    }
+    row = Row(
+        ordered[len(ordered) // 2] * 1e3,
+        ordered[int(len(ordered) * 0.95)] * 1e3,
+        statistics.median(tokens),
+        sum(r == 1 for r in ranks) / len(ranks),
+        sum(r is not None and r <= 5 for r in ranks) / len(ranks),
+        sum(1 / r for r in ranks if r is not None) / len(ranks),
+    )
+    if contexts[0].selected is not None:
+        row.dependency_preservation, row.verifier_reachability = structure(library, contexts)
+        row.fallback = sum(c.fallback for c in contexts) / len(contexts)
+        row.expansion = sum(c.expanded for c in contexts) / len(contexts)
+        if sections:
+            held, routine, used = [], [], []
+            for query in queries:
+                context = method(query.text, CONTAINMENT_BUDGET)
+                held.append(holds_section(library, context, query))
+                routine.append(holds_routine(library, macros, context, query))
+                used.append(context.tokens)
+            row.containment, row.containment_tokens_p50 = sum(held) / len(held), statistics.median(used)
+            row.routine_containment = sum(routine) / len(routine)
+    return row
+
+
+def structure(library: SkillLibrary, contexts: list[Context]) -> tuple[float, float]:
+    """Dependency preservation and verifier reachability, pooled over the contexts (seed 004, Appendix D)."""
+    needed = carried = changing = reaching = 0
+    for context in contexts:
+        assert context.selected is not None
+        for name, nodes in context.selected.items():
+            graph = library.graph(name)
+            for index in nodes:
+                ends = [*graph.predecessors(index, *SECTION_DEPENDENCIES), *graph.successors(index, EdgeKind.USES)]
+                needed += len(ends)
+                carried += sum(end in nodes for end in ends)
+                if graph.nodes[index].contract.state_changing and _reaches_verifier(graph, index, None):
+                    changing += 1
+                    reaching += _reaches_verifier(graph, index, nodes)
+    return carried / needed if needed else 1.0, reaching / changing if changing else 1.0
+
+
+def _reaches_verifier(graph: SkillGraph, index: int, within: set[int] | None) -> bool:
+    """Whether a `verifies` edge leads from the node to a verifier (inside `within`, when given)."""
+    return any(within is None or v in within for v in graph.successors(index, EdgeKind.VERIFIES))
+
+
+def holds_section(library: SkillLibrary, context: Context, query: BenchQuery) -> bool:
+    """Whether a context shows the full text of the section the query was made from."""
+    assert query.section is not None
+    return _shown(library, context, query.target, _section_index(library, query))
+
+
+def holds_routine(library: SkillLibrary, macros: MacroIndex, context: Context, query: BenchQuery) -> bool:
+    """Whether a context shows the section the query was made from, or, when that section is part of a
+    macro, the same section of another of the macro's occurrences (the same routine in another skill)."""
+    index = _section_index(library, query)
+    held = macros.holder(query.target, index)
+    if held is None:
+        return _shown(library, context, query.target, index)
+    macro, occurrence = held
+    offset = index - occurrence.start
+    return any(_shown(library, context, o.skill, o.start + offset) for o in macro.occurrences)
+
+
+def _section_index(library: SkillLibrary, query: BenchQuery) -> int:
+    graph = library.graph(query.target)
+    return next(n.index for n in graph.nodes if (n.provenance.file, n.provenance.first_line) == query.section)
+
+
+def _shown(library: SkillLibrary, context: Context, skill: str, index: int) -> bool:
+    assert context.selected is not None
+    return index in context.selected.get(skill, ()) and library.graph(skill).nodes[index].text.strip() in context.text
 
 
 def measure(
     label: str,
     packages: list[SkillPackage],
-    queries: list[tuple[str, str]],
+    queries: dict[str, list[BenchQuery]],
     planted: list[dict[str, str]] | None = None,
 ) -> Result:
-    print(f"{label}: {len(packages)} skills, {len(queries)} queries", file=sys.stderr, flush=True)
-    result = Result(label, len(packages))
+    counts = ", ".join(f"{len(q)} {kind}" for kind, q in queries.items())
+    print(f"{label}: {len(packages)} skills; queries: {counts}", file=sys.stderr, flush=True)
+    result = Result(label, len(packages), queries={kind: len(q) for kind, q in queries.items()})
     library, macros, graphs = build(packages, result)
     compression = macros.compression()
     stats = library_stats(compression, graphs)
@@ -155,55 +340,59 @@ def measure(
         stats.dependency_preservation,
         stats.verifier_reachability,
     )
-
-    def skillzip(query: str) -> tuple[list[str], int]:
-        hydration = hydrate(library, query, BUDGET, macros=macros)
-        ranking = list(dict.fromkeys([*hydration.source_skills[:1], *hydration.ranked_skills]))
-        return ranking, hydration.token_count
-
-    whole = BM25Index[str]()
-    body_tokens = {p.name: count_tokens(p.body) for p in packages}
-    for package in packages:
-        whole.add(package.name, terms(f"{package.name} {package.description} {package.body}"))
-
-    def bm25_whole(query: str) -> tuple[list[str], int]:
-        ranking = [name for name, _ in whole.search(terms(query), 20)]
-        return ranking, body_tokens[ranking[0]] if ranking else 0
-
-    def top5_whole(query: str) -> tuple[list[str], int]:
-        ranking = [name for name, _ in whole.search(terms(query), 20)]
-        return ranking, sum(body_tokens[n] for n in ranking[:5])
-
-    for method, function in (("SkillZip (ours)", skillzip), ("BM25 whole skill", bm25_whole),
-                             ("top-5 whole skills", top5_whole)):  # fmt: skip
-        result.rows[method] = evaluate(method, function, queries)
-        row = result.rows[method]
-        print(f"    {method}: Ret@1 {row['ret1']:.2f}, {row['tokens_p50']:.0f} tokens, "
-              f"{row['latency_ms_p50']:.1f} ms", file=sys.stderr, flush=True)  # fmt: skip
+    methods = Methods(packages, library, macros)
+    for kind, kind_queries in queries.items():
+        for method, function in methods.by_name().items():
+            row = result.rows[(kind, method)] = evaluate(function, kind_queries, library, macros, kind != "description")
+            held = f", holds its section {row.containment:.2f}" if row.containment is not None else ""
+            print(f"    {kind} / {method}: Ret@1 {row.ret1:.2f}, Ret@5 {row.ret5:.2f}, {row.tokens_p50:.0f} tokens, "
+                  f"{row.latency_ms_p50:.1f} ms{held}", file=sys.stderr, flush=True)  # fmt: skip
     return result
 
 
-def table(results: list[Result]) -> str:
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{value:.1%}"
+
+
+def retrieval_table(results: list[Result]) -> str:
     lines = [
-        "| library | method | build s | hydrate ms p50 / p95 | tokens p50 | Ret@1 | Ret@5 | MRR | compression "
-        "| planted | DPR | VR |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| library | queries | method | ms p50 / p95 | tokens p50 | Ret@1 | Ret@5 | MRR | holds section / routine (2K) "
+        "| DPR | VR | fallback | expansion |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        for method, row in r.rows.items():
-            ours = method.startswith("SkillZip")
-            lines.append(
-                f"| {r.library} ({r.skills:,}) | {method} | {f'{r.build_seconds:.2f}' if ours else ''} "
-                f"| {row['latency_ms_p50']:.1f} / {row['latency_ms_p95']:.1f} | {row['tokens_p50']:,.0f} "
-                f"| {row['ret1']:.2f} | {row['ret5']:.2f} | {row['mrr']:.2f} "
-                + (
-                    f"| {r.compression:.2f}x ({r.macros} macros) "
-                    f"| {f'{r.planted_compression:.2f}x' if r.planted_compression else ''} "
-                    f"| {r.dependency_preservation:.1%} | {r.verifier_reachability:.1%} |"
-                    if ours
-                    else "| | | | |"
-                )
+        for (kind, method), row in r.rows.items():
+            holds = (
+                f"{row.containment:.2f} / {row.routine_containment:.2f} ({row.containment_tokens_p50:,.0f} tokens)"
+                if row.containment is not None
+                and row.routine_containment is not None
+                and row.containment_tokens_p50 is not None
+                else ""
             )
+            lines.append(
+                f"| {r.library} ({r.skills:,}) | {kind} ({r.queries[kind]}) | {method} "
+                f"| {row.latency_ms_p50:.1f} / {row.latency_ms_p95:.1f} | {row.tokens_p50:,.0f} "
+                f"| {row.ret1:.2f} | {row.ret5:.2f} | {row.mrr:.2f} | {holds} "
+                f"| {_percent(row.dependency_preservation)} | {_percent(row.verifier_reachability)} "
+                f"| {_percent(row.fallback)} | {_percent(row.expansion)} |"
+            )
+    return "\n".join(lines)
+
+
+def library_table(results: list[Result]) -> str:
+    lines = [
+        "| library | sections | build s (Sec2Graph / indexes / MotifZip) | compression | planted "
+        "| library DPR | library VR |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        stages = " / ".join(f"{s:.2f}" for s in r.stages.values())
+        planted = f"{r.planted_compression:.2f}x" if r.planted_compression else ""
+        lines.append(
+            f"| {r.library} ({r.skills:,}) | {r.sections:,} | {r.build_seconds:.2f} ({stages}) "
+            f"| {r.compression:.2f}x ({r.macros:,} macros) | {planted} "
+            f"| {r.dependency_preservation:.1%} | {r.verifier_reachability:.1%} |"
+        )
     return "\n".join(lines)
 
 
@@ -213,18 +402,20 @@ def plot(results: list[Result], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, (tokens_axis, ret_axis) = plt.subplots(1, 2, figsize=(11, 4))
-    methods = list(results[0].rows)
+    methods = list(dict.fromkeys(method for r in results for _, method in r.rows))
+    groups = [(r, kind) for r in results for kind in r.queries]
+    figure, (tokens_axis, ret_axis) = plt.subplots(2, 1, figsize=(max(8, len(groups) * 1.3), 7))
     width = 0.8 / len(methods)
     for offset, method in enumerate(methods):
-        xs = [i + offset * width for i in range(len(results))]
-        tokens_axis.bar(xs, [r.rows[method]["tokens_p50"] for r in results], width, label=method)
-        ret_axis.bar(xs, [r.rows[method]["ret1"] for r in results], width, label=method)
-    labels = [f"{r.library}\n{r.skills:,}" for r in results]
+        xs = [i + offset * width for i in range(len(groups))]
+        tokens_axis.bar(xs, [r.rows[(k, method)].tokens_p50 for r, k in groups], width, label=method)
+        ret_axis.bar(xs, [r.rows[(k, method)].ret1 for r, k in groups], width, label=method)
+    labels = [f"{r.library} {r.skills:,}\n{kind}" for r, kind in groups]
     for axis, title in ((tokens_axis, "rendered tokens (median)"), (ret_axis, "Ret@1")):
-        axis.set_xticks([i + width * (len(methods) - 1) / 2 for i in range(len(results))], labels)
+        axis.set_xticks([i + width * (len(methods) - 1) / 2 for i in range(len(groups))], labels, fontsize=8)
         axis.set_title(title)
-    tokens_axis.legend()
+    tokens_axis.set_yscale("log")
+    tokens_axis.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
 
@@ -233,16 +424,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the corpus and 1K synthetic skills")
     parser.add_argument("--sizes", type=int, nargs="*", default=None, help="synthetic library sizes")
+    parser.add_argument("--no-corpus", action="store_true", help="synthetic libraries only")
     parser.add_argument("--plot", type=Path, default=Path("docs/skill_registry.png"))
     args = parser.parse_args()
     sizes = args.sizes if args.sizes is not None else ([1000] if args.quick else [1000, 10_000])
     results = []
-    if CORPUS.is_dir():
+    if CORPUS.is_dir() and not args.no_corpus:
         results.append(measure("real corpus", *corpus_library()))
     for size in sizes:
         results.append(measure("synthetic", *synthetic_library(size)))
     print()
-    print(table(results))
+    print(library_table(results))
+    print()
+    print(retrieval_table(results))
     try:
         plot(results, args.plot)
         print(f"\nplot: {args.plot}")

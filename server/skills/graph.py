@@ -1,7 +1,8 @@
 """Sec2Graph: a skill package as a graph of role-typed section nodes with contracts and typed edges.
 
-Nodes partition the SKILL.md body (their texts, joined, are the body), so the graph is source-grounded:
-every node carries its file and line range. Edges are deterministic:
+Nodes partition the SKILL.md body and then each Markdown reference of the package (a file's nodes, joined,
+are its text), so the graph is source-grounded: every node carries its file and line range. Edges are
+deterministic, and connect the sections of one file:
 
 - `order`: each node to the next;
 - `data`: the nearest earlier producer of an artifact to a node that consumes it;
@@ -11,10 +12,13 @@ every node carries its file and line range. Edges are deterministic:
 - `handles`: each state-changing node to every failure section of its skill;
 - `produces`: each state-changing node to every output section after it;
 - `uses`: a node to a resource section that names one of its resources.
+
+A reference's sections also depend on SKILL.md's, as if the reference followed the body (`_reference_edges`).
 """
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -80,8 +84,9 @@ class SkillGraph:
     edges: tuple[Edge, ...]
 
     def source(self) -> str:
-        """The SKILL.md body the nodes were cut from, exactly."""
-        return "".join(node.text for node in self.nodes)
+        """The SKILL.md body its first nodes were cut from, exactly (Markdown references follow them)."""
+        body = self.nodes[0].provenance.file if self.nodes else ""
+        return "".join(node.text for node in self.nodes if node.provenance.file == body)
 
     def successors(self, index: int, *kinds: EdgeKind) -> Iterator[int]:
         return (e.target for e in self.edges_from(index) if not kinds or e.kind in kinds)
@@ -133,55 +138,95 @@ Extractor = Callable[[str, str, tuple[Role, Contract]], tuple[Role, Contract]]
 
 
 def build_graph(package: SkillPackage, extractor: Extractor | None = None) -> SkillGraph:
-    """Sec2Graph for one package: split, assign roles, extract contracts, connect. Roles and contracts come
-    from the deterministic rules, or from `extractor` (which is given the rules' answer to fall back on)."""
-    parts = split_body(package.body)
-    nodes = tuple(_node(package, index, part, extractor) for index, part in enumerate(parts))
-    return SkillGraph(package.name, package.description, nodes, tuple(sorted(set(_edges(nodes)))))
+    """Sec2Graph for one package: split, assign roles, extract contracts, connect. SKILL.md's body comes first,
+    then each Markdown reference (`package.references`). Roles and contracts come from the deterministic
+    rules, or from `extractor` (which is given the rules' answer to fall back on)."""
+    documents = [(package.skill_file, package.body, package.body_line - 1)]
+    documents += [(reference.path, reference.text, 0) for reference in package.references]
+    nodes: list[SectionNode] = []
+    files: list[tuple[SectionNode, ...]] = []
+    for file, text, line_offset in documents:
+        start = len(nodes)
+        for part in split_body(text):
+            nodes.append(_node(package, len(nodes), file, part, line_offset, extractor))
+        files.append(tuple(nodes[start:]))
+    edges = set(_edges(files[0]))
+    for reference in files[1:]:
+        edges.update(_edges(reference))
+        edges.update(_reference_edges(files[0], reference))
+    return SkillGraph(package.name, package.description, tuple(nodes), tuple(sorted(edges)))
 
 
-def _node(package: SkillPackage, index: int, part: Part, extractor: Extractor | None) -> SectionNode:
+def _node(
+    package: SkillPackage, index: int, file: str, part: Part, line_offset: int, extractor: Extractor | None
+) -> SectionNode:
     role = role_of(part.title, part.text, is_first=index == 0, is_step=part.is_step)
-    linked = tuple(sorted({resolve(package.folder, link.target) for link in relative_links(part.text)}))
+    title = part.title
+    if not part.level and file != package.skill_file:  # a reference's text before its first heading
+        title = file[len(package.folder) + 1 :] if file.startswith(package.folder + "/") else file
+    linked = tuple(sorted({resolve(posixpath.dirname(file), link.target) for link in relative_links(part.text)}))
     contract = extract_contract(part.text, role, linked, package.allowed_tools)
     if extractor is not None:
         role, contract = extractor(part.title, part.text, (role, contract))
-    offset = package.body_line - 1
-    provenance = Provenance(package.name, package.skill_file, part.first_line + offset, part.last_line + offset)
-    return SectionNode(
-        index, part.title, part.heading_path, part.level, part.is_step, role, contract, provenance, part.text
-    )
+    provenance = Provenance(package.name, file, part.first_line + line_offset, part.last_line + line_offset)
+    return SectionNode(index, title, part.heading_path, part.level, part.is_step, role, contract, provenance, part.text)
 
 
 def _edges(nodes: tuple[SectionNode, ...]) -> Iterator[Edge]:
+    """The edges among one file's sections (consecutive node indexes)."""
     changing = [n.index for n in nodes if n.contract.state_changing]
     by_role = {role: [n.index for n in nodes if n.role is role] for role in Role}
+    outputs_of = {n.index: set(n.contract.outputs) for n in nodes}
     for node in nodes[1:]:
         yield Edge(node.index - 1, node.index, EdgeKind.ORDER)
-    for node in nodes:
+    for position, node in enumerate(nodes):
         for signature in node.contract.inputs:
-            producer = next((p for p in reversed(nodes[: node.index]) if signature in p.contract.outputs), None)
+            producer = next((p for p in reversed(nodes[:position]) if signature in p.contract.outputs), None)
             if producer is not None:
                 yield Edge(producer.index, node.index, EdgeKind.DATA, signature.name)
     for gate in by_role[Role.PRECONDITION] + by_role[Role.INPUT]:
         for later in changing + by_role[Role.VERIFIER]:
             if later > gate:
                 yield Edge(gate, later, EdgeKind.REQUIRES)
+    inputs_of = {n.index: set(n.contract.inputs) for n in nodes}
     for index in changing:
-        outputs = set(nodes[index].contract.outputs)
         first_after = next((v for v in by_role[Role.VERIFIER] if v > index), None)
         if first_after is not None:
             yield Edge(index, first_after, EdgeKind.VERIFIES)
         for verifier in by_role[Role.VERIFIER]:
-            if outputs & set(nodes[verifier].contract.inputs):
+            if outputs_of[index] & inputs_of[verifier]:
                 yield Edge(index, verifier, EdgeKind.VERIFIES)
         for handler in by_role[Role.FAILURE]:
             yield Edge(index, handler, EdgeKind.HANDLES)
         for output in by_role[Role.OUTPUT]:
             if output > index:
                 yield Edge(index, output, EdgeKind.PRODUCES)
+    resources_of = {n.index: set(n.contract.resources) for n in nodes}
     for resource in by_role[Role.RESOURCE]:
-        offered = set(nodes[resource].contract.resources)
         for node in nodes:
-            if node.index != resource and offered & set(node.contract.resources):
+            if node.index != resource and resources_of[resource] & resources_of[node.index]:
                 yield Edge(node.index, resource, EdgeKind.USES)
+
+
+def _reference_edges(body: tuple[SectionNode, ...], reference: tuple[SectionNode, ...]) -> Iterator[Edge]:
+    """How a Markdown reference's sections depend on SKILL.md's, as if the reference followed the body: its
+    state-changing and verifier sections require the body's preconditions and inputs, read artifacts the
+    body writes (when the reference writes none before), are handled by the body's failure sections, and a
+    state-changing section with no verifier after it in its file is checked by the body's last verifier."""
+    gates = [n.index for n in body if n.role in (Role.PRECONDITION, Role.INPUT)]
+    body_verifiers = [n.index for n in body if n.role is Role.VERIFIER]
+    handlers = [n.index for n in body if n.role is Role.FAILURE]
+    verifiers = [n.index for n in reference if n.role is Role.VERIFIER]
+    for position, node in enumerate(reference):
+        changing = node.contract.state_changing
+        if changing or node.role is Role.VERIFIER:
+            yield from (Edge(gate, node.index, EdgeKind.REQUIRES) for gate in gates)
+        for signature in node.contract.inputs:
+            if not any(signature in p.contract.outputs for p in reference[:position]):
+                producer = next((p for p in reversed(body) if signature in p.contract.outputs), None)
+                if producer is not None:
+                    yield Edge(producer.index, node.index, EdgeKind.DATA, signature.name)
+        if changing:
+            yield from (Edge(node.index, handler, EdgeKind.HANDLES) for handler in handlers)
+            if body_verifiers and not any(v > node.index for v in verifiers):
+                yield Edge(node.index, body_verifiers[-1], EdgeKind.VERIFIES)

@@ -1,20 +1,22 @@
 """PathHydrate: the smallest sufficient, dependency-closed context for a task, within a token budget.
 
 1. Anchors are the query's terms; an anchor no skill mentions cannot be covered and is reported as such.
-2. Skills are ranked by BM25 over name and description, sections by BM25 over title and text, and the two
-   rankings are fused by reciprocal rank (k = 60) into one skill order. Seeds are the ranked sections taken
-   skill by skill in that order, which keeps a context concentrated in the few skills that fit the task,
-   then the state-changing sections of the best three skills, so a procedure is never missing.
+2. Skills are ranked by whole-skill, summary and best-section evidence combined by score (ranking.py), and
+   sections by BM25 over title and text with a phrase bonus. Seeds are the ranked sections taken skill by
+   skill in that order, which keeps a context concentrated in the few skills that fit the task, then the
+   state-changing sections of the best three skills, so a procedure is never missing.
 3. Each seed brings its dependency closure, transitively: backward to what it needs (`requires` and `data`
    edges into it: inputs and preconditions), forward to the resource sections it `uses`, the verifiers that
    check it, its failure handlers and its outputs; plus its skill's intent. A numbered step brings the
    other steps of its procedure: steps run in order, so a procedure is never shown with holes.
 4. Seeds are taken best first when they bring what the context lacks (an anchor not yet covered, its first
    procedure: a state-changing operation, or a verifier for it) and the rendered context still fits the
-   budget. Hydration stops as soon as the coverable anchors are covered, a procedure is in, and a verifier
-   is reachable from it (unless the chosen skills have none); closures keep dependencies closed. Unused
-   budget is not filled. If no seed fits, the smallest whole-skill bundle covering the anchors is returned,
-   even over budget, and the reply says so.
+   budget. The first seed (the best section of the best skill: what the query asks for most) is always in
+   when it fits at all: if its closure is too long, it comes with what its own edges reach one step away,
+   or else alone with its skill's intent, and the reply says dependencies are not closed. Hydration stops
+   as soon as the coverable anchors are covered, a procedure is in, and a verifier is reachable from it
+   (unless the chosen skills have none). Unused budget is not filled. If no seed fits, the smallest
+   whole-skill bundle covering the anchors is returned, even over budget, and the reply says so.
 5. A macro occurrence selected whole is rendered as one block (render.py): in full when a seed is inside it,
    else at the macro's default level; a macro shown once is pointed back to afterwards.
 """
@@ -34,7 +36,6 @@ from .roles import Role
 from .text import terms
 from .tokens import count_tokens
 
-RRF_K = 60
 SEED_SKILLS = 20
 SEED_SECTIONS = 60
 PROCEDURE_SKILLS = 3
@@ -84,6 +85,11 @@ def closure(graph: SkillGraph, seed: int) -> set[int]:
     return _close(graph, {seed, 0})  # the first node of a skill is its intent
 
 
+def _direct(graph: SkillGraph, seed: int) -> set[int]:
+    """The seed, its skill's intent, and what its own dependency edges reach, one step away."""
+    return {seed, 0, *graph.predecessors(seed, *BACKWARD), *graph.successors(seed, *FORWARD)}
+
+
 def _close(graph: SkillGraph, nodes: set[int]) -> set[int]:
     found, frontier = set(nodes), list(nodes)
     while frontier:
@@ -102,9 +108,11 @@ def _close(graph: SkillGraph, nodes: set[int]) -> set[int]:
 def _procedure_of(graph: SkillGraph, index: int) -> Iterator[int]:
     """A numbered step's sibling steps: a procedure runs in order, so it is never shown with holes."""
     node = graph.nodes[index]
-    if node.is_step:  # a step's heading path ends with its own title; its siblings share the rest
-        parent = node.heading_path[:-1]
-        yield from (n.index for n in graph.nodes if n.is_step and n.heading_path[:-1] == parent)
+    if node.is_step:  # a step's heading path ends with its own title; its siblings share the rest, and its file
+        parent, file = node.heading_path[:-1], node.provenance.file
+        yield from (
+            n.index for n in graph.nodes if n.is_step and n.heading_path[:-1] == parent and n.provenance.file == file
+        )
 
 
 class _Hydrator:
@@ -117,40 +125,37 @@ class _Hydrator:
 
     def run(self, query: str, budget: int, only: frozenset[str] | None) -> Hydration:
         library = self.library
-        anchors = tuple(dict.fromkeys(terms(query)))
-        ranked_skills = library.rank_skills(list(anchors), SEED_SKILLS, only)
-        ranked_sections = library.rank_sections(list(anchors), SEED_SECTIONS, only)
-        fused = _fuse(ranked_skills, ranked_sections)
+        words = terms(query)
+        anchors = tuple(dict.fromkeys(words))
+        ranking = library.rank(words, SEED_SKILLS, SEED_SECTIONS, only)
+        ranked_skills, ranked_sections = list(ranking.skills), list(ranking.sections)
+        ranked_skills += sorted({name for name, _ in ranked_sections} - set(ranked_skills))  # every seed's skill
         coverable = {a for a in anchors if library.mentions(a, only)}
         section_rank = {key: rank for rank, key in enumerate(ranked_sections)}
-        seeds = sorted(ranked_sections, key=lambda key: (fused.index(key[0]), section_rank[key]))
+        seeds = sorted(ranked_sections, key=lambda key: (ranked_skills.index(key[0]), section_rank[key]))
         seeds += [  # if no ranked section brings a procedure, the best skills' own procedures can
             (name, node.index)
-            for name in fused[:PROCEDURE_SKILLS]
+            for name in ranked_skills[:PROCEDURE_SKILLS]
             for node in self.graphs[name].nodes
             if node.contract.state_changing and (name, node.index) not in section_rank
         ]
         selected: dict[str, set[int]] = {}
         rendered, fallback = "", False
         covered: set[str] = set()
-        for key in seeds:
-            skill_name, index = key
-            candidate = {name: set(nodes) for name, nodes in selected.items()}
-            candidate[skill_name] = candidate.get(skill_name, set()) | closure(self.graphs[skill_name], index)
-            self.seeds.add(key)
-            text = self.render(candidate)
-            gained = _present(anchors, text)
-            if selected and not self._adds(selected, candidate, gained - covered):
-                self.seeds.discard(key)
-                continue  # sufficient, not filled: a seed that adds nothing the context lacks is not taken
-            if count_tokens(text) > budget:
-                self.seeds.discard(key)
-                continue
-            selected, rendered, covered = candidate, text, gained
+        for position, (skill_name, index) in enumerate(seeds):
+            graph = self.graphs[skill_name]
+            shapes = [closure(graph, index)]
+            if position == 0:  # what the query asks for most: in, even when its whole closure is too long
+                shapes += [_direct(graph, index), {index, 0}]
+            for nodes in shapes:
+                extended = self._extend(selected, (skill_name, index), nodes, anchors, covered, budget)
+                if extended is not None:
+                    selected, rendered, covered = extended
+                    break
             if coverable <= covered and self._executable(selected) and self._verifiable(selected):
                 break
         if not selected:
-            selected, fallback = _whole_skill_bundle(library, fused, anchors, coverable), True
+            selected, fallback = _whole_skill_bundle(library, ranked_skills, anchors, coverable), True
             self.seeds = {(name, i) for name, nodes in selected.items() for i in nodes}
             rendered = self.render(selected)
         covered = _present(anchors, rendered)
@@ -175,8 +180,29 @@ class _Hydrator:
             coverage,
             fallback,
             blocks,
-            tuple(fused),
+            tuple(ranked_skills),
         )
+
+    def _extend(
+        self,
+        selected: dict[str, set[int]],
+        seed: NodeKey,
+        nodes: set[int],
+        anchors: tuple[str, ...],
+        covered: set[str],
+        budget: int,
+    ) -> tuple[dict[str, set[int]], str, set[str]] | None:
+        """The context with a seed's nodes added (and its text and covered anchors), when they bring what it
+        lacks and it still fits the budget; else None."""
+        candidate = {name: set(chosen) for name, chosen in selected.items()}
+        candidate[seed[0]] = candidate.get(seed[0], set()) | nodes
+        self.seeds.add(seed)
+        text = self.render(candidate)
+        gained = _present(anchors, text)
+        if (selected and not self._adds(selected, candidate, gained - covered)) or count_tokens(text) > budget:
+            self.seeds.discard(seed)  # sufficient, not filled: a seed that adds nothing the context lacks stays out
+            return None
+        return candidate, text, gained
 
     def block(self, skill: str, index: int, selected: dict[str, set[int]]) -> MacroBlock | None:
         """The macro occurrence holding a node, at the level this hydration shows it; None when the node is
@@ -244,20 +270,6 @@ def _present(anchors: tuple[str, ...], text: str) -> set[str]:
     return {a for a in anchors if a in words}
 
 
-def _fuse(ranked_skills: list[str], ranked_sections: list[NodeKey]) -> list[str]:
-    """Skills ordered by reciprocal-rank fusion of their description rank and their best section's rank."""
-    best_section: dict[str, int] = {}
-    for rank, (name, _) in enumerate(ranked_sections):
-        best_section.setdefault(name, rank)
-    names = dict.fromkeys([*ranked_skills, *best_section])
-    score = {
-        name: (1 / (RRF_K + ranked_skills.index(name)) if name in ranked_skills else 0.0)
-        + (1 / (RRF_K + best_section[name]) if name in best_section else 0.0)
-        for name in names
-    }
-    return sorted(names, key=lambda name: (-score[name], name))
-
-
 def _closed(graph: SkillGraph, nodes: set[int]) -> bool:
     return all(
         set(graph.predecessors(i, *BACKWARD)) <= nodes and set(graph.successors(i, *FORWARD)) <= nodes for i in nodes
@@ -265,12 +277,12 @@ def _closed(graph: SkillGraph, nodes: set[int]) -> bool:
 
 
 def _whole_skill_bundle(
-    library: SkillLibrary, fused: list[str], anchors: tuple[str, ...], coverable: set[str]
+    library: SkillLibrary, ranked_skills: list[str], anchors: tuple[str, ...], coverable: set[str]
 ) -> dict[str, set[int]]:
     """Greedy set cover of the anchors by whole skills, most anchors per token first; at least one skill."""
     bundle: dict[str, set[int]] = {}
     uncovered = set(coverable)
-    candidates = {s.name: (s, s.description_terms.union(*s.node_terms)) for s in map(library.get, fused) if s}
+    candidates = {s.name: (s, s.description_terms.union(*s.node_terms)) for s in map(library.get, ranked_skills) if s}
     while candidates and (uncovered or not bundle):
         name = min(
             candidates,

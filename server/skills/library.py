@@ -1,4 +1,5 @@
-"""The skill library in memory: each skill's current graph and the lexical indexes over skills and sections.
+"""The skill library in memory: each skill's current graph and the lexical indexes over skills and sections
+(whole skills; name and description; sections), which ranking.py combines.
 
 Adding or removing a skill updates the indexes incrementally (BM25 keeps per-term postings), so after any
 sequence of adds and removes the library ranks exactly as one built from scratch with the skills it holds
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 
 from .bm25 import BM25Index
 from .bulk import settle_long_lived
 from .graph import SectionNode, SkillGraph
+from .ranking import SECTION_CANDIDATES, SKILL_CANDIDATES, Ranking, fuse, pairs, with_phrase_bonus
 from .text import terms
 from .tokens import count_tokens
 
@@ -42,6 +45,7 @@ class LibrarySkill:
 class SkillLibrary:
     def __init__(self) -> None:
         self._skills: dict[str, LibrarySkill] = {}
+        self._whole_index: BM25Index[str] = BM25Index()
         self._skill_index: BM25Index[str] = BM25Index()
         self._section_index: BM25Index[NodeKey] = BM25Index()
         self._shared = False
@@ -63,8 +67,9 @@ class SkillLibrary:
         """A library with the same skills; changes to either never show in the other. Costs a copy of its
         tables (not of the skills or postings), made when one of the two first changes."""
         other = SkillLibrary.__new__(SkillLibrary)
-        other._skills, other._skill_index, other._section_index = (
+        other._skills, other._whole_index, other._skill_index, other._section_index = (
             self._skills,
+            self._whole_index.fork(),
             self._skill_index.fork(),
             self._section_index.fork(),
         )
@@ -74,6 +79,7 @@ class SkillLibrary:
     def settle(self) -> None:
         """Finish the indexes' staged changes, so that reading the library writes nothing (every read does
         it first; the registry does it before readers get the library)."""
+        self._whole_index.settle()
         self._skill_index.settle()
         self._section_index.settle()
 
@@ -81,17 +87,14 @@ class SkillLibrary:
         """Add a skill, replacing an earlier version of the same name."""
         self.remove(graph.skill)
         self._own()
-        skill = LibrarySkill(
-            graph,
-            version,
-            node_tokens(graph),
-            tuple(frozenset(_node_terms(node)) for node in graph.nodes),
-            frozenset(terms(f"{graph.skill} {graph.description}")),
-        )
+        summary = terms(f"{graph.skill} {graph.description}")
+        sections = [_node_terms(node) for node in graph.nodes]
+        skill = LibrarySkill(graph, version, node_tokens(graph), tuple(map(frozenset, sections)), frozenset(summary))
         self._skills[graph.skill] = skill
-        self._skill_index.add(graph.skill, terms(f"{graph.skill} {graph.skill} {graph.description}"))
-        for node in graph.nodes:
-            self._section_index.add((graph.skill, node.index), _node_terms(node))
+        self._skill_index.add(graph.skill, [*terms(graph.skill), *summary])
+        self._whole_index.add(graph.skill, list(chain(summary, *sections)))
+        for node, section in zip(graph.nodes, sections, strict=True):
+            self._section_index.add((graph.skill, node.index), section)
         return skill
 
     def remove(self, name: str) -> LibrarySkill | None:
@@ -100,6 +103,7 @@ class SkillLibrary:
         self._own()
         skill = self._skills.pop(name)
         self._skill_index.remove(name, skill.description_terms | frozenset(terms(name)))
+        self._whole_index.remove(name, skill.description_terms.union(terms(name), *skill.node_terms))
         for node, node_terms in zip(skill.graph.nodes, skill.node_terms, strict=True):
             self._section_index.remove((name, node.index), node_terms)
         return skill
@@ -119,13 +123,32 @@ class SkillLibrary:
             raise KeyError(name)
         return skill.graph
 
-    def rank_skills(self, query: list[str], limit: int, only: frozenset[str] | None = None) -> list[str]:
-        hits = self._skill_index.search(query, limit if only is None else len(self._skills))
-        return [name for name, _ in hits if only is None or name in only][:limit]
+    def rank(self, query: list[str], skills: int, sections: int, only: frozenset[str] | None = None) -> Ranking:
+        """The best `skills` skills and `sections` sections for the query's terms (in query order, for the
+        phrase bonus), from the `only` skills if given (ranking.py says how evidence is combined)."""
+        query_pairs = pairs(query)
 
-    def rank_sections(self, query: list[str], limit: int, only: frozenset[str] | None = None) -> list[NodeKey]:
-        hits = self._section_index.search(query, limit if only is None else len(self._section_index))
-        return [key for key, _ in hits if only is None or key[0] in only][:limit]
+        def search(index: BM25Index[str], limit: int) -> list[tuple[str, float]]:
+            hits = index.search(query, limit if only is None else len(index))
+            return [(name, score) for name, score in hits if only is None or name in only][:limit]
+
+        whole = dict(search(self._whole_index, SKILL_CANDIDATES))
+        summary = with_phrase_bonus(search(self._skill_index, SKILL_CANDIDATES), query_pairs, self._summary)
+        hits = self._section_index.search(query, SECTION_CANDIDATES if only is None else len(self._section_index))
+        in_scope = [(key, score) for key, score in hits if only is None or key[0] in only][:SECTION_CANDIDATES]
+        section_scores = with_phrase_bonus(in_scope, query_pairs, self._section_text)
+        best_section: dict[str, float] = {}
+        for (name, _), score in section_scores.items():
+            best_section[name] = max(best_section.get(name, 0.0), score)
+        ranked_sections = sorted(section_scores, key=lambda key: (-section_scores[key], key))
+        return Ranking(tuple(fuse(whole, summary, best_section)[:skills]), tuple(ranked_sections[:sections]))
+
+    def _summary(self, name: str) -> str:
+        return f"{name} {self._skills[name].graph.description}"
+
+    def _section_text(self, key: NodeKey) -> str:
+        node = self._skills[key[0]].graph.nodes[key[1]]
+        return f"{node.title} {node.text}"
 
 
 def node_tokens(graph: SkillGraph) -> tuple[int, ...]:

@@ -43,8 +43,11 @@ class PackageLimits:
     max_package_bytes: int = 4 << 20
     max_path_length: int = 512
     max_sections: int = 500
-    """Sections (parts and numbered steps) of SKILL.md: Sec2Graph connects them pairwise, so its work grows
-    with the square (500 sections make ~40K edges, a 0.5 MiB GetSkill reply; the real corpus peaks at 171)."""
+    """Sections (parts and numbered steps) of SKILL.md, and of each Markdown reference: Sec2Graph connects a
+    file's sections pairwise, so its work grows with the square (500 sections make ~40K edges, a 0.5 MiB
+    GetSkill reply; the real corpus peaks at 171 in a SKILL.md)."""
+    max_reference_sections: int = 2000
+    """Sections of all of a package's Markdown references together (the real corpus peaks at 1,968)."""
 
 
 class Severity(StrEnum):
@@ -99,6 +102,16 @@ class Resource:
     present: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A Markdown file of the package that becomes sections of its skill's graph, like SKILL.md's body."""
+
+    path: str
+    """Its key in the package's file map."""
+    text: str
+    """Its content, with `\r\n` line ends read as `\n` (as SKILL.md's are)."""
+
+
 @dataclass(frozen=True)
 class SkillPackage:
     """A loaded package. `warnings` says what lenient loading accepted."""
@@ -112,6 +125,8 @@ class SkillPackage:
     """The SKILL.md line the body starts on, so a body line n is file line body_line + n - 1."""
     resources: tuple[Resource, ...]
     files: Mapping[str, bytes] = field(repr=False)
+    references: tuple[Reference, ...] = ()
+    """Markdown documentation beside SKILL.md, in path order (see `markdown_references`)."""
     license: str | None = None
     compatibility: str | None = None
     metadata: Mapping[str, str] = field(default_factory=dict)
@@ -180,6 +195,7 @@ def load_package(
         license_ = None
     resources = _resources(files, folder, parsed.body, parsed.body_line, report)
     report.raise_if_errors()
+    references = markdown_references(files, skill_file, resources, limits, report)
     return SkillPackage(
         name=name,
         description=description,
@@ -188,6 +204,7 @@ def load_package(
         body_line=parsed.body_line,
         resources=resources,
         files=dict(files),
+        references=references,
         license=license_,
         compatibility=compatibility,
         metadata=metadata,
@@ -215,6 +232,44 @@ class _Report:
     def raise_if_errors(self) -> None:
         if any(d.severity is Severity.ERROR for d in self.found):
             raise SkillFormatError(self.found)
+
+
+MATERIAL_FOLDERS = frozenset({"assets", "templates"})
+"""Folders of material a skill fills in or ships (templates, assets): Markdown there is not documentation."""
+
+
+def markdown_references(
+    files: Mapping[str, bytes], skill_file: str, resources: tuple[Resource, ...], limits: PackageLimits, report: _Report
+) -> tuple[Reference, ...]:
+    """The package's Markdown documentation: every present `.md` resource inside the folder except SKILL.md
+    and what `assets/` and `templates/` hold, and every linked `.md` file outside it. Agent Skills keep
+    procedures and worked examples there by design (progressive disclosure), so they are sections too.
+    A file that is not UTF-8, or has more sections than `max_sections`, and the files beyond
+    `max_reference_sections` in all, stay resources only, with a warning."""
+    folder = posixpath.dirname(skill_file)
+    references, sections = [], 0
+    for resource in resources:
+        top = resource.path[len(folder) + 1 :].split("/", 1)[0] if resource.kind is not ResourceKind.EXTERNAL else ""
+        markdown = resource.path.lower().endswith(".md") and resource.path in files
+        if not markdown or resource.path == skill_file or top in MATERIAL_FOLDERS:
+            continue
+        try:
+            text = files[resource.path].decode("utf-8").removeprefix("\ufeff").replace("\r\n", "\n")
+        except UnicodeDecodeError:
+            report.warning("reference.encoding", f"{resource.path} is not UTF-8: kept as a resource, not sections")
+            continue
+        count = len(split_body(text))
+        if count > limits.max_sections:
+            message = f"{resource.path} has {count} sections, more than {limits.max_sections}: not sectioned"
+            report.warning("limits.sections", message)
+            continue
+        if sections + count > limits.max_reference_sections:
+            message = f"{resource.path}: more than {limits.max_reference_sections} reference sections in all"
+            report.warning("limits.reference-sections", f"{message}: not sectioned")
+            continue
+        sections += count
+        references.append(Reference(resource.path, text))
+    return tuple(references)
 
 
 def _check_map(files: Mapping[str, bytes], limits: PackageLimits) -> None:

@@ -7,6 +7,7 @@ source text, exactly. Every level below full says how to expand it.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,16 +34,22 @@ def render_context(
     block_of: Callable[[str, int], MacroBlock | None],
 ) -> str:
     """Each skill's name and description, then its selected sections in source order (a macro occurrence as
-    one block, and a macro shown once per context: later occurrences point back to it), omitted runs marked."""
+    one block, and a macro shown once per context: later occurrences point back to it), omitted runs marked.
+    Sections of a Markdown reference follow SKILL.md's under a line naming their file."""
     parts = []
     shown: set[str] = set()
     for name, chosen in selected.items():
         graph = graphs[name]
         lines = [f"# Skill: {name}\n{graph.description}\n"]
-        previous = -1
+        body_file = graph.nodes[0].provenance.file
+        previous, file = -1, body_file
         for index in sorted(chosen):
             if index <= previous:
                 continue  # inside a macro block already shown
+            if graph.nodes[index].provenance.file != file:
+                file = graph.nodes[index].provenance.file
+                lines.append(f"[from {_relative(file, body_file)}]\n")
+                previous = _first_of_file(graph, index) - 1
             if index > previous + 1:
                 omitted = index - previous - 1
                 lines.append(f"[{omitted} section{'s' if omitted > 1 else ''} omitted]\n")
@@ -59,6 +66,19 @@ def render_context(
                 previous = block.occurrence.start + block.occurrence.length - 1
         parts.append("\n".join(lines))
     return "\n".join(parts)
+
+
+def _first_of_file(graph: SkillGraph, index: int) -> int:
+    file = graph.nodes[index].provenance.file
+    while index > 0 and graph.nodes[index - 1].provenance.file == file:
+        index -= 1
+    return index
+
+
+def _relative(file: str, body_file: str) -> str:
+    """A reference's path as the skill names it: relative to SKILL.md's folder when inside it."""
+    folder = posixpath.dirname(body_file)
+    return file[len(folder) + 1 :] if folder and file.startswith(folder + "/") else file
 
 
 def macro_block(graph: SkillGraph, macro: Macro, occurrence: Occurrence, level: Level) -> MacroBlock:

@@ -84,9 +84,11 @@ def test_every_corpus_graph_is_its_source_cut_into_nodes() -> None:
     for loaded, graph in zip(packages, graphs, strict=True):
         package = loaded.package
         assert graph.source() == package.body
-        raw = loaded.sent.files[package.skill_file].decode()
-        text_lines = raw.replace("\r\n", "\n").splitlines(keepends=True)
+        files = [package.skill_file, *(reference.path for reference in package.references)]
+        assert list(dict.fromkeys(node.provenance.file for node in graph.nodes)) == files[: len(graph.nodes) and None]
         for node in graph.nodes:
+            raw = loaded.sent.files[node.provenance.file].decode().removeprefix("\ufeff")
+            text_lines = raw.replace("\r\n", "\n").splitlines(keepends=True)
             first, last = node.provenance.first_line, node.provenance.last_line
-            assert "".join(text_lines[first - 1 : last]) == node.text, (loaded.folder, node.title)
+            assert "".join(text_lines[first - 1 : last]) == node.text, (node.provenance.file, node.title)
         assert all(0 <= e.source < len(graph.nodes) and 0 <= e.target < len(graph.nodes) for e in graph.edges)

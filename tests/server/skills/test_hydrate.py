@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.synthetic import generate_library
-from skillstate.server.skills.graph import EdgeKind, build_graph
-from skillstate.server.skills.hydrate import BACKWARD, FORWARD, hydrate
+from skillstate.server.skills.graph import build_graph
+from skillstate.server.skills.hydrate import BACKWARD, FORWARD, closure, hydrate
 from skillstate.server.skills.library import SkillLibrary
 from skillstate.server.skills.macro_index import MacroIndex
 from skillstate.server.skills.macros import Level
@@ -70,6 +70,12 @@ def library_of(indexes: list[int]) -> SkillLibrary:
 
 
 FULL = library_of(list(range(len(GRAPHS))))
+LARGEST_CLOSURE = max(
+    sum(FULL.get(g.skill).node_tokens[j] for j in closure(g, i))  # type: ignore[union-attr]
+    for g in GRAPHS
+    for i in range(len(g.nodes))
+)
+"""Tokens of the longest closure of any section: a budget well above it fits every seed's whole closure."""
 
 
 @given(QUERIES, st.integers(min_value=60, max_value=4000))
@@ -80,14 +86,14 @@ def test_contexts_are_closed_verifiable_and_within_budget(words: list[str], budg
     chosen: dict[str, set[int]] = {}
     for name, index in hydration.sections:
         chosen.setdefault(name, set()).add(index)
+    closed = True
     for name, nodes in chosen.items():  # recomputed here, not taken from the reply
         graph = FULL.get(name).graph  # type: ignore[union-attr]
         for i in nodes:
-            assert set(graph.predecessors(i, *BACKWARD)) <= nodes
-            assert set(graph.successors(i, *FORWARD)) <= nodes
-            if graph.nodes[i].contract.state_changing and any(graph.successors(i, EdgeKind.VERIFIES)):
-                assert set(graph.successors(i, EdgeKind.VERIFIES)) & nodes
-    assert hydration.coverage.dependencies_closed
+            closed &= set(graph.predecessors(i, *BACKWARD)) <= nodes and set(graph.successors(i, *FORWARD)) <= nodes
+    assert hydration.coverage.dependencies_closed == closed  # the reply never claims a closure it lacks
+    if budget >= LARGEST_CLOSURE + 200:  # every seed's whole closure fits: nothing is cut short
+        assert closed
     assert set(hydration.coverage.anchors_covered) <= set(hydration.coverage.anchors)
     if "unknownword" in words:
         assert "unknownword" in hydration.coverage.anchors_uncoverable
@@ -129,8 +135,7 @@ def test_incremental_adds_and_removes_equal_a_rebuild(operations: list[tuple[boo
             present.discard(index)
     rebuilt = library_of(sorted(present))
     query = " ".join(words)
-    assert incremental.rank_sections(words, 50) == rebuilt.rank_sections(words, 50)
-    assert incremental.rank_skills(words, 50) == rebuilt.rank_skills(words, 50)
+    assert incremental.rank(words, 50, 50) == rebuilt.rank(words, 50, 50)
     if present:
         assert hydrate(incremental, query, 2000) == hydrate(rebuilt, query, 2000)
 
@@ -159,8 +164,7 @@ def test_a_fork_and_the_library_it_came_from_change_apart(operations: list[tuple
     for held, skills in [*kept, (library, present)]:
         rebuilt = library_of(sorted(skills))
         assert [skill.name for skill in held] == [skill.name for skill in rebuilt]
-        assert held.rank_sections(words, 50) == rebuilt.rank_sections(words, 50)
-        assert held.rank_skills(words, 50) == rebuilt.rank_skills(words, 50)
+        assert held.rank(words, 50, 50) == rebuilt.rank(words, 50, 50)
         if skills:
             assert hydrate(held, query, 2000) == hydrate(rebuilt, query, 2000)
 
@@ -200,3 +204,34 @@ def test_a_routine_the_task_does_not_ask_about_shows_as_its_contract() -> None:
     assert Level.CONTRACT in levels, "dependencies held by macros render at their contract"
     plain = [hydrate(SYNTHETIC_LIBRARY, s.task.rsplit(" (", 1)[0], 3000) for s in generate_library(80, seed=11)]
     assert sum(h.token_count for h in hydrations) <= sum(h.token_count for h in plain)
+
+
+def long_procedure_skill() -> SkillLibrary:
+    steps = "".join(
+        f"{n}. Calibrate sensor {n} of the rig: " + " ".join(f"reading{n}x{k}" for k in range(60)) + ".\n"
+        for n in range(1, 13)
+    )
+    text = (
+        "---\nname: rig-calibration\ndescription: Calibrate the test rig.\n---\n# Rig calibration\n\nCalibrates it.\n\n"
+        "## Prerequisites\n\nInstall the rig driver before you begin.\n\n"
+        f"## Calibration\n\n{steps}\n## Verification\n\nVerify that every sensor reads zero at rest.\n"
+    )
+    library = SkillLibrary()
+    library.add(build_graph(load_package({"rig-calibration/SKILL.md": text.encode()}, "rig-calibration")), version=1)
+    return library
+
+
+def test_the_section_a_query_asks_for_is_in_even_when_its_whole_procedure_is_over_budget() -> None:
+    library = long_procedure_skill()
+    graph = library.graph("rig-calibration")
+    step = next(n for n in graph.nodes if n.title == "Calibration, step 7")
+    whole = hydrate(library, "calibrate sensor 7 reading7x3", 20_000)
+    assert whole.coverage.dependencies_closed and step.text in whole.context
+    assert whole.token_count > 900  # all twelve steps: too long for the budget below
+
+    cut = hydrate(library, "calibrate sensor 7 reading7x3", 900)
+    assert step.text in cut.context and cut.token_count <= 900 and not cut.whole_skill_fallback
+    assert cut.coverage.dependencies_closed  # its own edges' ends are in: only sibling steps are left out
+    shown = {graph.nodes[i].title for _, i in cut.sections}
+    assert {"Prerequisites", "Verification"} <= shown  # what the step itself needs and the check it reaches
+    assert "omitted]" in cut.context  # and the context says where

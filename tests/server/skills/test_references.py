@@ -1,0 +1,105 @@
+"""Markdown references: sections of their skill's graph, ranked, closed over and rendered like the body."""
+
+from __future__ import annotations
+
+from skillstate.server.skills.graph import Edge, EdgeKind, build_graph
+from skillstate.server.skills.hydrate import hydrate
+from skillstate.server.skills.library import SkillLibrary
+from skillstate.server.skills.package import PackageLimits, load_package
+
+SKILL = """---
+name: helm-chart
+description: Scaffold and validate Helm charts for Kubernetes services.
+---
+# Helm chart
+
+Build a chart for one service. Detailed pattern documentation lives in
+[references/details.md](references/details.md).
+
+## Prerequisites
+
+Install helm 3 before you begin.
+
+## Workflow
+
+1. Run `helm create` for the service.
+2. Edit the templates and deploy the chart.
+
+## Validation
+
+Verify that `helm lint` passes and that `helm template` renders every manifest.
+
+## Troubleshooting
+
+If rendering fails, run `helm template --debug` and read the first error.
+"""
+
+DETAILS = """# Helm chart details
+
+Patterns the workflow refers to.
+
+## Values for staging and production
+
+1. Write `values-staging.yaml` with one replica and debug logging.
+2. Write `values-production.yaml` with three replicas, resource limits and an ingress host.
+
+## Naming
+
+Chart names are lowercase and use dashes.
+"""
+
+FILES = {
+    "helm-chart/SKILL.md": SKILL.encode(),
+    "helm-chart/references/details.md": DETAILS.encode(),
+    "helm-chart/assets/values-template.md": b"# Values\n\nreplicas: {{ replicas }}\n",
+}
+
+
+def test_a_reference_is_cut_into_sections_that_name_their_file_and_lines() -> None:
+    package = load_package(FILES, "helm-chart")
+    assert [r.path for r in package.references] == ["helm-chart/references/details.md"]  # assets are material
+    graph = build_graph(package)
+    assert graph.source() == package.body
+    details = [n for n in graph.nodes if n.provenance.file == "helm-chart/references/details.md"]
+    assert [n.title for n in details] == [
+        "Helm chart details",
+        "Values for staging and production",
+        "Values for staging and production, step 1",
+        "Values for staging and production, step 2",
+        "Naming",
+    ]
+    lines = DETAILS.splitlines(keepends=True)
+    for node in details:
+        assert "".join(lines[node.provenance.first_line - 1 : node.provenance.last_line]) == node.text
+    assert "".join(n.text for n in details) == DETAILS
+
+
+def test_a_reference_depends_on_the_body_as_if_it_followed_it() -> None:
+    graph = build_graph(load_package(FILES, "helm-chart"))
+    index = {(n.provenance.file.rsplit("/", 1)[-1], n.title): n.index for n in graph.nodes}
+    step = index[("details.md", "Values for staging and production, step 2")]
+    edges = set(graph.edges)
+    assert Edge(index[("SKILL.md", "Prerequisites")], step, EdgeKind.REQUIRES) in edges
+    assert Edge(step, index[("SKILL.md", "Troubleshooting")], EdgeKind.HANDLES) in edges
+    # no verifier follows it in its own file: the body's last verifier checks it
+    assert Edge(step, index[("SKILL.md", "Validation")], EdgeKind.VERIFIES) in edges
+    first_reference = index[("details.md", "Helm chart details")]
+    assert not any(e.kind is EdgeKind.ORDER and e.target == first_reference for e in edges)
+
+
+def test_a_task_a_reference_answers_gets_that_reference_in_its_context() -> None:
+    library = SkillLibrary()
+    library.add(build_graph(load_package(FILES, "helm-chart")), version=1)
+    hydration = hydrate(library, "write values files for staging and production replicas", budget=1500)
+    assert "[from references/details.md]" in hydration.context
+    assert "Write `values-production.yaml` with three replicas" in hydration.context
+    assert hydration.coverage.dependencies_closed and hydration.coverage.verifier_reachable
+
+
+def test_a_reference_over_the_section_limit_stays_a_resource_with_a_warning() -> None:
+    many = "".join(f"## Part {i}\n\ntext {i}\n\n" for i in range(10)).encode()  # SKILL.md has 8 sections
+    files = {**FILES, "helm-chart/references/many.md": many}
+    package = load_package(files, "helm-chart", limits=PackageLimits(max_sections=9))
+    assert [r.path for r in package.references] == ["helm-chart/references/details.md"]
+    assert any(w.rule == "limits.sections" and "references/many.md" in w.message for w in package.warnings)
+    assert "helm-chart/references/many.md" in {r.path for r in package.resources}
