@@ -114,7 +114,7 @@ def corpus_library() -> tuple[list[SkillPackage], dict[str, list[BenchQuery]]]:
 
 
 def synthetic_library(size: int) -> tuple[list[SkillPackage], dict[str, list[BenchQuery]], list[dict[str, str]]]:
-    skills = generate_library(size, seed=1)
+    skills = generate_library(size, seed=1, references=True)
     packages = [load_package(s.files, s.folder) for s in skills]
     described = [BenchQuery(q.text, q.target, "description") for q in generate_queries(skills, QUERIES, seed=1)]
     return packages, _queries(packages, described), [s.routines for s in skills]

@@ -125,9 +125,12 @@ class Query:
     """The skill it asks for."""
 
 
-def generate_library(size: int, seed: int = 0) -> list[SyntheticSkill]:
-    """`size` skills with unique names; the same size and seed give the same bytes."""
+def generate_library(size: int, seed: int = 0, references: bool = False) -> list[SyntheticSkill]:
+    """`size` skills with unique names; the same size and seed give the same bytes. With `references`, three
+    skills in five keep worked examples and edge cases in `references/details.md`, linked from SKILL.md (the
+    skills without stay byte for byte what they are without the flag)."""
     rng = random.Random(seed)
+    detail_rng = random.Random(f"{seed}:references")
     tasks = [(verb, obj, domain) for domain, objects in DOMAINS.items() for obj in objects for verb in VERBS]
     places = [(system, region) for region in REGIONS for system in SYSTEMS]
     skills = []
@@ -140,8 +143,47 @@ def generate_library(size: int, seed: int = 0) -> list[SyntheticSkill]:
         where = f"{system} {region}"
         text, routines = _skill_md(rng, name, verb, obj, domain, where, chosen)
         task = f"{verb} the {obj} in {where} ({domain})"
-        skills.append(SyntheticSkill(name, {f"{name}/SKILL.md": text.encode()}, name, task, routines))
+        files = {f"{name}/SKILL.md": text}
+        if references and detail_rng.random() < 0.6:
+            files[f"{name}/SKILL.md"] += f"\n## Details\n\nWorked examples and edge cases: {DETAILS_LINK}.\n"
+            files[f"{name}/references/details.md"] = _details(detail_rng, verb, obj, system, region)
+        encoded = {path: content.encode() for path, content in files.items()}
+        skills.append(SyntheticSkill(name, encoded, name, task, routines))
     return skills
+
+
+DETAILS_LINK = "[references/details.md](references/details.md)"
+QUARTERS = ("Q1", "Q2", "Q3", "Q4")
+STATUSES = ("pending", "on hold", "disputed", "unmatched", "late")
+REASONS = ("block the period close", "carry the largest amounts", "were flagged by the last audit", "are oldest")
+DATE_FORMATS = ("DD.MM.YYYY", "MM/DD/YY", "Unix timestamps", "week numbers")
+FLAGS = ("intercompany", "legacy", "manual-override", "test-data", "escalated")
+
+
+def _details(rng: random.Random, verb: str, obj: str, system: str, region: str) -> str:
+    """A reference with what SKILL.md leaves out: a worked example, edge cases and the fields, all particular
+    to one skill (its system, region and made-up records)."""
+    artifact = obj.replace(" ", "-")
+    quarter, status, first, second = (
+        rng.choice(QUARTERS),
+        rng.choice(STATUSES),
+        rng.randint(100, 999),
+        rng.randint(100, 999),
+    )
+    names = rng.sample(("owner", "amount", "currency", "cost center", "due date", "approver", "region", "batch"), k=4)
+    fields = "\n".join(f"| {f} | {rng.choice(('text', 'date', 'amount', 'code'))} |" for f in names)
+    return (
+        f"# {verb.capitalize()} the {obj}: details\n\n"
+        f"## Worked example for {region} {quarter}\n\n"
+        f"1. Export the {obj} entries of {system} for {region} whose status is {status}.\n"
+        f"2. {verb.capitalize()} entries {artifact}-{first} and {artifact}-{second} first: they "
+        f"{rng.choice(REASONS)}.\n"
+        f'3. Record the outcome in `{artifact}-summary.md` under "{region} {quarter}".\n\n'
+        f"## Edge cases in {system}\n\n"
+        f"- {system} exports dates as {rng.choice(DATE_FORMATS)}; convert them before comparing entries.\n"
+        f"- Entries marked {rng.choice(FLAGS)} belong to another team: skip them and list their ids.\n\n"
+        f"## Fields\n\n| field | type |\n|---|---|\n{fields}\n"
+    )
 
 
 def generate_queries(skills: list[SyntheticSkill], count: int, seed: int = 0) -> list[Query]:

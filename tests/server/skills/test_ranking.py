@@ -1,0 +1,106 @@
+"""Ranking skills by whole-skill, summary and best-section evidence (server/skills/ranking.py)."""
+
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from skillstate.server.skills.graph import build_graph
+from skillstate.server.skills.library import SkillLibrary
+from skillstate.server.skills.package import load_package
+from skillstate.server.skills.ranking import PHRASE_FLOOR, SECTION_WEIGHT, fuse, pairs, phrase_share
+from skillstate.server.skills.text import terms
+
+
+def skill(name: str, description: str, body: str) -> SkillLibrary:
+    text = f"---\nname: {name}\ndescription: {description}\n---\n{body}"
+    return build_graph(load_package({f"{name}/SKILL.md": text.encode()}, name))
+
+
+LIBRARY = SkillLibrary()
+for graph in (
+    skill(
+        "invoice-approval",
+        "Approve supplier invoices against purchase orders.",
+        "# Invoice approval\n\nApprove invoices.\n\n## Matching\n\nMatch each invoice line to its purchase order.\n",
+    ),
+    skill(
+        "expense-reports",
+        "Review employee expense reports and receipts.",
+        "# Expense reports\n\nReview expenses.\n\n## Currency conversion for foreign receipts\n\n"
+        "Convert every foreign receipt to euros at the rate of the day it was paid, and keep the rate "
+        "source beside the amount.\n",
+    ),
+    skill(
+        "travel-booking",
+        "Book business travel within the travel policy.",
+        "# Travel booking\n\nBook trips.\n\n## Receipts\n\nKeep receipts for expense reports and invoices.\n",
+    ),
+):
+    LIBRARY.add(graph, version=1)
+
+
+def ranked(query: str) -> list[str]:
+    return list(LIBRARY.rank(terms(query), 10, 10).skills)
+
+
+def test_a_query_repeating_a_description_finds_its_skill() -> None:
+    assert ranked("Approve supplier invoices against purchase orders")[0] == "invoice-approval"
+    assert ranked("Review employee expense reports and receipts")[0] == "expense-reports"
+
+
+def test_a_query_naming_one_section_finds_the_skill_that_holds_it() -> None:
+    query = "convert foreign receipt to euros at the rate of the day it was paid"
+    assert ranked(query)[0] == "expense-reports"
+    sections = LIBRARY.rank(terms(query), 10, 10).sections
+    node = LIBRARY.graph(sections[0][0]).nodes[sections[0][1]]
+    assert node.title == "Currency conversion for foreign receipts"
+
+
+def test_one_matching_section_of_a_long_skill_outranks_a_short_skill_sharing_the_words() -> None:
+    """Whole-skill BM25 alone prefers the short skill (its words are dense there); the section evidence and
+    its phrase bonus find the long skill's one section that says what the query says."""
+    chores = "".join(f"## Chore {i}\n\nRotate the {w} keys and prune the {w} caches weekly.\n\n" for i, w in
+                     enumerate(("build", "lint", "docs", "deploy", "cache", "bench", "fuzz", "audit")))  # fmt: skip
+    library = SkillLibrary()
+    library.add(skill("release-notes", "Write release notes from changelog entries.",
+                      "# Release notes\n\nCollect changelog entries into release notes.\n"), version=1)  # fmt: skip
+    library.add(skill("monorepo-upkeep", "Keep a large monorepo healthy.", "# Monorepo upkeep\n\nUpkeep.\n\n"
+                      + chores + "## Nightly notes\n\nThe nightly job assembles release notes from each "
+                      "package's changelog entries.\n"), version=1)  # fmt: skip
+    query = terms("nightly job assembles release notes from changelog entries")
+    assert library.rank(query, 2, 5).skills[0] == "monorepo-upkeep"
+
+
+def test_skill_names_restrict_the_ranking() -> None:
+    only = frozenset({"travel-booking"})
+    ranking = LIBRARY.rank(terms("expense reports receipts"), 10, 10, only)
+    assert ranking.skills == ("travel-booking",) and {name for name, _ in ranking.sections} == {"travel-booking"}
+
+
+def test_phrase_share_counts_consecutive_pairs_over_at_least_the_floor() -> None:
+    query = pairs(terms("foreign receipt euros rate day paid"))  # five pairs
+    assert phrase_share(query, "Convert every foreign receipt to euros at the rate of the day it was paid") == 1.0
+    assert phrase_share(query, "a foreign receipt") == 1 / 5
+    assert phrase_share(query, "paid day rate euros receipt foreign") == 0.0  # the words, not the phrase
+    assert phrase_share(pairs(terms("foreign receipt")), "foreign receipt") == 1 / PHRASE_FLOOR
+    assert phrase_share(frozenset(), "anything") == 0.0
+
+
+evidence = st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0.01, 100.0), max_size=8)
+
+
+@given(evidence, evidence, evidence)
+def test_fuse_orders_skills_by_the_documented_sum_of_normalized_evidence(
+    whole: dict[str, float], summary: dict[str, float], section: dict[str, float]
+) -> None:
+    def share(scores: dict[str, float], name: str) -> float:
+        return scores.get(name, 0.0) / max(scores.values()) if scores else 0.0
+
+    order = fuse(whole, summary, section)
+    assert sorted(order) == sorted(whole.keys() | summary.keys() | section.keys())
+    totals = [share(whole, n) + share(summary, n) + SECTION_WEIGHT * share(section, n) for n in order]
+    assert all(a >= b or math.isclose(a, b) for a, b in pairwise(totals))
