@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from .graph import EdgeKind, SkillGraph
-from .library import NodeKey, SkillLibrary
+from .library import NodeKey, SkillLibrary, skill_terms
 from .macro_index import MacroIndex
 from .macros import Level
 from .render import MacroBlock, macro_block, render_context
@@ -282,7 +282,7 @@ def _whole_skill_bundle(
     """Greedy set cover of the anchors by whole skills, most anchors per token first; at least one skill."""
     bundle: dict[str, set[int]] = {}
     uncovered = set(coverable)
-    candidates = {s.name: (s, s.description_terms.union(*s.node_terms)) for s in map(library.get, ranked_skills) if s}
+    candidates = {s.name: (s, skill_terms(s)) for s in map(library.get, ranked_skills) if s}
     while candidates and (uncovered or not bundle):
         name = min(
             candidates,

@@ -30,8 +30,6 @@ class LibrarySkill:
     version: int
     node_tokens: tuple[int, ...]
     """Tokens of each node's text."""
-    node_terms: tuple[frozenset[str], ...]
-    description_terms: frozenset[str]
 
     @property
     def name(self) -> str:
@@ -89,7 +87,7 @@ class SkillLibrary:
         self._own()
         summary = terms(f"{graph.skill} {graph.description}")
         sections = [_node_terms(node) for node in graph.nodes]
-        skill = LibrarySkill(graph, version, node_tokens(graph), tuple(map(frozenset, sections)), frozenset(summary))
+        skill = LibrarySkill(graph, version, node_tokens(graph))
         self._skills[graph.skill] = skill
         self._skill_index.add(graph.skill, [*terms(graph.skill), *summary])
         self._whole_index.add(graph.skill, list(chain(summary, *sections)))
@@ -102,10 +100,12 @@ class SkillLibrary:
             return None
         self._own()
         skill = self._skills.pop(name)
-        self._skill_index.remove(name, skill.description_terms | frozenset(terms(name)))
-        self._whole_index.remove(name, skill.description_terms.union(terms(name), *skill.node_terms))
-        for node, node_terms in zip(skill.graph.nodes, skill.node_terms, strict=True):
-            self._section_index.remove((name, node.index), node_terms)
+        summary = set(terms(f"{name} {skill.graph.description}"))  # recomputed: keeping every section's
+        sections = [set(_node_terms(node)) for node in skill.graph.nodes]  # terms cost 1.6 GB at 100K skills
+        self._skill_index.remove(name, summary)
+        self._whole_index.remove(name, summary.union(*sections))
+        for node, section in zip(skill.graph.nodes, sections, strict=True):
+            self._section_index.remove((name, node.index), section)
         return skill
 
     def _own(self) -> None:
@@ -154,6 +154,12 @@ class SkillLibrary:
 def node_tokens(graph: SkillGraph) -> tuple[int, ...]:
     """Tokens of each node's text, by the tokenizer budgets are counted in."""
     return tuple(count_tokens(node.text) for node in graph.nodes)
+
+
+def skill_terms(skill: LibrarySkill) -> set[str]:
+    """Every term of a skill: name, description and sections."""
+    graph = skill.graph
+    return set(terms(f"{graph.skill} {graph.description}")).union(*map(_node_terms, graph.nodes))
 
 
 def _node_terms(node: SectionNode) -> list[str]:
