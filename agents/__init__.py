@@ -20,6 +20,7 @@ from .envs.driver import Driver
 from .envs.repo import RepoEnvironment
 from .envs.warehouse import WarehouseEnvironment
 from .llm import is_test_policy
+from .rezip import MacroFeedback
 from .runtime import Agent, Limits, Recorder, StepRecord
 from .scripted import SCRIPTED
 from .sim import ENVIRONMENT, SimConfig, SimResult, run_simulation
@@ -37,6 +38,7 @@ __all__ = [
     "Environment",
     "GroupChat",
     "Limits",
+    "MacroFeedback",
     "Memory",
     "Notice",
     "Outcome",

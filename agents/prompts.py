@@ -19,6 +19,14 @@ have exactly these two keys:
 "action": "<string: the exact command you want to execute>\""""
 
 
+EXPAND_HINT = """A block `[macro ID "name", ... expand it ...]` above is a routine several skills share, shown in \
+summary. If this step needs its full text, answer with only a JSON block ```json {"expand": "ID"} ``` (no \
+state_patch, no action): the text comes back with your observation, and you answer again."""
+"""What an agent with `--rezip` adds to its instructions when they show a macro below full (agents/rezip.py)."""
+EXPANDED_HEADER = "Expanded macro"
+"""Heads a macro's text the runtime expanded for the step: `Expanded macro m-...:` then the text."""
+
+
 def skill_state_prompt(instructions: str, state: Mapping[str, Any], observation: str) -> str:
     """Appendix A.4: the skill P, the state Σ and the latest observation O, nothing else."""
     return (

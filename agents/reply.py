@@ -77,6 +77,31 @@ def parse_reply(text: str) -> Reply:
     return Reply(value["state_patch"], value["action"].strip())
 
 
+EXPAND = "expand"
+
+
+def parse_expand(text: str) -> str | None:
+    """The macro id of a request to expand one (`--rezip`): a reply whose only JSON block (or bare object) is
+    exactly `{"expand": "<macro id>"}`; None for any other reply, which `parse_reply` then judges."""
+    blocks = _FENCED_JSON.findall(text) or [text.strip()]
+    if len(blocks) != 1:
+        return None
+    try:
+        value = json.loads(blocks[0])
+    except json.JSONDecodeError:
+        return None
+    if isinstance(value, dict) and isinstance(value.get(REASONING), str):
+        value = {k: v for k, v in value.items() if k != REASONING}  # constrained output: its reasoning first
+    if not isinstance(value, dict) or set(value) != {EXPAND} or not isinstance(value[EXPAND], str):
+        return None
+    return value[EXPAND].strip() or None
+
+
+def format_expand(reasoning: str, macro_id: str) -> str:
+    """A request to expand a macro in the format `parse_expand` reads (what the scripted test policy writes)."""
+    return f"{reasoning.strip()}\n\n```json\n{json.dumps({EXPAND: macro_id})}\n```"
+
+
 def format_reply(reasoning: str, state_patch: dict[str, Any], action: str) -> str:
     """A reply in the format `parse_reply` reads (what the scripted test policy writes)."""
     block = json.dumps({"state_patch": state_patch, "action": action}, separators=(", ", ": "))

@@ -9,6 +9,8 @@ Per step (one observation):
 - both are bounded (`Limits`); an agent out of retries submits no change and the action `Wait`, so that
   the environment moves on, and the step is recorded as given up.
 The agent finishes when it answers with the action `Finish`. Every model call is recorded (`StepRecord`).
+With `feedback` (`--rezip`, rezip.py) a reply may instead ask for a macro's full text, which comes back with
+the step's observation (bounded by `Limits.expansions`), and the episode's outcome goes to the registry at its end.
 Its observations and its writes go over one session, opened by `run` and ended when the agent finishes
 (transport.py; `transport="unary"` makes them unary calls instead, for comparison); Σ is read by unary calls.
 """
@@ -27,7 +29,8 @@ from skillstate.clients import ConflictError, State, StateClient, ValidationErro
 from .contexts import Context
 from .llm import Completion, complete
 from .prompts import render_observation
-from .reply import Reply, ReplyError
+from .reply import Reply, ReplyError, parse_expand
+from .rezip import MacroFeedback
 from .transport import SESSION, Link, Unary, check_transport, connect
 
 FINISH = "Finish"
@@ -41,6 +44,8 @@ class Limits:
     """Fresh reads after ABORTED before a step is given up."""
     invalid_retries: int = 3
     """New answers after a malformed reply or an INVALID_ARGUMENT patch before a step is given up."""
+    expansions: int = 3
+    """Macros a step may ask to expand (`--rezip`); a further request is answered as a malformed reply."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,8 @@ class StepRecord:
     completion_tokens: int
     outcome: str
     """`applied`, `conflict`, `invalid` (refused by the server), `malformed` (not in the format), `summary`
-    (a memory runtime's summarizing call), `abandoned` (the work was no longer the agent's when it answered:
+    (a memory runtime's summarizing call), `expand` (`--rezip`: the model asked for a macro's full text;
+    `action` is `expand <macro id>`), `abandoned` (the work was no longer the agent's when it answered:
     nothing submitted) or `gave_up` (out of retries: no change, action Wait)."""
     action: str | None = None
     patch: dict[str, Any] | None = None
@@ -103,12 +109,15 @@ class Agent:
         policy_options: Mapping[str, Any] | None = None,
         constrained: bool = False,
         transport: str = SESSION,
+        feedback: MacroFeedback | None = None,
     ) -> None:
         self.client = client
         self.execution_id = execution_id
         self.agent_id = agent_id
         self.skills = list(skills)
-        self.instructions = instructions
+        self.feedback = feedback
+        """ReZip's evidence from this agent (`--rezip`): macros it may expand, its outcome reported at the end."""
+        self.instructions = instructions if feedback is None else feedback.instructions(instructions)
         self.model = model
         self.context = context
         self.recorder = recorder
@@ -133,7 +142,13 @@ class Agent:
             async for observation in link.observations():
                 payload = _mapping(observation.payload)
                 if await self.step(render_observation(payload), final=bool(payload.get("done"))):
-                    return
+                    break
+        await self.report_outcome()
+
+    async def report_outcome(self) -> None:
+        """The episode is over: report its outcome to ReZip (`--rezip`; nothing otherwise)."""
+        if self.feedback is not None:
+            await self.feedback.report()
 
     @contextlib.asynccontextmanager
     async def connected(
@@ -158,6 +173,8 @@ class Agent:
         """One observation: ask, validate, submit (retrying as the limits allow). True when finished (the
         model said Finish, or this was the final observation)."""
         self.steps += 1
+        if self.feedback is not None:
+            self.feedback.begin_step(observation)
         await self._summarize_if_asked()
         answered = await self.answer(observation)
         if answered is None:
@@ -170,14 +187,24 @@ class Agent:
         step was given up (or, where `submission` says so, abandoned)."""
         conflicts = invalid = attempt = 0
         rejection: str | None = None
+        expanded: list[str] = []
         while True:
             attempt += 1
             state = await self.read_state()
-            shown = observation if rejection is None else f"{observation}\n{REJECTED} {rejection}"
+            shown = "\n\n".join([observation, *expanded])
+            shown = shown if rejection is None else f"{shown}\n{REJECTED} {rejection}"
             prompt = self.context.prompt(self.instructions, self._visible(state.state), shown)
             schema = self.context.response_schema if self.constrained else None
             completion = await complete(self.model, prompt, response_schema=schema, policy_options=self.policy_options)
             try:
+                if self.feedback is not None and (macro_id := parse_expand(completion.text)) is not None:
+                    if len(expanded) >= self.limits.expansions:
+                        raise ReplyError(f"no more expansions this step ({len(expanded)} given): answer with "
+                                         "`state_patch` and `action`")  # fmt: skip
+                    expanded.append(await self.feedback.expand(macro_id))
+                    self._record(completion, attempt, "expand", action=f"expand {macro_id}")
+                    rejection = None
+                    continue
                 reply = self.context.parse(completion.text)
             except ReplyError as error:
                 self._record(completion, attempt, "malformed", error=str(error))
@@ -242,6 +269,8 @@ class Agent:
         self.context.summarized(completion.text)
 
     async def _give_up(self) -> bool:
+        if self.feedback is not None:
+            self.feedback.gave_up()
         revision = (await self.read_state()).revision
         result = await self.link.submit({}, base_revision=revision, action=WAIT)
         self._record(Completion("", 0, 0), 0, "gave_up", action=WAIT, patch={}, revision=result.revision)

@@ -18,6 +18,10 @@ Faulty agents for concurrent simulations: `skillstate/stalls` never answers (a h
 but records every item it stores one shelf off (a state that is schema-valid and wrong). Options the
 runtime may pass (`policy_options`): `think_ms`, how long each call takes, as a hosted model's latency
 would, and `reply_words`, how many words of reasoning each answer gives (`sim --reply-words`).
+
+With `--rezip` (its prompt says how to expand a macro) it asks for a macro's full text, deterministically,
+when its step needs one its instructions show only in summary: the event names the macro (every word of
+its name, but a `step N` suffix), and the macro was not expanded for this step yet (`needed_macro`).
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ from typing import Any
 from .contexts import ACTION_FORMAT, STATEFUL_FORMAT, SUMMARY_REQUEST
 from .envs.warehouse import SHELVES, shelf_number
 from .policy_faults import inject_fault, lengthened, semantic_fault, shelf_off
-from .prompts import OBSERVATION_HEADER, STATE_HEADER
-from .reply import format_reply
+from .prompts import EXPAND_HINT, EXPANDED_HEADER, OBSERVATION_HEADER, STATE_HEADER
+from .reply import format_expand, format_reply
 
 PROVIDER = "skillstate"
 SCRIPTED = f"{PROVIDER}/scripted"
@@ -62,6 +66,9 @@ _ALERTS: tuple[tuple[re.Pattern[str], Callable[..., dict[str, Any]]], ...] = (
     (re.compile(r"Alert: the order for (item_\d+) was canceled"), lambda item: {}),
 )  # fmt: skip
 """What each warehouse alert (envs/recovery.py) says changed: the inventory patch that records it."""
+_MACRO_BLOCK = re.compile(r'\[macro (m-[0-9a-f]+) "([^"\n]*)", \d+ sections?(?:, (?:contract|outline))?; expand it')
+"""A macro block shown below full (server/skills/render.py): its id and name."""
+_STEP_SUFFIX = re.compile(r",? step \d+$")
 _CURRENT_STATE = re.compile(r"Current State:\n(\{.*?\n\})\n\nHistory:", re.DOTALL)
 _OCCUPIED = re.compile(r"(shelf_\d+) is occupied by (item_\d+)")
 
@@ -101,6 +108,23 @@ def read_prompt(prompt: str) -> View:
         else:
             inventory[match["summary"]] = match["summarized"]
     return View(inventory, observation, False)
+
+
+def needed_macro(prompt: str) -> str | None:
+    """The macro this step needs in full, if the prompt offers expansion (`--rezip`): the first macro its
+    instructions show only in summary whose name the step's event names, not expanded for this step yet."""
+    if EXPAND_HINT not in prompt:
+        return None
+    head, _, observation = prompt.rpartition(OBSERVATION_HEADER)
+    event = re.search(r"^Event: (.*)$", observation, re.MULTILINE)
+    if event is None:
+        return None
+    words = set(re.findall(r"[a-z0-9]+", event.group(1).lower()))
+    for macro_id, name in _MACRO_BLOCK.findall(head):
+        wanted = set(re.findall(r"[a-z0-9]+", _STEP_SUFFIX.sub("", name).lower()))
+        if wanted and wanted <= words and f"{EXPANDED_HEADER} {macro_id}:" not in observation:
+            return str(macro_id)
+    return None
 
 
 def warehouse_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
@@ -269,6 +293,9 @@ def answer(model: str, prompt: str, reply_words: int | None = None) -> str:
         features = ", ".join(f"{branch}={file}" for _, file, branch in _FEATURE.findall(prompt))
         features += (", " if features else "") + ", ".join(f"{b}={f}" for b, f in _FEATURE_PAIR.findall(prompt))
         return f"Inventory so far: {pairs or 'empty'}." + (f" Features: {features}." if features else "")
+    if (needed := needed_macro(prompt)) is not None:
+        reasoning = f"This step needs macro {needed}, which my instructions show only in summary: I ask for its text."
+        return format_expand(reasoning, needed)
     observation = prompt.rpartition(OBSERVATION_HEADER)[2]
     reasoning, patch, action = (repo_answer if _REPO_EVENT.search(observation) else warehouse_answer)(prompt)
     if reply_words is not None:

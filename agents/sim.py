@@ -4,6 +4,8 @@ of it, agents cooperate over one execution, and each runtime differs only in how
 `run_simulation(address, SimConfig(...))` registers the project's warehouse skills if the server lacks them,
 hydrates each agent's skill context P from the registry, creates the execution, and runs the agents against
 the environment driver. Results: score, tokens per call and per step, every model call (JSONL if asked).
+With `rezip` (the skillstate runtime only) the agents feed ReZip: they expand macros and report each
+episode's outcome (rezip.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .envs.base import Environment
 from .envs.driver import Driver
 from .envs.warehouse import SKILL_OF, WarehouseEnvironment, generate_events
 from .llm import count_tokens, is_test_policy
+from .rezip import MacroFeedback
 from .runtime import Agent, Limits, Recorder, StepRecord
 from .scripted import SCRIPTED, fault_rate
 from .transport import SESSION, check_transport
@@ -119,6 +122,9 @@ class SimConfig:
     told (None: never cut)."""
     transport: str = SESSION
     """How every agent reaches the server: one session each (`session`), or unary calls (`unary`)."""
+    rezip: bool = False
+    """The agents feed ReZip (rezip.py): they may expand macros and report each episode's outcome. Off by
+    default, and refused for the baselines: reports revise the library, and runtimes compared must see the same P."""
 
     def __post_init__(self) -> None:
         if self.env not in SETTINGS:
@@ -134,6 +140,9 @@ class SimConfig:
         if self.result_limit is not None and self.result_limit < 1:
             raise ValueError("result_limit must be at least 1 character")
         check_transport(self.transport)
+        if self.rezip and self.runtime != "skillstate":
+            raise ValueError(f"rezip: the {self.runtime} runtime is a baseline, which must see the same P as the "
+                             "runtime it is compared with: rezip runs the skillstate runtime only")  # fmt: skip
         if self.horizon < 1 or self.noise < 0:
             raise ValueError("horizon must be at least 1 and noise at least 0")
         if is_test_policy(self.model):
@@ -159,6 +168,8 @@ class SimResult:
     state_drift: list[str] | None = None
     """Where Σ and the world's ground truth disagree at the end (JSON Pointers; None for a runtime that keeps no
     Σ): the errors that leaked past validation and rollback."""
+    rezip: dict[str, Any] | None = None
+    """With `rezip`: the macros each agent expanded, the reports' revisions and any report refused."""
 
     @property
     def calls(self) -> int:
@@ -213,6 +224,7 @@ class SimResult:
             }
             | ({"recovery": self.recovery} if self.recovery else {})
             | {"state_drift": self.state_drift}
+            | ({"rezip": self.rezip} if self.rezip is not None else {})
             | ({"env": self.config.env})
         )
 
@@ -248,10 +260,14 @@ async def run_simulation(
         agents = []
         for agent_id, skills in team.items():
             names = (skills,) if isinstance(skills, str) else tuple(skills)
-            instructions, reads = await skill_context(registry, names, config.context_budget)
-            own = client
+            instructions, reads, hydrations = await hydrated_context(registry, names, config.context_budget)
+            own, own_registry = client, registry
             if agent_id in tokens:
                 own = await stack.enter_async_context(StateClient(address, token=tokens[agent_id], tls=tls))
+                if config.rezip:  # Expand and ReportOutcome as the agent too
+                    own_registry = await stack.enter_async_context(
+                        SkillRegistryClient(address, token=tokens[agent_id], tls=tls)
+                    )
             agents.append(
                 Agent(
                     own,
@@ -267,6 +283,7 @@ async def run_simulation(
                     policy_options={"reply_words": config.reply_words} if config.reply_words else None,
                     constrained=config.constrained,
                     transport=config.transport,
+                    feedback=MacroFeedback(own_registry, hydrations) if config.rezip else None,
                 )
             )
         running = [asyncio.create_task(agent.run(), name=f"agent-{agent.agent_id}") for agent in agents]
@@ -301,7 +318,21 @@ async def run_simulation(
         environment.snapshot(),
         _recovery(environment),
         state_drift(final.state, environment.snapshot()) if writes_state else None,
+        _rezip(agents) if config.rezip else None,
     )
+
+
+def _rezip(agents: list[Agent]) -> dict[str, Any]:
+    """What the agents told ReZip: per agent, the macros expanded and failed; the revisions; the hydrations
+    reported, and the reports refused."""
+    feedback = {agent.agent_id: agent.feedback for agent in agents if agent.feedback is not None}
+    return {
+        "expanded": {agent: sorted(set().union(*f.expanded.values())) for agent, f in feedback.items()},
+        "failed": {agent: sorted(set().union(*f.failed.values())) for agent, f in feedback.items()},
+        "revisions": [[r.macro_id, r.level] for f in feedback.values() for r in f.revisions],
+        "reported": [hydration for f in feedback.values() for hydration in f.reported],
+        "errors": [error for f in feedback.values() for error in f.errors],
+    }
 
 
 def _recovery(environment: Environment) -> dict[str, Any] | None:
@@ -366,7 +397,15 @@ async def skill_context(
     its state always in it (below), joined; and the top-level state keys its skills declare they read
     (`metadata: state-reads: a, b`), or None (the whole state) when any of them declares nothing. Every
     runtime gets this same P."""
-    parts, reads = [], {}
+    instructions, reads, _ = await hydrated_context(registry, skills, budget)
+    return instructions, reads
+
+
+async def hydrated_context(
+    registry: SkillRegistryClient, skills: tuple[str, ...], budget: int
+) -> tuple[str, tuple[str, ...] | None, list[Hydrated]]:
+    """`skill_context`, and the hydrations P was made of (what Expand and ReportOutcome refer to)."""
+    parts, reads, hydrations = [], {}, []
     declared_by_all = True
     for name in skills:
         skill = await registry.get_skill(name)
@@ -376,7 +415,8 @@ async def skill_context(
         parts.append("\n\n".join([hydrated.context, *state_definition(skill, hydrated, keys)]))
         declared_by_all = declared_by_all and declared is not None
         reads.update(dict.fromkeys(keys))
-    return "\n\n".join(parts), tuple(reads) if declared_by_all else None
+        hydrations.append(hydrated)
+    return "\n\n".join(parts), tuple(reads) if declared_by_all else None, hydrations
 
 
 def state_definition(skill: Skill, hydrated: Hydrated, keys: list[str]) -> list[str]:

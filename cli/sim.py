@@ -65,6 +65,10 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="a state-recovery scenario, the world changed outside the agents' actions (repo: force-push, "
         "flaky-ci, pr-closed; warehouse: secret-audit, secret-barcode, secret-move, canceled-order)",
     )
+    sim.add_argument("--rezip", action="store_true",
+                     help="the agents feed ReZip: they may expand a macro their P shows in summary, and report each "
+                     "run's outcome, which may revise the library's macros; skillstate runtime only, since the "
+                     "baselines must see the same P (default: off)")  # fmt: skip
     _common(sim, out="sim-results")
     team.add_arguments(sim)
 
@@ -120,7 +124,13 @@ async def run(args: argparse.Namespace) -> int:
         connection = _connection(args)
     except (OSError, ValueError) as error:
         raise UsageError(str(error)) from None
+    rezip = getattr(args, "rezip", False)
+    if rezip and runtimes != ["skillstate"]:
+        raise UsageError("--rezip: reports revise the library's macros, and the baselines must see the same P as "
+                         "skillstate: run --rezip with --runtime skillstate alone")  # fmt: skip
     if args.command == "sim" and args.agents_per_skill:
+        if rezip:
+            raise UsageError("--rezip: agents at once (--agents-per-skill) do not report to ReZip yet")
         if env != "warehouse":
             raise UsageError("--agents-per-skill: only the warehouse runs on a clock so far")
         if len(horizons) > 1 or seeds > 1:
@@ -138,7 +148,7 @@ async def run(args: argparse.Namespace) -> int:
                                              scenario=scenario, result_limit=args.result_limit,
                                              reply_words=getattr(args, "reply_words", None),
                                              constrained=getattr(args, "constrained", False),
-                                             transport=args.transport))  # fmt: skip
+                                             transport=args.transport, rezip=rezip))  # fmt: skip
                 except ValueError as error:
                     raise UsageError(str(error)) from None
     results: list[SimResult] = []

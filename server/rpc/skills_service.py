@@ -79,7 +79,7 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
         self._metrics.hydrated(time.perf_counter() - started)
         sections = [
             pb.HydratedSection(skill=name, index=index, title=title, role=role)
-            for name, index, title, role in self._registry.hydrated_sections(hydration.hydration_id)
+            for name, index, title, role in self._registry.hydrated_sections(hydration)
         ]
         coverage = hydration.coverage
         return pb.HydrateResponse(

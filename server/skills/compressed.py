@@ -93,12 +93,15 @@ def library_stats(compression: Compression, graphs: Iterable[SkillGraph]) -> Lib
         sections += len(graph.nodes)
         compressed = compress_skill(compression, graph)
         kept = {(e.source, e.target, e.kind, e.label) for e in _kept_edges(compressed, macros)}
+        verifiers: dict[int, set[int]] = {}  # read from the edges: the graph's edge tables stay unmade
         for edge in graph.edges:
             if edge.kind in DEPENDENCIES:
                 dependencies += 1
                 kept_dependencies += (edge.source, edge.target, edge.kind, edge.label) in kept
+            elif edge.kind is EdgeKind.VERIFIES:
+                verifiers.setdefault(edge.source, set()).add(edge.target)
         for node in graph.nodes:
-            targets = set(graph.successors(node.index, EdgeKind.VERIFIES))
+            targets = verifiers.get(node.index)
             if node.contract.state_changing and targets:
                 verified += 1
                 kept_verified += any((node.index, t, EdgeKind.VERIFIES, "") in kept for t in targets)

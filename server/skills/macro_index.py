@@ -11,7 +11,7 @@ skill drops its occurrences; a macro left with one occurrence is retired and its
 again. Execution evidence (ReportOutcome) raises a macro's default rendering level, then splits or retires it.
 
 `MacroIndex.fork` gives a writer an index of its own to maintain while readers keep the one they hold: the
-two share every graph, run, text and macro, and each bucket and key set until one of them changes it.
+two share every graph, text and macro, and each bucket and key set until one of them changes it.
 """
 
 from __future__ import annotations
@@ -22,14 +22,25 @@ from dataclasses import dataclass, replace
 
 from .bulk import fewer_collections, settle_long_lived
 from .graph import SkillGraph
-from .macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Compression, Key, Level, Macro, Occurrence
-from .motif_discovery import SIMILARITY, Run, SkillText, find_macros, jaccard, ports_of, runs_of, verifiable_nodes
+from .macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Compression, Key, Level, Macro, Occurrence, Port
+from .motif_discovery import (
+    SIMILARITY,
+    Run,
+    RunShapes,
+    SkillText,
+    find_macros,
+    jaccard,
+    run_key,
+    runs_of,
+    verifiable_nodes,
+)
 from .text import terms
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """What executions reported about one macro since it was last revised."""
+    """What executions reported about one macro key since it was last revised. Evidence is counted per key,
+    as revisions are: the macros of one key (one routine's shape, in clusters of differing text) share it."""
 
     uses: int = 0
     expansions: int = 0
@@ -62,8 +73,13 @@ class MacroIndex:
     def _reset(self) -> None:
         self._graphs: dict[str, SkillGraph] = {}
         self._tokens: dict[str, tuple[int, ...]] = {}
-        self._runs: dict[str, list[Run]] = {}
-        self._buckets: dict[Key, dict[Occurrence, Run]] = {}
+        self._buckets: dict[Key, dict[Occurrence, frozenset[Port]]] = {}
+        """key -> the runs of that key that may sit in a macro (`verifiable_nodes`), with their ports. A run's
+        tokens are its nodes', and a skill's runs are found again when it is removed: a run object per run
+        took most of the index's memory (the runs are about 2.7 per section node)."""
+        self._unsorted: set[Key] = set()
+        """Buckets whose runs are not in occurrence order (a skill added after one that sorts later): sorted
+        when read. A rebuild files every run in order."""
         self._macros: dict[str, Macro] = {}
         self._macros_by_key: dict[Key, set[str]] = {}
         self._holder: dict[tuple[str, int], tuple[str, Occurrence]] = {}
@@ -71,9 +87,8 @@ class MacroIndex:
         self._texts: dict[str, SkillText] = {}
         """Each skill's hashed word 3-grams: a run's shingles are a slice of them (sets of shingles per run
         took most of the index's memory)."""
-        self._verifiable: dict[str, tuple[bool, ...]] = {}
-        """Per skill, whether each node may sit in a macro on its own (see `verifiable`)."""
-        self.evidence: dict[str, Evidence] = {}
+        self.evidence: dict[Key, Evidence] = {}
+        """By macro key; dropped with the key's last macro, and kept by a store (`restore_evidence`)."""
         self._shared_tables = self._shared_evidence = False
         """Whether the tables above (and, apart, the evidence) may be shared with a fork: copied before this
         index writes them."""
@@ -81,6 +96,8 @@ class MacroIndex:
         self._own_key_sets: set[Key] = set()
         """The buckets and key sets this index made or copied since it last forked: the others may be shared
         with a fork, and are copied before this index changes them."""
+        self._own_every_bucket = False
+        """Whether this index made every bucket it has (a rebuild does): then none is shared with a fork."""
         self._copied_buckets = False
 
     def fork(self) -> MacroIndex:
@@ -91,16 +108,29 @@ class MacroIndex:
         other = copy.copy(self)
         for index in (self, other):
             index._shared_tables = index._shared_evidence = True
-            index._own_buckets, index._own_key_sets = set(), set()
+            index._own_buckets, index._own_key_sets, index._own_every_bucket = set(), set(), False
         return other
 
     def rebuild(self, graphs: Iterable[SkillGraph], node_tokens: dict[str, tuple[int, ...]]) -> None:
         """Full MotifZip: forget the macros (not the revisions) and compress the given library from scratch."""
         self.revised = dict(self.revised)  # its own from now on, like the tables _reset makes
         self._reset()
+        settle_long_lived()  # the library's graphs, out of the reach of the full collections the build triggers
         with fewer_collections():
+            shapes = RunShapes()
+            buckets: list[dict[Occurrence, frozenset[Port]]] = []
+            """key number (`shapes.keys`) -> its bucket"""
             for graph in sorted(graphs, key=lambda g: g.skill):
-                self._index(graph, node_tokens[graph.skill])
+                skill, node_terms = graph.skill, [terms(node.text) for node in graph.nodes]
+                self._graphs[skill], self._tokens[skill] = graph, node_tokens[skill]
+                self._texts[skill] = SkillText.of(node_terms)
+                verifiable = verifiable_nodes(graph)
+                for start, length, key, ports in shapes.of_skill(graph, node_terms):
+                    if all(verifiable[start : start + length]):
+                        for known in range(len(buckets), key + 1):
+                            buckets.append(self._buckets.setdefault(shapes.keys[known], {}))
+                        buckets[key][Occurrence(skill, start, length)] = ports
+            self._own_every_bucket = True
             self._promote(self._buckets)
 
     def add(self, graph: SkillGraph, tokens: tuple[int, ...]) -> None:
@@ -108,9 +138,8 @@ class MacroIndex:
         self._own_tables()
         if graph.skill in self._graphs:
             self.remove(graph.skill)
-        self._index(graph, tokens)
-        runs = sorted(self._runs[graph.skill], key=lambda r: (-r.tokens, r.occurrence))
-        for run in runs:
+        runs, bucketed = self._index(graph, tokens)
+        for run in sorted(bucketed, key=lambda r: (-r.tokens, r.occurrence)):
             self._assimilate(run)
         self._promote({run.key for run in runs})
 
@@ -126,11 +155,14 @@ class MacroIndex:
             macro = self._macros[macro_id]
             self._set_occurrences(macro, tuple(o for o in macro.occurrences if o.skill != skill))
             freed.add(macro.key)
-        for run in self._runs.pop(skill):
-            del self._bucket(run.key)[run.occurrence]
+        for run in self._runs(graph)[1]:
+            bucket = self._bucket(run.key)
+            del bucket[run.occurrence]
+            if not bucket:
+                del self._buckets[run.key]
+                self._own_buckets.discard(run.key)
         del self._tokens[skill]
         del self._texts[skill]
-        del self._verifiable[skill]
         self._promote({key for key in freed if key in self._buckets})
 
     def macro(self, macro_id: str) -> Macro | None:
@@ -149,54 +181,94 @@ class MacroIndex:
         return Compression(macros, raw, raw - covered + dictionary)
 
     def report(self, macro_id: str, *, expanded: bool, verifier_failed: bool) -> None:
-        """Record one use of a macro in an execution; revise it when the evidence says it is risky (the
-        revision is recorded in `revised` under the macro's key)."""
+        """Record one use of a macro in an execution (as `report_key`, for its key)."""
         macro = self._macros.get(macro_id)
-        if macro is None:
-            return
+        if macro is not None:
+            self.report_key(macro.key, expanded=expanded, verifier_failed=verifier_failed)
+
+    def report_key(self, key: Key, *, expanded: bool, verifier_failed: bool) -> bool:
+        """Record one use of a macro key's macros in an execution; revise them when the evidence says they
+        are risky: all of them take the higher level, or are split. True when they were revised (the revision
+        is recorded in `revised[key]`); nothing is counted for a key that has no macro."""
+        ids = sorted(self._macros_by_key.get(key, ()))
+        if not ids:
+            return False
+        level = max(self._macros[macro_id].default_level for macro_id in ids)
         self._own_evidence()
-        seen = self.evidence.get(macro_id, Evidence())
-        evidence = self.evidence[macro_id] = Evidence(
+        seen = self.evidence.get(key, Evidence())
+        evidence = self.evidence[key] = Evidence(
             seen.uses + 1, seen.expansions + expanded, seen.verifier_failures + verifier_failed
         )
-        if macro.default_level < Level.FULL and (
+        if level < Level.FULL and (
             evidence.verifier_failures
             or (evidence.uses >= MIN_EVIDENCE and evidence.expansions >= EXPANSION_SHARE * evidence.uses)
         ):
             self._own_tables()
-            self._macros[macro_id] = replace(macro, default_level=Level(macro.default_level + 1))
-            self.revised[macro.key] = self._macros[macro_id].default_level
-            self.evidence[macro_id] = Evidence()
-        elif macro.default_level == Level.FULL and evidence.verifier_failures >= FAILURES_TO_SPLIT:
+            raised = self.revised[key] = Level(level + 1)
+            for macro_id in ids:
+                self._macros[macro_id] = replace(self._macros[macro_id], default_level=raised)
+            del self.evidence[key]
+            return True
+        if level == Level.FULL and evidence.verifier_failures >= FAILURES_TO_SPLIT:
             self._own_tables()
-            self.revised[macro.key] = None
-            self._set_occurrences(macro, ())
-            if macro.prototype.length > 1:  # split: its single sections may form smaller macros
-                self._promote({run.key for o in macro.occurrences for run in self._runs[o.skill]
-                               if run.occurrence.length == 1 and run.occurrence.start in o.nodes})  # fmt: skip
+            self.revised[key] = None
+            macros = [self._macros[macro_id] for macro_id in ids]
+            for macro in macros:
+                self._set_occurrences(macro, ())
+            singles = {  # split: the single sections of a longer macro may form smaller macros
+                run_key(self._graphs[o.skill], Occurrence(o.skill, i, 1))
+                for m in macros
+                if m.prototype.length > 1
+                for o in m.occurrences
+                for i in o.nodes
+            }
+            self._promote(singles)
+            return True
+        return False
+
+    def restore_evidence(self, evidence: dict[Key, Evidence]) -> list[Key]:
+        """Take up evidence a store kept (after a rebuild); returns the keys left out, which have no macro."""
+        self._own_evidence()
+        self.evidence = {key: counts for key, counts in evidence.items() if self._macros_by_key.get(key)}
+        return sorted(key for key in evidence if key not in self.evidence)
 
     # -- internals ----------------------------------------------------------------------------------------
 
-    def _index(self, graph: SkillGraph, tokens: tuple[int, ...]) -> None:
+    def _index(self, graph: SkillGraph, tokens: tuple[int, ...]) -> tuple[list[Run], list[Run]]:
+        """File a skill's runs in their buckets; returns its runs and those bucketed (see `_runs`)."""
         self._graphs[graph.skill] = graph
         self._tokens[graph.skill] = tokens
         node_terms = [terms(node.text) for node in graph.nodes]
         self._texts[graph.skill] = SkillText.of(node_terms)
-        self._verifiable[graph.skill] = verifiable_nodes(graph)
-        self._runs[graph.skill] = list(runs_of(graph, tokens, node_terms))
-        for run in self._runs[graph.skill]:
-            self._bucket(run.key)[run.occurrence] = run
+        runs, bucketed = self._runs(graph, node_terms)
+        for run in bucketed:
+            bucket = self._bucket(run.key)
+            if bucket and next(reversed(bucket)) > run.occurrence:
+                self._unsorted.add(run.key)
+            bucket[run.occurrence] = run.ports
         if self._copied_buckets:  # as long-lived as the tables: see _own_tables
             self._copied_buckets = False
             settle_long_lived()
+        return runs, bucketed
+
+    def _runs(self, graph: SkillGraph, node_terms: list[list[str]] | None = None) -> tuple[list[Run], list[Run]]:
+        """A skill's runs, and those that may sit in a macro (all their nodes verifiable): only these are
+        bucketed, as no other is ever compared."""
+        if node_terms is None:
+            node_terms = [terms(node.text) for node in graph.nodes]
+        runs = runs_of(graph, self._tokens[graph.skill], node_terms)
+        verifiable = verifiable_nodes(graph)
+        if all(verifiable):
+            return runs, runs
+        return runs, [run for run in runs if all(verifiable[i] for i in run.occurrence.nodes)]
 
     def _own_tables(self) -> None:
         self._own_evidence()
         if self._shared_tables:
             self.revised, self._graphs, self._tokens = dict(self.revised), dict(self._graphs), dict(self._tokens)
-            self._runs, self._buckets, self._macros = dict(self._runs), dict(self._buckets), dict(self._macros)
+            self._buckets, self._macros = dict(self._buckets), dict(self._macros)
             self._macros_by_key, self._holder = dict(self._macros_by_key), dict(self._holder)
-            self._texts, self._verifiable, self._shared_tables = dict(self._texts), dict(self._verifiable), False
+            self._texts, self._unsorted, self._shared_tables = dict(self._texts), set(self._unsorted), False
             # the copies are as long-lived as the library: out of the collector's reach at once, or each young
             # collection the maintenance triggers walks their entries until they age (82 ms stalls at 10K)
             settle_long_lived()
@@ -205,10 +277,10 @@ class MacroIndex:
         if self._shared_evidence:
             self.evidence, self._shared_evidence = dict(self.evidence), False
 
-    def _bucket(self, key: Key) -> dict[Occurrence, Run]:
+    def _bucket(self, key: Key) -> dict[Occurrence, frozenset[Port]]:
         """A bucket to change: made, or copied if a fork may share it."""
         bucket = self._buckets.get(key)
-        if bucket is None or key not in self._own_buckets:
+        if bucket is None or not (self._own_every_bucket or key in self._own_buckets):
             self._copied_buckets |= bucket is not None
             bucket = self._buckets[key] = {} if bucket is None else dict(bucket)
             self._own_buckets.add(key)
@@ -223,19 +295,14 @@ class MacroIndex:
         return ids
 
     def _shingles_of(self, occurrence: Occurrence) -> frozenset[int]:
-        return self._texts[occurrence.skill].shingles(occurrence.nodes)
-
-    def _is_verifiable(self, occurrence: Occurrence) -> bool:
-        flags = self._verifiable[occurrence.skill]
-        return all(flags[i] for i in occurrence.nodes)
+        return self._texts[occurrence.skill].shingles(occurrence.start, occurrence.start + occurrence.length)
 
     def _free(self, occurrence: Occurrence) -> bool:
         return not any((occurrence.skill, i) in self._holder for i in occurrence.nodes)
 
     def _assimilate(self, run: Run) -> None:
-        """Join the run to a compatible macro, if one matches it."""
+        """Join the run (a bucketed one) to a compatible macro, if one matches it."""
         occurrence = run.occurrence
-        graph = self._graphs[occurrence.skill]
         if self._banned(run.key):
             return
         for macro_id in sorted(self._macros_by_key.get(run.key, ())):
@@ -243,8 +310,7 @@ class MacroIndex:
             if not self._free(occurrence) or any(o.skill == occurrence.skill for o in macro.occurrences):
                 continue
             if (
-                self._is_verifiable(occurrence)
-                and ports_of(graph, occurrence.nodes) == macro.ports
+                run.ports == macro.ports
                 and jaccard(self._shingles_of(occurrence), self._shingles_of(macro.prototype)) >= SIMILARITY
             ):
                 self._set_occurrences(macro, (*macro.occurrences, occurrence))
@@ -256,23 +322,39 @@ class MacroIndex:
     def _promote(self, keys: Iterable[Key]) -> None:
         """Macros from residual runs in these buckets, chosen greedily by gain, never overlapping."""
         candidates: list[Macro] = []
+        tokens = self._tokens
         for key in sorted(keys):
             bucket = self._buckets.get(key, {})
             if len(bucket) < MIN_OCCURRENCES or self._banned(key):
                 continue
             free = [
-                run
-                for occurrence, run in sorted(bucket.items())
-                if self._free(occurrence) and self._is_verifiable(occurrence)
+                Run(o, key, sum(tokens[o.skill][o.start : o.start + o.length]), ports)
+                for o, ports in (sorted(bucket.items()) if key in self._unsorted else bucket.items())
+                if not self._holder or self._free(o)
             ]
-            candidates += find_macros(self._graphs, free, self._shingles_of)
+            candidates += find_macros(self._graphs, free, self._texts)
+        claimed: dict[str, int] | None = None if self._holder else {}
+        """When nothing was held before (a rebuild): the nodes claimed here, per skill, as bits (the node
+        holders' table is large, and asked once a node)."""
         for candidate in sorted(candidates, key=lambda m: (-m.gain, m.macro_id)):
-            occurrences = tuple(o for o in candidate.occurrences if self._free(o))
-            if len(occurrences) >= MIN_OCCURRENCES and _gain(self._tokens, occurrences) > 0:
+            if claimed is None:
+                occurrences = tuple(o for o in candidate.occurrences if self._free(o))
+            else:
+                occurrences = tuple(
+                    o for o in candidate.occurrences if not claimed.get(o.skill, 0) >> o.start & (1 << o.length) - 1
+                )
+            whole = len(occurrences) == len(candidate.occurrences)  # all still free: its prototype, name and gain stand
+            if len(occurrences) >= MIN_OCCURRENCES and (whole or _gain(self._tokens, occurrences) > 0):
                 candidate = replace(candidate, default_level=self.revised.get(candidate.key) or Level.CONTRACT)
                 self._macros[candidate.macro_id] = candidate
                 self._key_set(candidate.key).add(candidate.macro_id)
-                self._set_occurrences(candidate, occurrences)
+                if whole:
+                    self._claim(candidate)
+                else:
+                    self._set_occurrences(candidate, occurrences)
+                if claimed is not None:
+                    for o in occurrences:
+                        claimed[o.skill] = claimed.get(o.skill, 0) | (1 << o.length) - 1 << o.start
 
     def _set_occurrences(self, macro: Macro, occurrences: tuple[Occurrence, ...]) -> None:
         """Give a macro these occurrences (claiming their nodes), or retire it when they are fewer than
@@ -285,19 +367,25 @@ class MacroIndex:
             self._macros.pop(macro.macro_id, None)
             if macro.key in self._macros_by_key:
                 self._key_set(macro.key).discard(macro.macro_id)
-            self.evidence.pop(macro.macro_id, None)
+            if not self._macros_by_key.get(macro.key):
+                self.evidence.pop(macro.key, None)
             return
         occurrences = tuple(sorted(occurrences))
         tokens = [sum(self._tokens[o.skill][i] for i in o.nodes) for o in occurrences]
         prototype_tokens, prototype = min(zip(tokens, occurrences, strict=True))
         name = self._graphs[prototype.skill].nodes[prototype.start].title
         gain = _gain(self._tokens, occurrences)
-        self._macros[macro.macro_id] = replace(
+        self._macros[macro.macro_id] = macro = replace(
             macro, name=name, occurrences=occurrences, prototype=prototype, prototype_tokens=prototype_tokens, gain=gain
         )
-        for o in occurrences:
+        self._claim(macro)
+
+    def _claim(self, macro: Macro) -> None:
+        """Mark the macro's occurrences' nodes as held by it."""
+        for o in macro.occurrences:
+            held = (macro.macro_id, o)
             for i in o.nodes:
-                self._holder[(o.skill, i)] = (macro.macro_id, o)
+                self._holder[(o.skill, i)] = held
 
 
 def _gain(tokens: dict[str, tuple[int, ...]], occurrences: tuple[Occurrence, ...]) -> int:

@@ -36,8 +36,10 @@ class Level(IntEnum):
     FULL = 4
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Occurrence:
+class Occurrence(NamedTuple):
+    """Consecutive nodes of one skill. A tuple: an index hashes and orders millions of them, in C (its repr
+    is a dataclass's, which macro ids are digests of)."""
+
     skill: str
     start: int
     length: int

@@ -13,6 +13,10 @@ A group becomes a candidate macro only if
 - its description-length gain is positive: the tokens its occurrences take minus the prototype's and one
   reference per occurrence.
 Which candidates become macros, and keeping them current, is macro_index.py's concern.
+
+Everything here is computed from a graph's nodes and edges alone: the graph's own per-node edge tables
+(`SkillGraph.reach`, `edges_from`) are left unmade, as they would stay with every graph of the library
+(about 15 KB a skill).
 """
 
 from __future__ import annotations
@@ -21,10 +25,15 @@ import hashlib
 import re
 import zlib
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
+from typing import NamedTuple
 
+import numpy as np
+
+from .contracts import Contract
 from .graph import EdgeKind, SectionNode, SkillGraph
 from .macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Key, Macro, Occurrence, Port
 from .text import terms
@@ -38,76 +47,173 @@ MAX_POSTING = 64
 """Clusters a sketch shingle is looked up in: its most recent ones (boilerplate is shared by many)."""
 
 _STEP_TITLE = re.compile(r", step \d+$")
+_DIGITS = re.compile(r"[0-9]+")
 
 
-@dataclass(frozen=True)
-class Run:
-    """A run of consecutive nodes of one skill, keyed by its typed signature and inner edge pattern."""
+class Run(NamedTuple):
+    """A run of consecutive nodes of one skill: its typed signature and inner edge pattern (`key`), its
+    tokens and the ports through which edges cross its boundary."""
 
     occurrence: Occurrence
     key: Key
     tokens: int
+    ports: frozenset[Port]
 
 
-def runs_of(graph: SkillGraph, tokens: tuple[int, ...], node_terms: list[list[str]]) -> Iterator[Run]:
-    nodes = graph.nodes
-    signatures = [_node_signature(node, words) for node, words in zip(nodes, node_terms, strict=True)]
-    io_kinds = [_io_kinds(graph, i) for i in range(len(nodes))]
-    outgoing = [[(e.target, e.kind.value, e.label) for e in graph.edges_from(i)] for i in range(len(nodes))]
-    for start in range(1, len(nodes)):  # node 0 is the skill's own intent: never shared
-        for length in range(1, min(MAX_RUN, len(nodes) - start) + 1):
-            inside = range(start, start + length)
-            stop = start + length
-            pattern = tuple(
-                sorted(
-                    (i - start, target - start, kind, label)
-                    for i in inside
-                    for target, kind, label in outgoing[i]
-                    if start <= target < stop
-                )
-            )
-            key = (tuple(signatures[i] for i in inside), tuple(io_kinds[i] for i in inside), pattern)
-            yield Run(Occurrence(graph.skill, start, length), key, sum(tokens[i] for i in inside))
+def runs_of(graph: SkillGraph, tokens: tuple[int, ...], node_terms: list[list[str]]) -> list[Run]:
+    """Every run of the skill but those holding its intent (node 0, never shared), in (start, length)
+    order. (A bulk build uses one RunShapes for all its skills.)"""
+    shapes = RunShapes()
+    return [
+        Run(Occurrence(graph.skill, start, length), shapes.keys[key], sum(tokens[start : start + length]), ports)
+        for start, length, key, ports in shapes.of_skill(graph, node_terms)
+    ]
 
 
-def find_macros(
-    graphs: Mapping[str, SkillGraph],
-    runs: list[Run],
-    shingles: Callable[[Occurrence], frozenset[int]],
-) -> Iterator[Macro]:
-    """Candidate macros among runs of one key (verifiable ones: see `verifiable`): similar texts, equal
-    ports, one occurrence per skill, positive gain. A run joins the first cluster whose representative it resembles;
-    only the MAX_COMPARED clusters whose min-hash sketches share most with the run's are compared (texts with
-    Jaccard >= 0.5 share a sketch shingle with probability >= 94%), so a bucket of n runs costs O(n)."""
+def run_key(graph: SkillGraph, occurrence: Occurrence) -> Key:
+    """The key `runs_of` gives one run."""
+    shapes = RunShapes()
+    runs = shapes.of_skill(graph, [terms(node.text) for node in graph.nodes])
+    return shapes.keys[next(key for start, length, key, _ in runs if (start, length) == occurrence[1:])]
+
+
+Row = tuple[str, tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[int, str, str], ...]]
+"""What a node brings to the key of a run holding it: its signature, its input and output kinds, and its
+edges to nodes a run may hold with it ((target - node, kind, label), in key order)."""
+
+
+class RunShapes:
+    """The keys and ports of runs, each made once: a run's key follows from its nodes' rows (`Row`) and its
+    ports from its nodes' reach (`_REACH_BITS`), and runs repeat both. A bulk build keeps one for all skills."""
+
+    def __init__(self) -> None:
+        self.keys: list[Key] = []
+        """key number -> key"""
+        self._rows: dict[Row, int] = {}
+        """row -> its number"""
+        self._row_list: list[Row] = []
+        self._keys: dict[tuple[int, ...], int] = {}
+        """row numbers of a run -> its key number"""
+        self._ports: dict[tuple[int, ...], frozenset[Port]] = {}
+        """reach of a run's nodes -> its ports"""
+
+    def of_skill(self, graph: SkillGraph, node_terms: list[list[str]]) -> list[tuple[int, int, int, frozenset[Port]]]:
+        """(start, length, key number, ports) of every run of the skill but those holding node 0, in order."""
+        rows, reach = self._rows_of(graph, node_terms)
+        found, count = [], len(rows)
+        for start in range(1, count):
+            for stop in range(start + 1, min(start + MAX_RUN, count) + 1):
+                run = tuple(rows[start:stop])
+                key = self._keys.get(run)
+                if key is None:
+                    key = self._keys[run] = self._key(run)
+                spans = tuple(reach[start:stop])
+                ports = self._ports.get(spans)
+                if ports is None:
+                    ports = self._ports[spans] = _ports_of_reach(spans)
+                found.append((start, stop - start, key, ports))
+        return found
+
+    def _rows_of(self, graph: SkillGraph, node_terms: list[list[str]]) -> tuple[list[int], list[int]]:
+        """Each node's row number and reach."""
+        nodes = graph.nodes
+        near: list[list[tuple[int, str, str]]] = [[] for _ in nodes]
+        reach = [0] * len(nodes)
+        for edge in graph.edges:
+            source, target = edge.source, edge.target
+            outward, inward, kind = _REACH[edge.kind]
+            step = target - source
+            if -MAX_RUN < step < MAX_RUN:
+                near[source].append((step, kind, edge.label))
+            step = step if -MAX_RUN <= step <= MAX_RUN else (MAX_RUN if step > 0 else -MAX_RUN)
+            reach[source] |= outward[step]
+            reach[target] |= inward[-step]
+        rows = []
+        for node, words, inner in zip(nodes, node_terms, near, strict=True):
+            inner.sort()
+            row = (_node_signature(node, words), _io_kinds(node.contract), tuple(inner))
+            number = self._rows.get(row)
+            if number is None:
+                number = self._rows[row] = len(self._row_list)
+                self._row_list.append(row)
+            rows.append(number)
+        return rows, reach
+
+    def _key(self, run: tuple[int, ...]) -> int:
+        rows = [self._row_list[number] for number in run]
+        length = len(rows)
+        pattern = [(k, k + step, kind, label) for k, row in enumerate(rows) for step, kind, label in row[2]
+                   if 0 <= k + step < length]  # fmt: skip
+        self.keys.append((tuple([row[0] for row in rows]), tuple([row[1] for row in rows]), tuple(pattern)))
+        return len(self.keys) - 1
+
+
+def _ports_of_reach(reach: tuple[int, ...]) -> frozenset[Port]:
+    """The ports of a run whose nodes have this reach."""
+    mask, length = 0, len(reach)
+    for k, beyond in enumerate(reach):
+        group = 0
+        while beyond:
+            if beyond & _CROSSING[k][length - k]:
+                mask |= 1 << (MAX_RUN * group + k)
+            beyond >>= _REACH_BITS
+            group += 1
+    return _ports(mask)
+
+
+_REACH_BITS = 2 * MAX_RUN
+"""A node's reach: for each edge kind and direction (a group), bit j < MAX_RUN says an edge goes j + 1 or
+more nodes back, bit MAX_RUN + j that one goes j + 1 or more forward."""
+_GROUPS = [(kind, direction) for kind in EdgeKind for direction in ("out", "in")]
+"""Port groups in order: the port (kind, direction, offset) is bit MAX_RUN * group + offset of a port mask."""
+
+
+def _reach_bits(group: int, step: int) -> int:
+    """The reach of one edge `step` nodes away (clipped to MAX_RUN) in a group."""
+    back = sum(1 << j for j in range(MAX_RUN) if step <= -(j + 1))
+    forward = sum(1 << (MAX_RUN + j) for j in range(MAX_RUN) if step >= j + 1)
+    return (back | forward) << (_REACH_BITS * group)
+
+
+def _edge_reach(kind: EdgeKind) -> tuple[dict[int, int], dict[int, int], str]:
+    """The reach of an outgoing edge of this kind by its step, of an incoming one, and the kind's name."""
+    outward, inward = _GROUPS.index((kind, "out")), _GROUPS.index((kind, "in"))
+    steps = range(-MAX_RUN, MAX_RUN + 1)
+    return {s: _reach_bits(outward, s) for s in steps}, {s: _reach_bits(inward, s) for s in steps}, kind.value
+
+
+_REACH = {kind: _edge_reach(kind) for kind in EdgeKind}
+_CROSSING = [[(1 << k) | (1 << (MAX_RUN + after - 1)) if after else 0 for after in range(MAX_RUN + 1)]
+             for k in range(MAX_RUN)]  # fmt: skip
+"""[k][after]: the reach bits by which a node at offset k of a run, with `after` nodes from it to the run's
+end (itself included), has an edge of the group leaving the run: k + 1 or more back, `after` or more forward."""
+
+
+@lru_cache(maxsize=1 << 12)
+def _ports(mask: int) -> frozenset[Port]:
+    """The ports of a mask; one set per mask, shared by every run that has it."""
+    return frozenset(
+        Port(direction, kind, offset)
+        for group, (kind, direction) in enumerate(_GROUPS)
+        for offset in range(MAX_RUN)
+        if mask >> (MAX_RUN * group + offset) & 1
+    )
+
+
+def find_macros(graphs: Mapping[str, SkillGraph], runs: list[Run], texts: Mapping[str, SkillText]) -> Iterator[Macro]:
+    """Candidate macros among runs of one key, in occurrence order (verifiable ones: see `verifiable_nodes`):
+    similar texts (`clusters_of`), equal ports, one occurrence per skill, positive gain."""
     if len({r.occurrence.skill for r in runs}) < MIN_OCCURRENCES:
         return
-    clusters: list[tuple[frozenset[int], list[Run]]] = []
-    by_sketch: dict[int, list[int]] = {}
-    for run in runs:
-        mine = shingles(run.occurrence)
-        sketch = sorted(mine)[:SKETCH]
-        shared: dict[int, int] = {}
-        for shingle in sketch:
-            for c in by_sketch.get(shingle, ())[-MAX_POSTING:]:
-                shared[c] = shared.get(c, 0) + 1
-        closest = sorted(shared, key=shared.__getitem__, reverse=True)[:MAX_COMPARED]  # ties: first seen first
-        joined = next((c for c in closest if jaccard(clusters[c][0], mine) >= SIMILARITY), None)
-        if joined is not None:
-            clusters[joined][1].append(run)
-            continue
-        for shingle in sketch:
-            by_sketch.setdefault(shingle, []).append(len(clusters))
-        clusters.append((mine, [run]))
-    for _, cluster in clusters:
+    for cluster in clusters_of(runs, texts):
         if len({r.occurrence.skill for r in cluster}) < MIN_OCCURRENCES:
             continue
         by_ports: dict[frozenset[Port], list[Run]] = {}
         for run in cluster:
-            by_ports.setdefault(ports_of(graphs[run.occurrence.skill], run.occurrence.nodes), []).append(run)
+            by_ports.setdefault(run.ports, []).append(run)
         for ports, members in sorted(by_ports.items(), key=lambda item: sorted(item[0])):
-            one_per_skill = sorted(
-                {r.occurrence.skill: r for r in reversed(members)}.values(), key=lambda r: r.occurrence
-            )
+            # the first run of each skill (runs come in occurrence order, so a skill's runs are together)
+            one_per_skill = list({run.occurrence.skill: run for run in reversed(members)}.values())[::-1]
             if len(one_per_skill) < MIN_OCCURRENCES:
                 continue
             prototype = min(one_per_skill, key=lambda r: (r.tokens, r.occurrence))
@@ -115,53 +221,121 @@ def find_macros(
             gain = sum(r.tokens for r in one_per_skill) - prototype.tokens - REFERENCE_TOKENS * len(one_per_skill)
             if gain <= 0:
                 continue
-            digest = hashlib.sha256(repr((prototype.key, sorted(ports), occurrences)).encode()).hexdigest()[:12]
             name = graphs[prototype.occurrence.skill].nodes[prototype.occurrence.start].title
             yield Macro(
-                f"m-{digest}", name, prototype.key, ports, occurrences, prototype.occurrence, prototype.tokens, gain
-            )
+                macro_id(prototype.key, ports, occurrences), name, prototype.key, ports, occurrences,
+                prototype.occurrence, prototype.tokens, gain,
+            )  # fmt: skip
+
+
+def clusters_of(runs: list[Run], texts: Mapping[str, SkillText]) -> list[list[Run]]:
+    """Runs of one key grouped by similar text, in order. A run joins the first cluster whose representative
+    (its first run) it resembles; only the MAX_COMPARED clusters whose min-hash sketches share most with the
+    run's are compared (texts with Jaccard >= 0.5 share a sketch shingle with probability >= 94%), so a bucket
+    of n runs costs O(n).
+
+    A text seen before in the bucket joins the cluster it joined then, unless a cluster was since filed
+    under one of its sketch shingles: the comparisons would be the same ones (libraries repeat procedures
+    word for word as well as paraphrased)."""
+    clusters: list[tuple[frozenset[int], list[Run]]] = []
+    by_sketch: dict[int, list[int]] = {}
+    """sketch shingle -> the clusters filed under it (its posting), in order"""
+    seen: dict[bytes, tuple[frozenset[int], list[list[int]], int, int | None]] = {}
+    """text -> (its shingles, its sketch's postings, their total length then, the cluster it joined)"""
+    for run in runs:
+        skill, start, length = run.occurrence
+        text = texts[skill]
+        content = text.content(start, start + length)
+        known = seen.get(content)
+        if known is None:
+            mine = text.shingles(start, start + length)
+            postings = [by_sketch.setdefault(shingle, []) for shingle in sorted(mine)[:SKETCH]]
+        else:
+            mine, postings, filed, joined = known
+            if joined is not None and sum(map(len, postings)) == filed:  # postings only grow
+                clusters[joined][1].append(run)
+                continue
+        shared: dict[int, int] = {}
+        for posting in postings:
+            for c in posting[-MAX_POSTING:]:
+                shared[c] = shared.get(c, 0) + 1
+        joined = None
+        for c in sorted(shared, key=shared.__getitem__, reverse=True)[:MAX_COMPARED]:  # ties: first seen first
+            if similar(clusters[c][0], mine):
+                joined = c
+                break
+        seen[content] = (mine, postings, sum(map(len, postings)), joined)
+        if joined is not None:
+            clusters[joined][1].append(run)
+            continue
+        for posting in postings:
+            posting.append(len(clusters))
+        clusters.append((mine, [run]))
+    return [members for _, members in clusters]
+
+
+def macro_id(key: Key, ports: frozenset[Port], occurrences: tuple[Occurrence, ...]) -> str:
+    """A digest of the macro's key, ports and occurrences as `repr` writes them (the form ids have always
+    been digests of; the occurrences written here as `repr` does, several times faster)."""
+    written = ", ".join([f"Occurrence(skill={skill!r}, start={start}, length={length})"
+                         for skill, start, length in occurrences])  # fmt: skip
+    written = f"({written},)" if len(occurrences) == 1 else f"({written})"
+    return "m-" + hashlib.sha256(f"({key!r}, {_sorted_repr(ports)}, {written})".encode()).hexdigest()[:12]
+
+
+@lru_cache(maxsize=1 << 12)
+def _sorted_repr(ports: frozenset[Port]) -> str:
+    return repr(sorted(ports))
 
 
 @dataclass(frozen=True, slots=True)
 class SkillText:
     """A skill's words as hashed 3-grams (shingles), with where each node's words start: what text
-    similarity is measured on. 3-grams span node boundaries, as a run's text does."""
+    similarity is measured on. 3-grams span node boundaries, as a run's text does. Kept as machine words
+    (12 bytes a word of text), not as Python ints (about 40)."""
 
-    starts: tuple[int, ...]
+    starts: array[int]
     """Index of each node's first word, and one past the last word."""
-    words: tuple[int, ...]
-    """Each word's stable hash."""
+    words: array[int]
+    """Each word's stable hash (its CRC-32: str hashes are salted per process)."""
     trigrams: array[int]
     """The hash of the 3-gram starting at each word (but the last two)."""
 
     @classmethod
     def of(cls, node_terms: list[list[str]]) -> SkillText:
-        starts = [0]
+        starts = array("I", [0])
         for words in node_terms:
             starts.append(starts[-1] + len(words))
-        hashes = tuple(_word_hash(word) for words in node_terms for word in words)
-        trigrams = array("Q", (_combine(hashes[k : k + 3]) for k in range(len(hashes) - 2)))
-        return cls(tuple(starts), hashes, trigrams)
+        hashes = array("I", map(zlib.crc32, map(str.encode, chain.from_iterable(node_terms))))
+        return cls(starts, hashes, _trigrams(hashes))
 
-    def shingles(self, nodes: range) -> frozenset[int]:
-        first, end = self.starts[nodes.start], self.starts[nodes.stop]
+    def shingles(self, start: int, stop: int) -> frozenset[int]:
+        """The shingles of nodes start to stop (excluded)."""
+        first, end = self.starts[start], self.starts[stop]
         if end - first < 3:  # too short for a 3-gram: the whole text is its one shingle
-            return frozenset((_combine(self.words[first:end]),))
+            return frozenset((_combine(tuple(self.words[first:end])),))
         return frozenset(self.trigrams[first : end - 2])
+
+    def content(self, start: int, stop: int) -> bytes:
+        """What the shingles of nodes start to stop are made from: equal contents give equal shingles."""
+        first, end = self.starts[start], self.starts[stop]
+        if end - first < 3:
+            return b"w" + self.words[first:end].tobytes()  # an odd length: never a run of 3-grams
+        return self.trigrams[first : end - 2].tobytes()
 
 
 def verifiable_nodes(graph: SkillGraph) -> tuple[bool, ...]:
     """Whether each node may sit in a macro: it changes nothing, or it keeps a path to a verifier (through
     a `verifies` edge, inside the macro or through its port), or its skill has no verifier at all. A run is
     verifiable when all its nodes are."""
-    if not any(e.kind is EdgeKind.VERIFIES for e in graph.edges):
+    verified = {e.source for e in graph.edges if e.kind is EdgeKind.VERIFIES}
+    if not verified:
         return (True,) * len(graph.nodes)
-    return tuple(
-        not node.contract.state_changing or any(graph.successors(node.index, EdgeKind.VERIFIES)) for node in graph.nodes
-    )
+    return tuple(not node.contract.state_changing or node.index in verified for node in graph.nodes)
 
 
 def ports_of(graph: SkillGraph, inside: range) -> frozenset[Port]:
+    """The ports of a run, from the graph's edge tables (what `Run.ports` holds, computed alone)."""
     start, stop = inside.start, inside.stop
     ports = []
     for i in inside:
@@ -171,31 +345,54 @@ def ports_of(graph: SkillGraph, inside: range) -> frozenset[Port]:
     return frozenset(ports)
 
 
-@lru_cache(maxsize=1 << 17)
-def _word_hash(word: str) -> int:
-    """A hash that is the same in every process (str hashes are salted per process)."""
-    return zlib.crc32(word.encode())
+_PRIME = 0x100000001B3
+_MASK = 0xFFFFFFFFFFFFFFFF
 
 
 def _combine(hashes: tuple[int, ...]) -> int:
     """One stable 64-bit hash of a short sequence of word hashes."""
     combined = len(hashes)
     for value in hashes:
-        combined = (combined * 0x100000001B3 ^ value) & 0xFFFFFFFFFFFFFFFF
+        combined = (combined * _PRIME ^ value) & _MASK
     return combined
 
 
+def _trigrams(hashes: array[int]) -> array[int]:
+    """`_combine` of every 3 consecutive word hashes, in one pass of 64-bit arithmetic (which wraps as the
+    mask does)."""
+    if len(hashes) < 3:
+        return array("Q")
+    words = np.frombuffer(hashes, dtype=np.uint32).astype(np.uint64)
+    prime = np.uint64(_PRIME)
+    combined = np.uint64(3 * _PRIME) ^ words[:-2]
+    combined = combined * prime ^ words[1:-1]
+    combined = combined * prime ^ words[2:]
+    return array("Q", combined.tobytes())
+
+
 def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
-    return len(a & b) / len(a | b) if a or b else 1.0
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared) if a or b else 1.0
 
 
-def _io_kinds(graph: SkillGraph, index: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    contract = graph.nodes[index].contract
+def similar(a: frozenset[int], b: frozenset[int]) -> bool:
+    """jaccard(a, b) >= SIMILARITY; sets of too unequal sizes are not compared (their Jaccard is at most the
+    smaller's size over the larger's)."""
+    smaller, larger = sorted((len(a), len(b)))
+    return smaller >= SIMILARITY * larger and jaccard(a, b) >= SIMILARITY
+
+
+def _io_kinds(contract: Contract) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(sorted({s.kind for s in contract.inputs})), tuple(sorted({s.kind for s in contract.outputs}))
 
 
 def _node_signature(node: SectionNode, words: list[str]) -> str:
     if node.is_step:
         return f"{node.role.value}:step:{' '.join(words[:3])}"
-    title = _STEP_TITLE.sub("", node.title)
-    return f"{node.role.value}:{' '.join(terms(re.sub(r'[0-9]+', ' ', title)))}"
+    return f"{node.role.value}:{_title_words(node.title)}"
+
+
+@lru_cache(maxsize=1 << 16)
+def _title_words(title: str) -> str:
+    """A title's terms without step numbers or digits: `Load the input table, step 2` -> `load input table`."""
+    return " ".join(terms(_DIGITS.sub(" ", _STEP_TITLE.sub("", title))))

@@ -23,17 +23,18 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError, StorageError
-from ..storage.records import SkillVersion
+from ..storage.records import Counts, SkillVersion, StoredHydration
 from ..storage.skill_store.base import SkillStore
 from .bulk import fewer_collections, settle_long_lived
 from .compressed import LibraryStats, library_stats
 from .graph import Extractor, SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
+from .kept import KeptHydration
 from .library import SkillLibrary, node_tokens
-from .macro_index import MacroIndex
-from .macros import Compression, Level, key_from_json
+from .macro_index import Evidence, MacroIndex
+from .macros import Compression, Key, Level, key_from_json, key_to_json
 from .package import PackageLimits, SkillPackage, load_package
-from .render import MacroBlock, render_macro
+from .render import render_macro
 from .snapshot import Draft, Registration, Revision, SkillView, Snapshot
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ DEFAULT_PAGE = 100
 MAX_BUDGET = 100_000
 MAX_QUERY_CHARS = 4096
 KEPT_HYDRATIONS = 1024
-"""Recent hydrations kept for Expand and ReportOutcome (in memory: a restart forgets them)."""
+"""Recent hydrations kept for Expand and ReportOutcome, in memory and in the store (a restart keeps them)."""
 
 
 SYNC_INTERVAL = 1.0
@@ -78,8 +79,10 @@ class SkillRegistry:
         """Writers take turns: each builds the next snapshot from the one the last writer published."""
         self._stats: tuple[int, LibraryStats, Compression] | None = None
         self._measuring = asyncio.Lock()
-        self._hydrations: OrderedDict[str, tuple[Hydration, set[str], SkillLibrary]] = OrderedDict()
-        """hydration id -> (the hydration, the macros expanded from it, the library it was hydrated over)"""
+        self._hydrations: OrderedDict[str, tuple[KeptHydration, set[str], SkillLibrary | None]] = OrderedDict()
+        """hydration id -> (what is kept of it, the macros expanded from it, the library it was hydrated over
+        if this server made it): the newest KEPT_HYDRATIONS, as the store keeps them (`_kept` reads one of
+        those from the store after a restart, or one another server made)"""
         self._loading: asyncio.Task[None] | None = None
         self._syncing: asyncio.Task[None] | None = None
         self._synced_at = -float("inf")
@@ -94,14 +97,16 @@ class SkillRegistry:
         """The library as the last registration or removal left it."""
         return self._snapshot.library
 
-    def hydrated_sections(self, hydration_id: str) -> list[tuple[str, int, str, str]]:
-        """(skill, index, title, role) of a recent hydration's sections, from the library it was hydrated over
-        (whatever a writer published since)."""
-        hydration, _, library = self._kept(hydration_id)
+    def hydrated_sections(self, hydration: Hydration) -> list[tuple[str, int, str, str]]:
+        """(skill, index, title, role) of a hydration's sections, from the library it was hydrated over
+        (whatever a writer published since), which is kept as long as the hydration is."""
+        kept = self._hydrations.get(hydration.hydration_id)
+        library = kept[2] if kept is not None and kept[2] is not None else self._snapshot.library
         sections = []
         for name, index in hydration.sections:
             skill = library.get(name)
-            assert skill is not None, "a hydration's library holds its skills"
+            if skill is None:
+                raise NotFoundError(f"hydration_id: skill {name!r} left the library; hydrate again")
             node = skill.graph.nodes[index]
             sections.append((name, index, node.title, node.role.value))
         return sections
@@ -170,7 +175,7 @@ class SkillRegistry:
                 draft.serve(version, package, graph)
 
         if gone or arrived:
-            self._publish((await self._build(change))[0])
+            await self._change(change)
 
     async def close(self) -> None:
         for task in (self._loading, self._syncing):
@@ -195,6 +200,11 @@ class SkillRegistry:
         graphs = [view.graph for view in views.values()]
         tokens = {view.graph.skill: view.node_tokens for view in views.values()}
         await self._off_loop(draft.macros.rebuild, graphs, tokens, writer=True)
+        counted = await self._store.macro_evidence()
+        # counting goes on where it stopped, for the keys that are still macros
+        gone = await self._off_loop(_restore_evidence, draft.macros, counted, writer=True)
+        if gone:
+            await self._store.save_evidence({key_to_json(key): None for key in gone})
         self._publish(await self._off_loop(draft.snapshot, writer=True))
         log.info("skill library ready: %d skills, %d macros", len(views), len(self.macros.compression().macros))
 
@@ -215,7 +225,7 @@ class SkillRegistry:
                 await self._store.add(stored)
             except DuplicateRowError as e:  # another server wrote this version: ours must not overwrite it
                 raise InvalidArgumentError(f"skill {package.name!r}: {e}") from e
-            self._publish((await self._build(lambda draft: draft.serve(stored, package, graph)))[0])
+            await self._change(lambda draft: draft.serve(stored, package, graph))
         return Registration(package.name, number, len(graph.nodes), package.warnings, False, digest)
 
     async def remove(self, name: str) -> int:
@@ -226,7 +236,7 @@ class SkillRegistry:
             if current is None:
                 raise NotFoundError(f"name: no skill {name!r} in the library")
             await self._store.mark_removed(name, current.stored.version, time.time())
-            self._publish((await self._build(lambda draft: draft.forget(name)))[0])
+            await self._change(lambda draft: draft.forget(name))
             return current.stored.version
 
     async def page(self, page_size: int = 0, after: str = "") -> tuple[list[SkillView], bool]:
@@ -268,52 +278,75 @@ class SkillRegistry:
         if missing:
             raise NotFoundError(f"skill_names: not in the library: {', '.join(missing)}")
         hydration = await self._off_loop(hydrate, snapshot.library, query, budget, names, snapshot.macros)
-        self._hydrations[hydration.hydration_id] = (hydration, set(), snapshot.library)
-        self._hydrations.move_to_end(hydration.hydration_id)
-        while len(self._hydrations) > KEPT_HYDRATIONS:
-            self._hydrations.popitem(last=False)
+        kept = KeptHydration.of(hydration, snapshot.library)
+        await self._store.keep_hydration(StoredHydration(kept.hydration_id, kept.to_json()), KEPT_HYDRATIONS)
+        self._remember(kept, set(), snapshot.library)
         return hydration
 
     async def expand(self, hydration_id: str, macro_id: str, level: Level = Level.FULL) -> str:
-        """One macro of a recent hydration at `level` (its occurrence's exact text at FULL)."""
+        """One macro of a recent hydration at `level` (its occurrence's exact text at FULL), from the library
+        as it is now: NOT_FOUND naming `hydration_id` if the macro's skill changed version since."""
         await self.ready()
-        hydration, expanded = self._hydration(hydration_id)
-        block = next((b for b in hydration.macros if b.macro.macro_id == macro_id), None)
-        if block is None:
-            raise NotFoundError(f"macro_id: {macro_id!r} is not a macro of hydration {hydration_id}")
+        kept, expanded = await self._kept(hydration_id)
+        shown = kept.macro(macro_id)
         library = self._snapshot.library
-        if block.occurrence.skill not in library:
-            raise NotFoundError(f"hydration_id: skill {block.occurrence.skill!r} left the library; hydrate again")
-        expanded.add(macro_id)
-        return render_macro(library.graph(block.occurrence.skill), MacroBlock(block.macro, block.occurrence, level))
+        kept.check_current(shown.occurrence.skill, library)
+        text = render_macro(library.graph(shown.occurrence.skill), shown.block(level))
+        if macro_id not in expanded:
+            await self._store.add_expansion(hydration_id, macro_id)
+            expanded.add(macro_id)
+        return text
 
     async def report_outcome(self, hydration_id: str, success: bool, failed_macro_ids: Iterable[str]) -> list[Revision]:
-        """Record the evidence of one execution for every macro its context showed; returns the revisions,
-        which are stored (a restart keeps raised levels and splits)."""
+        """Record the evidence of one execution for every macro key its context showed (a use, whether one of
+        its macros was expanded, whether its verifier failed); returns the revisions of the hydration's macros.
+        The counts, what they decided and the end of the hydration (one report each) are stored together, in
+        the writer's turn, before the next snapshot is published: a restart goes on from them."""
         await self.ready()
         async with self._turn():
-            hydration, expanded = self._hydration(hydration_id)
-            shown = {b.macro.macro_id for b in hydration.macros}
+            kept, expanded = await self._kept(hydration_id, fresh=self._store.shared)
+            shown = {m.macro_id for m in kept.macros}
             failed = set(failed_macro_ids)
             unknown = sorted(failed - shown)
             if unknown:
                 raise InvalidArgumentError(f"failed_macro_ids: not macros of this hydration: {', '.join(unknown)}")
-            snapshot, (revisions, levels) = await self._build(lambda draft: draft.report(shown, expanded, failed))
-            for key, level in levels:
-                await self._store.save_macro_revision(key, level)
+            library = self._snapshot.library
+            for skill in sorted({m.occurrence.skill for m in kept.macros}):
+                kept.check_current(skill, library)
+            by_key, expanded_keys, failed_keys = kept.by_key(), kept.keys_of(expanded), kept.keys_of(failed)
+            snapshot, (revisions, levels), changes = await self._build(
+                lambda draft: draft.report(by_key, expanded_keys, failed_keys)
+            )
+            await self._store.save_evidence(changes, dict(levels), reported=hydration_id)
+            self._hydrations.pop(hydration_id, None)
             self._publish(snapshot)
-            del self._hydrations[hydration_id]  # one report per hydration
         return revisions
 
-    def _hydration(self, hydration_id: str) -> tuple[Hydration, set[str]]:
-        hydration, expanded, _ = self._kept(hydration_id)
-        return hydration, expanded
-
-    def _kept(self, hydration_id: str) -> tuple[Hydration, set[str], SkillLibrary]:
-        kept = self._hydrations.get(hydration_id)
-        if kept is None:
+    async def _kept(self, hydration_id: str, fresh: bool = False) -> tuple[KeptHydration, set[str]]:
+        """A kept hydration and the macros expanded from it: from memory, else (after a restart, or made by
+        another server on a shared store) from the store; `fresh` reads the store regardless (with a shared
+        store another server may have reported it or expanded its macros)."""
+        held = self._hydrations.get(hydration_id)
+        if held is not None and not fresh:
+            self._hydrations.move_to_end(hydration_id)
+            return held[0], held[1]
+        stored = await self._store.kept_hydration(hydration_id)
+        if stored is None:
+            self._hydrations.pop(hydration_id, None)
             raise NotFoundError(f"hydration_id: {hydration_id!r} is unknown or expired; hydrate again")
-        return kept
+        if held is not None:
+            held[1].update(stored.expanded)
+            return held[0], held[1]
+        kept = KeptHydration.from_json(hydration_id, stored.record_json)
+        expanded = set(stored.expanded)
+        self._remember(kept, expanded, None)
+        return kept, expanded
+
+    def _remember(self, kept: KeptHydration, expanded: set[str], library: SkillLibrary | None) -> None:
+        self._hydrations[kept.hydration_id] = (kept, expanded, library)
+        self._hydrations.move_to_end(kept.hydration_id)
+        while len(self._hydrations) > KEPT_HYDRATIONS:
+            self._hydrations.popitem(last=False)
 
     async def stats(self) -> tuple[LibraryStats, Compression]:
         """The library's size and compression, measured in a worker thread and cached until it changes."""
@@ -330,17 +363,25 @@ class SkillRegistry:
                 settle_long_lived()  # kept until the library changes: out of the full collections meanwhile
             return self._stats[1], self._stats[2]
 
-    async def _build(self, change: Callable[[Draft], T]) -> tuple[Snapshot, T]:
+    async def _build(self, change: Callable[[Draft], T]) -> tuple[Snapshot, T, dict[str, Counts | None]]:
         """The next snapshot, built in the writer thread: the current one forked, changed and settled (called
-        in a writer's turn)."""
+        in a writer's turn); with what the change did to the evidence counted, for the store."""
         base = self._snapshot
 
-        def build() -> tuple[Snapshot, T]:
+        def build() -> tuple[Snapshot, T, dict[str, Counts | None]]:
             draft = Draft(base)
             result = change(draft)
-            return draft.snapshot(), result
+            return draft.snapshot(), result, draft.evidence_changes(base)
 
         return await self._off_loop(build, writer=True)
+
+    async def _change(self, change: Callable[[Draft], object]) -> None:
+        """Build the next snapshot, store what it did to the evidence (a removal retires macros, and their
+        evidence with them), and publish it."""
+        snapshot, _, changes = await self._build(change)
+        if changes:
+            await self._store.save_evidence(changes)
+        self._publish(snapshot)
 
     def _publish(self, snapshot: Snapshot) -> None:
         replaced = [self._snapshot]
@@ -362,3 +403,7 @@ class SkillRegistry:
     def _load(self, files: Mapping[str, bytes], folder: str, strict: bool) -> tuple[SkillPackage, SkillGraph]:
         package = load_package(files, folder, strict=strict, limits=self._limits)
         return package, build_graph(package, self._extractor)
+
+
+def _restore_evidence(macros: MacroIndex, counted: Mapping[str, Counts]) -> list[Key]:
+    return macros.restore_evidence({key_from_json(key): Evidence(*counts) for key, counts in counted.items()})

@@ -3,14 +3,14 @@ changes once published, and the Draft a writer changes in place, over forks of t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..storage.records import SkillVersion
+from ..storage.records import Counts, SkillVersion
 from .graph import SkillGraph
 from .library import SkillLibrary
 from .macro_index import MacroIndex
-from .macros import Level, key_to_json
+from .macros import Key, Level, key_to_json
 from .package import Diagnostic, SkillPackage
 
 
@@ -80,21 +80,33 @@ class Draft:
         self.generation += 1
 
     def report(
-        self, shown: set[str], expanded: set[str], failed: set[str]
+        self, shown: Mapping[Key, Sequence[str]], expanded: set[Key], failed: set[Key]
     ) -> tuple[list[Revision], list[tuple[str, int | None]]]:
-        """Record one execution's evidence; returns the revisions and the (key, level) pairs to store."""
+        """Record one execution's evidence for the macro keys its context showed (`shown`: each key's macro
+        ids there); returns the revisions of those macros and the (key, level) pairs to store."""
         revisions, levels = [], []
-        for macro_id in sorted(shown):
-            before = self.macros.macro(macro_id)
-            self.macros.report(macro_id, expanded=macro_id in expanded, verifier_failed=macro_id in failed)
-            after = self.macros.macro(macro_id)
-            if before is not None and (after is None or after.default_level != before.default_level):
-                revisions.append(Revision(macro_id, after.default_level if after else None))
-                level = self.macros.revised[before.key]
-                levels.append((key_to_json(before.key), int(level) if level else None))
+        for key in sorted(shown):
+            if self.macros.report_key(key, expanded=key in expanded, verifier_failed=key in failed):
+                level = self.macros.revised[key]
+                revisions += [Revision(macro_id, level) for macro_id in shown[key]]
+                levels.append((key_to_json(key), int(level) if level else None))
         if revisions:
             self.generation += 1
         return revisions, levels
+
+    def evidence_changes(self, base: Snapshot) -> dict[str, Counts | None]:
+        """What the evidence counted changed since `base`, by key (JSON): each changed key's counts, or None
+        for a key whose evidence is gone (revised, or its macros retired). What a store is given to keep."""
+        before, after = base.macros.evidence, self.macros.evidence
+        if before is after:
+            return {}
+        changes: dict[str, Counts | None] = {
+            key_to_json(key): (e.uses, e.expansions, e.verifier_failures)
+            for key, e in after.items()
+            if before.get(key) != e
+        }
+        changes.update((key_to_json(key), None) for key in before.keys() - after.keys())
+        return changes
 
     def snapshot(self) -> Snapshot:
         """The draft as a snapshot, its indexes settled so that reading them writes nothing."""

@@ -137,6 +137,20 @@ class SkillVersion:
     removed_at: float | None = None
 
 
+@dataclass(frozen=True)
+class StoredHydration:
+    """A hydration the skill store keeps for Expand and ReportOutcome: what the registry recorded of it (JSON,
+    opaque to the store) and the macros expanded from it since."""
+
+    hydration_id: str
+    record_json: str
+    expanded: frozenset[str] = frozenset()
+
+
+Counts = tuple[int, int, int]
+"""A macro key's execution evidence since it was last revised: (uses, expansions, verifier failures)."""
+
+
 class Right(enum.Enum):
     """What a credential may do. The first four apply to the executions it names."""
 

@@ -11,6 +11,7 @@ EXPECTED = {
     "ENVIRONMENT", "SimConfig", "SimResult", "run_simulation",
     "SCRIPTED", "is_test_policy", "SummaryCapped",
     "TeamConfig", "TeamResult", "run_team", "Pace", "TeamAgent", "Coordination", "state_drift",
+    "MacroFeedback",
 }  # fmt: skip
 
 

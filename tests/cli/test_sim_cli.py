@@ -128,3 +128,13 @@ async def test_agents_at_once_are_asked_for_as_the_issue_says(tmp_path: Path) ->
     assert code == 2 and "react cannot run agents at once" in err
     code, _, err = await skillstate(None, "sim", "warehouse", "--runtime", "skillstate,clever", "--out", str(tmp_path))
     assert code == 2 and "--runtime: unknown clever" in err
+
+
+async def test_rezip_is_refused_beside_the_baselines_and_for_agents_at_once(tmp_path: Path) -> None:
+    code, _, err = await skillstate(None, "sim", "warehouse", "--rezip", "--runtime", "all", "--out", str(tmp_path))
+    assert code == 2 and "--rezip: reports revise the library's macros" in err and "--runtime skillstate alone" in err
+    code, _, err = await skillstate(None, "sim", "warehouse", "--rezip", "--agents-per-skill", "2",
+                                    "--out", str(tmp_path))  # fmt: skip
+    assert code == 2 and "--rezip: agents at once" in err
+    code, _, err = await skillstate(None, "demo", "--rezip", "--out", str(tmp_path))
+    assert code == 2 and "unrecognized arguments: --rezip" in err

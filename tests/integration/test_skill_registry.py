@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
 import pytest
 
-from bench.synthetic import generate_library
-from skillstate.clients import NotFoundError, SkillRegistryClient, ValidationError
+from bench.synthetic import SyntheticSkill, generate_library
+from skillstate.clients import HydratedMacro, NotFoundError, SkillRegistryClient, ValidationError
+from skillstate.server.rpc.app import start_server
+from skillstate.server.storage.backends import open_log, open_skill_store
 
 from ..conftest import RestartableServer
+from ..postgres import postgres_schema, postgres_url  # noqa: F401 - fixtures
 
 SKILL = """---
 name: {name}
@@ -161,3 +167,101 @@ async def test_a_restart_keeps_what_evidence_decided(restartable: RestartableSer
     async with SkillRegistryClient(restartable.address) as skills:
         again = await skills.hydrate(query)
     assert [m.level for m in again.macros if m.name == macro.name and m.skill == macro.skill] == ["outline"]
+
+
+class RestartableOn(RestartableServer):
+    """A RestartableServer on any `--db` value: a SQLite file or a PostgreSQL URL."""
+
+    def __init__(self, db: str) -> None:
+        super().__init__(Path(db))
+        self.db = db
+
+    async def start(self) -> None:
+        self._running = await start_server(open_log(self.db), self.address, skills=open_skill_store(self.db))
+        self.port = self._running.port
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def restartable_on(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[RestartableOn]:
+    db = request.getfixturevalue("postgres_url") if request.param == "postgres" else str(db_path)
+    server = RestartableOn(db)
+    await server.start()
+    yield server
+    await server.stop()
+
+
+def at_contract(macro: HydratedMacro) -> bool:
+    return macro.level == "contract"
+
+
+async def shown_in_summary(
+    skills: SkillRegistryClient, library: list[SyntheticSkill], wanted: Callable[[HydratedMacro], bool] = at_contract
+) -> tuple[str, HydratedMacro]:
+    """A task whose context shows a macro `wanted` (by default: at its contract), and that macro."""
+    for skill in library:
+        query = skill.task.rsplit(" (", 1)[0]
+        hydrated = await skills.hydrate(query)
+        for macro in hydrated.macros:
+            if wanted(macro):
+                return query, macro
+    raise AssertionError("no context shows such a macro")
+
+
+async def test_a_restart_goes_on_counting_evidence_with_the_hydrations_it_refers_to(
+    restartable_on: RestartableOn,
+) -> None:
+    """docs/skills.md: a macro expanded in half of at least three uses gets a higher level. Two uses (one
+    expanded) before a restart and a third, expanded before it and reported after it, reach that only if the
+    counts and the hydration's expansion both outlived the restart."""
+    library = generate_library(40, seed=5)
+    async with SkillRegistryClient(restartable_on.address) as skills:
+        for skill in library:
+            await skills.register_skill(skill.files, folder=skill.folder)
+        query, macro = await shown_in_summary(skills, library)
+        first = await skills.hydrate(query)
+        await skills.expand(first.hydration_id, macro.macro_id)
+        assert await skills.report_outcome(first.hydration_id, success=True) == []
+        second = await skills.hydrate(query)
+        assert await skills.report_outcome(second.hydration_id, success=True) == []  # 2 uses, 1 expanded
+        third = await skills.hydrate(query)
+        await skills.expand(third.hydration_id, macro.macro_id)
+        other = next(s for s in library if s.task.rsplit(" (", 1)[0] != query)
+        kept = await skills.hydrate(other.task.rsplit(" (", 1)[0])
+        kept_texts = {m.macro_id: await skills.expand(kept.hydration_id, m.macro_id, "outline") for m in kept.macros}
+    await restartable_on.stop()
+    await restartable_on.start()
+    async with SkillRegistryClient(restartable_on.address) as skills:
+        revisions = await skills.report_outcome(third.hydration_id, success=True)  # 3 uses, 2 expanded
+        assert [(r.macro_id, r.level) for r in revisions] == [(macro.macro_id, "outline")]
+        with pytest.raises(NotFoundError, match=r"hydration_id: .* unknown or expired"):  # reported: forgotten
+            await skills.expand(third.hydration_id, macro.macro_id)
+        assert kept_texts and {
+            m: await skills.expand(kept.hydration_id, m, "outline") for m in kept_texts
+        } == kept_texts  # fmt: skip
+        again = await skills.hydrate(query)
+    where = (macro.skill, macro.first_index, macro.section_count)  # its id may differ: a restart recompresses
+    assert [m.level for m in again.macros if (m.skill, m.first_index, m.section_count) == where] == ["outline"]
+
+
+async def test_expand_and_report_outcome_refuse_a_hydration_whose_skill_changed_since(
+    restartable_on: RestartableOn,
+) -> None:
+    library = generate_library(40, seed=5)
+    async with SkillRegistryClient(restartable_on.address) as skills:
+        for skill in library:
+            await skills.register_skill(skill.files, folder=skill.folder)
+        query, macro = await shown_in_summary(skills, library)
+        hydrated = await skills.hydrate(query)
+    await restartable_on.stop()
+    await restartable_on.start()
+    async with SkillRegistryClient(restartable_on.address) as skills:
+        changed = next(s for s in library if s.name == macro.skill)
+        files = {path: text + b"\n## Notes\n\nNothing else changed.\n" for path, text in changed.files.items()}
+        assert (await skills.register_skill(files, folder=changed.folder)).version == 2
+        stale = (
+            rf"hydration_id: skill '{macro.skill}' is at version 2, hydration {hydrated.hydration_id} showed version 1"
+        )
+        with pytest.raises(NotFoundError, match=stale):
+            await skills.expand(hydrated.hydration_id, macro.macro_id)
+        with pytest.raises(NotFoundError, match=stale):
+            await skills.report_outcome(hydrated.hydration_id, success=False, failed_macro_ids=[macro.macro_id])

@@ -3,6 +3,11 @@
 Every version keeps its files, so a restart rebuilds the library from what was registered (Sec2Graph is
 deterministic) and any version can be read back. Removing a skill marks its current version removed;
 its history stays, and registering the name again continues its numbering.
+
+Beside the versions, what ReZip needs to go on after a restart: the levels execution evidence decided per
+macro key, the evidence counted since (per macro key), and the newest hydrations, which Expand and
+ReportOutcome refer to. Their tables are made on open like the others (`CREATE TABLE IF NOT EXISTS`), so a
+database of an earlier schema gains them as it is opened; no table of it changes.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import abc
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..records import SkillVersion
+from ..records import Counts, SkillVersion, StoredHydration
 
 VERSION_COLUMNS = "name, version, digest, folder, registered_at, removed_at"
 """The columns of skill_versions that `skill_version` reads, in its order."""
@@ -72,3 +77,29 @@ class SkillStore(abc.ABC):
 
     @abc.abstractmethod
     async def save_macro_revision(self, key_json: str, level: int | None) -> None: ...
+
+    @abc.abstractmethod
+    async def macro_evidence(self) -> dict[str, Counts]:
+        """The evidence counted per macro key (JSON) since it was last revised."""
+
+    @abc.abstractmethod
+    async def save_evidence(
+        self,
+        evidence: Mapping[str, Counts | None],
+        levels: Mapping[str, int | None] | None = None,
+        reported: str | None = None,
+    ) -> None:
+        """In one transaction: set each key's evidence (None deletes it), store the levels evidence decided
+        (as `save_macro_revision`), and forget the hydration `reported` (one report per hydration)."""
+
+    @abc.abstractmethod
+    async def keep_hydration(self, hydration: StoredHydration, keep: int) -> None:
+        """Keep a hydration as the newest (one of the same id is replaced, its expansions forgotten), then
+        forget all but the newest `keep`."""
+
+    @abc.abstractmethod
+    async def add_expansion(self, hydration_id: str, macro_id: str) -> None:
+        """Record that a macro of a kept hydration was expanded (once; nothing if the hydration is not kept)."""
+
+    @abc.abstractmethod
+    async def kept_hydration(self, hydration_id: str) -> StoredHydration | None: ...

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import replace
 
 from ...errors import DuplicateRowError
-from ..records import SkillVersion
+from ..records import Counts, SkillVersion, StoredHydration
 from .base import SkillStore
 
 
@@ -13,6 +15,8 @@ class MemorySkillStore(SkillStore):
     def __init__(self) -> None:
         self._versions: dict[tuple[str, int], SkillVersion] = {}
         self._revisions: dict[str, int | None] = {}
+        self._evidence: dict[str, Counts] = {}
+        self._hydrations: OrderedDict[str, StoredHydration] = OrderedDict()
 
     async def open(self) -> None:
         pass
@@ -47,3 +51,35 @@ class MemorySkillStore(SkillStore):
 
     async def save_macro_revision(self, key_json: str, level: int | None) -> None:
         self._revisions[key_json] = level
+
+    async def macro_evidence(self) -> dict[str, Counts]:
+        return dict(self._evidence)
+
+    async def save_evidence(
+        self,
+        evidence: Mapping[str, Counts | None],
+        levels: Mapping[str, int | None] | None = None,
+        reported: str | None = None,
+    ) -> None:
+        for key, counts in evidence.items():
+            if counts is None:
+                self._evidence.pop(key, None)
+            else:
+                self._evidence[key] = counts
+        self._revisions.update(levels or {})
+        if reported is not None:
+            self._hydrations.pop(reported, None)
+
+    async def keep_hydration(self, hydration: StoredHydration, keep: int) -> None:
+        self._hydrations.pop(hydration.hydration_id, None)
+        self._hydrations[hydration.hydration_id] = replace(hydration, expanded=frozenset())
+        while len(self._hydrations) > keep:
+            self._hydrations.popitem(last=False)
+
+    async def add_expansion(self, hydration_id: str, macro_id: str) -> None:
+        kept = self._hydrations.get(hydration_id)
+        if kept is not None:
+            self._hydrations[hydration_id] = replace(kept, expanded=kept.expanded | {macro_id})
+
+    async def kept_hydration(self, hydration_id: str) -> StoredHydration | None:
+        return self._hydrations.get(hydration_id)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ...errors import DuplicateRowError
-from ..postgres import Database
-from ..records import SkillVersion
+from ..postgres import Database, Statement
+from ..records import Counts, SkillVersion, StoredHydration
 from .base import CURRENT, CURRENT_VERSIONS, VERSION_COLUMNS, SkillStore, skill_version
 
 _DDL = """
@@ -28,6 +29,18 @@ CREATE TABLE IF NOT EXISTS skill_files (
     FOREIGN KEY (name, version) REFERENCES skill_versions (name, version)
 );
 CREATE TABLE IF NOT EXISTS macro_revisions (key_json TEXT PRIMARY KEY, level BIGINT);
+CREATE TABLE IF NOT EXISTS macro_evidence (
+    key_json          TEXT PRIMARY KEY,
+    uses              BIGINT NOT NULL,
+    expansions        BIGINT NOT NULL,
+    verifier_failures BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS kept_hydrations (
+    sequence     BIGSERIAL PRIMARY KEY,
+    hydration_id TEXT NOT NULL UNIQUE,
+    record_json  TEXT NOT NULL,
+    expanded     TEXT NOT NULL DEFAULT ''
+);
 """
 
 
@@ -91,6 +104,66 @@ class PostgresSkillStore(SkillStore):
             "INSERT INTO macro_revisions VALUES ($1, $2) ON CONFLICT (key_json) DO UPDATE SET level = $2",
             key_json, level,
         )  # fmt: skip
+
+    async def macro_evidence(self) -> dict[str, Counts]:
+        rows = await self._db.fetch("SELECT key_json, uses, expansions, verifier_failures FROM macro_evidence")
+        return {key: (int(uses), int(expansions), int(failures)) for key, uses, expansions, failures in rows}
+
+    async def save_evidence(
+        self,
+        evidence: Mapping[str, Counts | None],
+        levels: Mapping[str, int | None] | None = None,
+        reported: str | None = None,
+    ) -> None:
+        kept = sorted((key, counts) for key, counts in evidence.items() if counts is not None)
+        gone = sorted(key for key, counts in evidence.items() if counts is None)
+        revised = sorted((levels or {}).items())
+        statements: list[Statement] = []
+        if kept:
+            statements.append((
+                "INSERT INTO macro_evidence SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[]) "
+                "ON CONFLICT (key_json) DO UPDATE SET uses = EXCLUDED.uses, expansions = EXCLUDED.expansions, "
+                "verifier_failures = EXCLUDED.verifier_failures",
+                ([k for k, _ in kept], *([c[i] for _, c in kept] for i in range(3))),
+            ))  # fmt: skip
+        if gone:
+            statements.append(("DELETE FROM macro_evidence WHERE key_json = ANY($1::text[])", (gone,)))
+        if revised:
+            statements.append((
+                "INSERT INTO macro_revisions SELECT * FROM unnest($1::text[], $2::bigint[]) "
+                "ON CONFLICT (key_json) DO UPDATE SET level = EXCLUDED.level",
+                ([k for k, _ in revised], [level for _, level in revised]),
+            ))  # fmt: skip
+        if reported is not None:
+            statements.append(("DELETE FROM kept_hydrations WHERE hydration_id = $1", (reported,)))
+        await self._db.transaction(*statements)
+
+    async def keep_hydration(self, hydration: StoredHydration, keep: int) -> None:
+        await self._db.transaction(
+            (
+                "INSERT INTO kept_hydrations (hydration_id, record_json) VALUES ($1, $2) ON CONFLICT (hydration_id) "
+                "DO UPDATE SET sequence = DEFAULT, record_json = EXCLUDED.record_json, expanded = ''",
+                (hydration.hydration_id, hydration.record_json),
+            ),
+            (
+                "DELETE FROM kept_hydrations WHERE sequence <= "
+                "(SELECT sequence FROM kept_hydrations ORDER BY sequence DESC OFFSET $1 LIMIT 1)",
+                (keep,),
+            ),
+        )
+
+    async def add_expansion(self, hydration_id: str, macro_id: str) -> None:
+        await self._db.fetch(
+            "UPDATE kept_hydrations SET expanded = expanded || ' ' || $2 "
+            "WHERE hydration_id = $1 AND strpos(expanded || ' ', ' ' || $2 || ' ') = 0",
+            hydration_id, macro_id,
+        )  # fmt: skip
+
+    async def kept_hydration(self, hydration_id: str) -> StoredHydration | None:
+        rows = await self._db.fetch(
+            "SELECT record_json, expanded FROM kept_hydrations WHERE hydration_id = $1", hydration_id
+        )
+        return StoredHydration(hydration_id, rows[0][0], frozenset(rows[0][1].split())) if rows else None
 
     async def _with_files(self, row: Any) -> SkillVersion:
         name, version = row[:2]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import DuplicateRowError
-from ..records import SkillVersion
-from ..sqlite import Database, insert
+from ..records import Counts, SkillVersion, StoredHydration
+from ..sqlite import Database, Statement, insert
 from .base import CURRENT, CURRENT_VERSIONS, VERSION_COLUMNS, SkillStore, skill_version
 
 _DDL = """
@@ -32,7 +33,21 @@ CREATE TABLE IF NOT EXISTS macro_revisions (
     key_json TEXT PRIMARY KEY,
     level    INTEGER
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS macro_evidence (
+    key_json          TEXT PRIMARY KEY,
+    uses              INTEGER NOT NULL,
+    expansions        INTEGER NOT NULL,
+    verifier_failures INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kept_hydrations (
+    sequence     INTEGER PRIMARY KEY,
+    hydration_id TEXT NOT NULL UNIQUE,
+    record_json  TEXT NOT NULL,
+    expanded     TEXT NOT NULL DEFAULT ''
+);
 """
+ROWS_PER_STATEMENT = 1000
+"""Rows one statement writes: a report or a library change may change the evidence of many macro keys."""
 
 
 class SqliteSkillStore(SkillStore):
@@ -95,3 +110,57 @@ class SqliteSkillStore(SkillStore):
             "SELECT path, content FROM skill_files WHERE name = ? AND version = ? ORDER BY path", name, version
         )
         return skill_version(row, {p: bytes(c) for p, c in files})
+
+    async def macro_evidence(self) -> dict[str, Counts]:
+        rows = await self._db.rows("SELECT key_json, uses, expansions, verifier_failures FROM macro_evidence")
+        return {key: (uses, expansions, failures) for key, uses, expansions, failures in rows}
+
+    async def save_evidence(
+        self,
+        evidence: Mapping[str, Counts | None],
+        levels: Mapping[str, int | None] | None = None,
+        reported: str | None = None,
+    ) -> None:
+        kept = [(key, *counts) for key, counts in sorted(evidence.items()) if counts is not None]
+        gone = [(key,) for key, counts in sorted(evidence.items()) if counts is None]
+        await self._db.transaction(
+            *_each("INSERT OR REPLACE INTO macro_evidence VALUES {}", "(?, ?, ?, ?)", kept),
+            *_each("DELETE FROM macro_evidence WHERE key_json IN ({})", "?", gone, ", "),
+            *_each("INSERT OR REPLACE INTO macro_revisions VALUES {}", "(?, ?)", sorted((levels or {}).items())),
+            ("DELETE FROM kept_hydrations WHERE hydration_id = ?", (reported,)) if reported is not None else None,
+        )
+
+    async def keep_hydration(self, hydration: StoredHydration, keep: int) -> None:
+        await self._db.transaction(
+            (
+                "INSERT OR REPLACE INTO kept_hydrations (hydration_id, record_json) VALUES (?, ?)",
+                (hydration.hydration_id, hydration.record_json),
+            ),
+            (
+                "DELETE FROM kept_hydrations WHERE sequence <= "
+                "(SELECT sequence FROM kept_hydrations ORDER BY sequence DESC LIMIT 1 OFFSET ?)",
+                (keep,),
+            ),
+        )
+
+    async def add_expansion(self, hydration_id: str, macro_id: str) -> None:
+        await self._db.execute(
+            "UPDATE kept_hydrations SET expanded = expanded || ' ' || ? "
+            "WHERE hydration_id = ? AND instr(expanded || ' ', ' ' || ? || ' ') = 0",
+            macro_id, hydration_id, macro_id,
+        )  # fmt: skip
+
+    async def kept_hydration(self, hydration_id: str) -> StoredHydration | None:
+        rows = await self._db.rows(
+            "SELECT record_json, expanded FROM kept_hydrations WHERE hydration_id = ?", hydration_id
+        )
+        return StoredHydration(hydration_id, rows[0][0], frozenset(rows[0][1].split())) if rows else None
+
+
+def _each(sql: str, row: str, rows: Sequence[tuple[Any, ...]], between: str = ",") -> list[Statement]:
+    """`sql` with `{}` filled by ROWS_PER_STATEMENT `row` placeholders at a time, over every row."""
+    statements: list[Statement] = []
+    for start in range(0, len(rows), ROWS_PER_STATEMENT):
+        chunk = rows[start : start + ROWS_PER_STATEMENT]
+        statements.append((sql.format(between.join([row] * len(chunk))), [value for r in chunk for value in r]))
+    return statements

@@ -9,7 +9,7 @@ from bench.synthetic import generate_library
 from skillstate.server.skills.compressed import compress_skill, expand
 from skillstate.server.skills.graph import SkillGraph, build_graph
 from skillstate.server.skills.library import node_tokens
-from skillstate.server.skills.macro_index import MacroIndex, compress
+from skillstate.server.skills.macro_index import Evidence, MacroIndex, compress
 from skillstate.server.skills.macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Level
 from skillstate.server.skills.motif_discovery import ports_of
 from skillstate.server.skills.package import load_package
@@ -135,3 +135,38 @@ def test_evidence_raises_the_level_then_splits_a_macro() -> None:
         graph = next(g for g in GRAPHS if g.skill == occurrence.skill)
         index.add(graph, TOKENS[graph.skill])
     assert not rejoined()
+
+
+def test_the_macros_of_one_key_share_their_evidence_and_their_level() -> None:
+    """Evidence is counted per key, as levels are decided (docs/skills.md, ReZip): uses of either macro of a
+    key count for both, and the level they reach is both's."""
+    index = MacroIndex()
+    index.rebuild(GRAPHS, TOKENS)
+    by_key: dict[object, list[str]] = {}
+    for macro in index.compression().macros:
+        by_key.setdefault(macro.key, []).append(macro.macro_id)
+    first, second = next(ids for ids in by_key.values() if len(ids) >= 2)[:2]
+    for macro_id in (first, second):
+        index.report(macro_id, expanded=True, verifier_failed=False)
+    assert [index.macro(m).default_level for m in (first, second)] == [Level.CONTRACT] * 2  # type: ignore[union-attr]
+    index.report(first, expanded=False, verifier_failed=False)  # 3 uses, 2 expanded: at least half
+    assert [index.macro(m).default_level for m in (first, second)] == [Level.OUTLINE] * 2  # type: ignore[union-attr]
+    assert index.evidence == {}  # the counts start again
+
+
+def test_evidence_taken_up_after_a_rebuild_goes_on_counting() -> None:
+    """What a store kept (the revisions and the counts) given to a rebuilt index: a third expanded use raises
+    the level where two came before; counts of a key that has no macro are left out."""
+    before = MacroIndex()
+    before.rebuild(GRAPHS, TOKENS)
+    macro = max(before.compression().macros, key=lambda m: m.gain)
+    for _ in range(2):
+        before.report(macro.macro_id, expanded=True, verifier_failed=False)
+    after = MacroIndex()
+    after.revised = dict(before.revised)
+    after.rebuild(GRAPHS, TOKENS)
+    stray = ((("nothing:here",), ((("x",), ()),), ()), Evidence(5, 5, 0))
+    assert after.restore_evidence({**before.evidence, stray[0]: stray[1]}) == [stray[0]]
+    assert after.evidence == before.evidence
+    assert after.report_key(macro.key, expanded=True, verifier_failed=False)
+    assert after.revised[macro.key] is Level.OUTLINE

@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import zlib
+from collections import defaultdict
+from hashlib import sha256
+
 from bench.synthetic import generate_library
 from skillstate.server.skills.compressed import compress_skill, expand, library_stats
 from skillstate.server.skills.graph import EdgeKind, build_graph
 from skillstate.server.skills.library import node_tokens
 from skillstate.server.skills.macro_index import compress
+from skillstate.server.skills.macros import Occurrence
+from skillstate.server.skills.motif_discovery import (
+    MAX_COMPARED,
+    MAX_POSTING,
+    SIMILARITY,
+    SKETCH,
+    Run,
+    SkillText,
+    _combine,
+    clusters_of,
+    jaccard,
+    macro_id,
+    ports_of,
+    run_key,
+    runs_of,
+)
 from skillstate.server.skills.package import load_package
+from skillstate.server.skills.text import terms
 
-from .corpus import corpus_graphs, require_corpus
+from .corpus import CORPUS, corpus_graphs, require_corpus
 
 SKILLS = generate_library(120, seed=3)
 GRAPHS = [build_graph(load_package(s.files, s.folder, strict=True)) for s in SKILLS]
@@ -76,3 +97,83 @@ def test_reversible_over_every_package_of_the_real_corpus() -> None:
         assert expand(compression, compress_skill(compression, graph)) == graph.edges
     stats = library_stats(compression, graphs)
     assert stats.dependency_preservation == 1.0 and stats.verifier_reachability == 1.0
+
+
+def test_runs_carry_the_ports_inner_edges_and_tokens_of_their_nodes() -> None:
+    """Keys and ports are made from node rows and reach bits (RunShapes): each run's agree with its graph's
+    edges read directly, over the synthetic skills and a sample of real ones (their references included)."""
+    corpus = corpus_graphs(CORPUS)[::20] if CORPUS is not None else ()
+    for graph in [*GRAPHS[:40], *corpus]:
+        tokens, near = node_tokens(graph), defaultdict(list)
+        for e in graph.edges:
+            if abs(e.target - e.source) < 3:
+                near[e.source].append(e)
+        for n, run in enumerate(runs_of(graph, tokens, [terms(node.text) for node in graph.nodes])):
+            inside = run.occurrence.nodes
+            assert run.ports == ports_of(graph, inside)
+            inner = sorted(
+                (e.source - inside.start, e.target - inside.start, e.kind.value, e.label)
+                for i in inside
+                for e in near[i]
+                if e.target in inside
+            )
+            assert run.key[2] == tuple(inner) and len(run.key[0]) == len(run.key[1]) == len(inside)
+            assert run.tokens == sum(tokens[i] for i in inside)
+            if n % 25 == 0:
+                assert run.key == run_key(graph, run.occurrence)
+
+
+def reference_clusters(runs: list[Run], texts: dict[str, SkillText]) -> list[list[Run]]:
+    """MotifZip's clustering as first written: every run's sketch looked up and compared afresh."""
+    clusters: list[tuple[frozenset[int], list[Run]]] = []
+    by_sketch: dict[int, list[int]] = {}
+    for run in runs:
+        start, stop = run.occurrence.start, run.occurrence.start + run.occurrence.length
+        mine = texts[run.occurrence.skill].shingles(start, stop)
+        sketch = sorted(mine)[:SKETCH]
+        shared: dict[int, int] = {}
+        for shingle in sketch:
+            for c in by_sketch.get(shingle, [])[-MAX_POSTING:]:
+                shared[c] = shared.get(c, 0) + 1
+        closest = sorted(shared, key=shared.__getitem__, reverse=True)[:MAX_COMPARED]
+        joined = next((c for c in closest if jaccard(clusters[c][0], mine) >= SIMILARITY), None)
+        if joined is not None:
+            clusters[joined][1].append(run)
+            continue
+        for shingle in sketch:
+            by_sketch.setdefault(shingle, []).append(len(clusters))
+        clusters.append((mine, [run]))
+    return [members for _, members in clusters]
+
+
+def test_a_text_seen_before_joins_the_cluster_that_comparing_it_afresh_would() -> None:
+    graphs = [build_graph(load_package(s.files, s.folder)) for s in generate_library(600, seed=5)]
+    texts, buckets = {}, defaultdict(list)
+    for graph in graphs:
+        node_terms = [terms(node.text) for node in graph.nodes]
+        texts[graph.skill] = SkillText.of(node_terms)
+        for run in runs_of(graph, node_tokens(graph), node_terms):
+            buckets[run.key].append(run)
+    repeated = 0
+    for runs in buckets.values():
+        runs.sort(key=lambda r: r.occurrence)
+        assert clusters_of(runs, texts) == reference_clusters(runs, texts)
+        contents = [texts[r.occurrence.skill].content(r.occurrence.start, r.occurrence.start + r.occurrence.length)
+                    for r in runs]  # fmt: skip
+        repeated += len(contents) - len(set(contents))
+    assert repeated > 1000  # the memo was exercised
+
+
+def test_shingles_hash_each_three_words_as_one_stable_hash() -> None:
+    words = [terms(node.text) for node in GRAPHS[0].nodes]
+    text = SkillText.of(words)
+    flat = [word for node in words for word in node]
+    assert list(text.trigrams) == [_combine(tuple(text.words[k : k + 3])) for k in range(len(flat) - 2)]
+    assert list(text.words) == [zlib.crc32(word.encode()) for word in flat]
+
+
+def test_macro_ids_digest_the_repr_of_key_ports_and_occurrences() -> None:
+    for macro in COMPRESSION.macros[:50]:
+        for occurrences in (macro.occurrences, macro.occurrences[:1], (Occurrence('it\'s "odd"', 3, 1),)):
+            written = repr((macro.key, sorted(macro.ports), occurrences))
+            assert macro_id(macro.key, macro.ports, occurrences) == "m-" + sha256(written.encode()).hexdigest()[:12]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from skillstate.server.errors import DuplicateRowError
-from skillstate.server.storage.records import SkillVersion
+from skillstate.server.storage.records import SkillVersion, StoredHydration
 from skillstate.server.storage.skill_store.base import SkillStore
 from skillstate.server.storage.skill_store.memory import MemorySkillStore
 from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
@@ -76,3 +77,96 @@ async def test_macro_revisions_are_kept_and_replaced(store: SkillStore) -> None:
     await store.save_macro_revision('[["b"]]', None)
     await store.save_macro_revision('[["a"]]', 4)
     assert await store.macro_revisions() == {'[["a"]]': 4, '[["b"]]': None}
+
+
+async def test_evidence_levels_and_the_reported_hydration_are_saved_together(store: SkillStore) -> None:
+    assert await store.macro_evidence() == {}
+    await store.keep_hydration(StoredHydration("h1", '{"macros": []}'), keep=10)
+    await store.save_evidence({'[["a"]]': (2, 1, 0), '[["b"]]': (1, 0, 1)})
+    assert await store.macro_evidence() == {'[["a"]]': (2, 1, 0), '[["b"]]': (1, 0, 1)}
+    await store.save_evidence({'[["a"]]': (3, 2, 0), '[["b"]]': None}, {'[["b"]]': 3}, reported="h1")
+    assert await store.macro_evidence() == {'[["a"]]': (3, 2, 0)}
+    assert await store.macro_revisions() == {'[["b"]]': 3}
+    assert await store.kept_hydration("h1") is None  # one report per hydration
+    many = {f'[["k{i}"]]': (i, 0, 0) for i in range(2500)}  # more rows than one statement writes
+    await store.save_evidence(many)
+    await store.save_evidence(dict.fromkeys(list(many)[:1500]))
+    assert len(await store.macro_evidence()) == 1 + 1000
+
+
+async def test_only_the_newest_hydrations_are_kept_each_with_its_expansions(store: SkillStore) -> None:
+    for name in ("h1", "h2", "h3"):
+        await store.keep_hydration(StoredHydration(name, f'{{"n": "{name}"}}'), keep=3)
+    await store.add_expansion("h1", "m-1")
+    await store.add_expansion("h1", "m-1")  # once
+    await store.add_expansion("h1", "m-2")
+    await store.add_expansion("gone", "m-1")  # nothing: not kept
+    assert await store.kept_hydration("h1") == StoredHydration("h1", '{"n": "h1"}', frozenset({"m-1", "m-2"}))
+    await store.keep_hydration(StoredHydration("h4", "{}"), keep=3)  # h1 is the oldest: forgotten
+    assert await store.kept_hydration("h1") is None and await store.kept_hydration("gone") is None
+    await store.keep_hydration(StoredHydration("h2", '{"again": 1}'), keep=3)  # hydrated again: the newest now
+    await store.keep_hydration(StoredHydration("h5", "{}"), keep=3)  # so h3 goes
+    assert await store.kept_hydration("h3") is None
+    assert await store.kept_hydration("h2") == StoredHydration("h2", '{"again": 1}')
+    assert [await store.kept_hydration(name) is not None for name in ("h4", "h5")] == [True, True]
+
+
+PREVIOUS_SQLITE_SCHEMA = """
+CREATE TABLE skill_versions (name TEXT NOT NULL, version INTEGER NOT NULL, digest TEXT NOT NULL, folder TEXT NOT NULL,
+    registered_at REAL NOT NULL, removed_at REAL, PRIMARY KEY (name, version)) WITHOUT ROWID;
+CREATE TABLE skill_files (name TEXT NOT NULL, version INTEGER NOT NULL, path TEXT NOT NULL, content BLOB NOT NULL,
+    PRIMARY KEY (name, version, path), FOREIGN KEY (name, version) REFERENCES skill_versions (name, version))
+    WITHOUT ROWID;
+CREATE TABLE macro_revisions (key_json TEXT PRIMARY KEY, level INTEGER) WITHOUT ROWID;
+INSERT INTO skill_versions VALUES ('a', 1, 'digest-1', 'a', 1001.0, NULL);
+INSERT INTO skill_files VALUES ('a', 1, 'a/SKILL.md', X'78');
+INSERT INTO macro_revisions VALUES ('[["a"]]', 3);
+"""
+"""The skill store's tables before macro evidence and kept hydrations were stored, with a row in each."""
+
+
+async def assert_upgraded(store: SkillStore) -> None:
+    """The previous schema's rows are there, and what it lacked works."""
+    assert [(v.name, v.version, v.files) for v in await store.current()] == [("a", 1, {"a/SKILL.md": b"x"})]
+    assert await store.macro_revisions() == {'[["a"]]': 3}
+    await store.save_evidence({'[["a"]]': (1, 1, 0)}, {'[["a"]]': 4})
+    await store.keep_hydration(StoredHydration("h", "{}"), keep=5)
+    await store.add_expansion("h", "m-1")
+    assert await store.macro_evidence() == {'[["a"]]': (1, 1, 0)}
+    assert await store.kept_hydration("h") == StoredHydration("h", "{}", frozenset({"m-1"}))
+
+
+async def test_a_sqlite_file_of_the_previous_schema_is_opened_and_gains_the_new_tables(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / "old.db") as connection:
+        connection.executescript(PREVIOUS_SQLITE_SCHEMA)
+    store = SqliteSkillStore(tmp_path / "old.db")
+    await store.open()
+    try:
+        await assert_upgraded(store)
+    finally:
+        await store.close()
+
+
+async def test_a_postgres_schema_of_the_previous_version_is_opened_and_gains_the_new_tables(
+    postgres_schema: tuple[str, str],  # noqa: F811
+) -> None:
+    import asyncpg
+
+    from skillstate.server.storage.skill_store.postgres import PostgresSkillStore
+
+    dsn, schema = postgres_schema
+    connection = await asyncpg.connect(dsn)
+    try:
+        await connection.execute(
+            f"CREATE SCHEMA {schema}; SET search_path TO {schema}; "
+            + PREVIOUS_SQLITE_SCHEMA.replace("WITHOUT ROWID", "").replace("REAL", "DOUBLE PRECISION")
+            .replace("INTEGER", "BIGINT").replace("BLOB", "BYTEA").replace("X'78'", "'\\x78'::bytea")
+        )  # fmt: skip
+    finally:
+        await connection.close()
+    store = PostgresSkillStore(dsn, schema=schema)
+    await store.open()
+    try:
+        await assert_upgraded(store)
+    finally:
+        await store.close()

@@ -1,0 +1,379 @@
+"""Build time and memory of the skill registry from cached records, beside a same-run whole-skill BM25 build.
+
+    python bench/skill_build.py                          # 1K and 10K synthetic skills (about 5 minutes)
+    python bench/skill_build.py --sizes 1000 10000 100000   # add 100K (about 10 more minutes, 6.5 GB)
+    python bench/skill_build.py --sizes 100000 --breakdown 100000   # memory breakdown at 100K (slow, ~15 GB)
+
+Measured as the paper measures its build (SkillZip, Sec. 5.1): from cached records, excluding extraction.
+Each size runs in a fresh subprocess. It generates the synthetic library (`generate_library(size, seed=1)`),
+parses it and builds every skill's graph (Sec2Graph): these are the records, made first and not timed.
+Then, on the same records, it times
+- the baseline: tokenizing every skill's whole text (`text.terms` of its name, description and every
+  section) and indexing it in a BM25Index, as whole-skill retrieval needs;
+- ours: token counts and the library's indexes (`SkillLibrary.add` for every skill), then MotifZip
+  (`MacroIndex.rebuild`).
+Term caches are emptied before each, so neither inherits the other's warm caches; both run under the
+registry's bulk collection thresholds (`fewer_collections`). Times are wall-clock; CPU time is printed
+beside them, as the machine may be shared. Memory is the resident-set high-water mark of the subprocess
+(reset before each measured build, so a build's peak includes the records it runs on).
+
+With a breakdown (by default at sizes up to 10K), a second subprocess builds the same library under
+tracemalloc and reports what each component keeps resident: the records (graphs), the library's per-skill
+entries and each of its BM25 indexes, and the macro index's tables, counted so that what one component
+shares with an earlier one is not counted again, plus the source files whose allocations stay resident.
+Progress goes to stderr, one line a step; the Markdown tables to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import subprocess
+import sys
+import time
+import tracemalloc
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from synthetic import generate_library
+
+from skillstate.server.skills import motif_discovery, text
+from skillstate.server.skills.bm25 import BM25Index
+from skillstate.server.skills.bulk import fewer_collections
+from skillstate.server.skills.graph import SkillGraph, build_graph
+from skillstate.server.skills.library import SkillLibrary, node_tokens
+from skillstate.server.skills.macro_index import MacroIndex
+from skillstate.server.skills.package import load_package
+from skillstate.server.skills.text import terms
+from skillstate.server.skills.tokens import count_tokens
+
+PAPER_SECONDS = {1000: 1.44, 10_000: 16.1, 100_000: 178.0}
+"""The paper's build from cached records (graph construction and MotifZip), Sec. 5.1 and its scaling study."""
+TARGET_RATIO = 3.0
+"""Ours within this factor of the same-run baseline (issue 19)."""
+TARGET_BYTES_100K = 4 * 2**30
+MiB = 2**20
+
+
+def progress(message: str) -> None:
+    print(f"  {message}", file=sys.stderr, flush=True)
+
+
+# -- one size, in its own process ---------------------------------------------------------------------------
+
+
+def records(size: int) -> list[SkillGraph]:
+    """The cached records: every skill's graph (generated, parsed and built, untimed)."""
+    started = time.perf_counter()
+    with fewer_collections():
+        packages = [load_package(s.files, s.folder) for s in generate_library(size, seed=1)]
+        graphs = [build_graph(package) for package in packages]
+        del packages
+    gc.collect()
+    sections = sum(len(g.nodes) for g in graphs)
+    progress(f"{size:,} skills: records built (Sec2Graph, untimed) in {time.perf_counter() - started:.1f} s: "
+             f"{sections:,} sections, {sum(len(g.edges) for g in graphs):,} edges")  # fmt: skip
+    return graphs
+
+
+def whole_text(graph: SkillGraph) -> str:
+    return " ".join([graph.skill, graph.description, *(node.text for node in graph.nodes)])
+
+
+def baseline(graphs: list[SkillGraph]) -> BM25Index[str]:
+    index: BM25Index[str] = BM25Index()
+    for graph in graphs:
+        index.add(graph.skill, terms(whole_text(graph)))
+    index.settle()
+    return index
+
+
+def ours_indexes(graphs: list[SkillGraph]) -> SkillLibrary:
+    library = SkillLibrary()
+    for graph in graphs:
+        library.add(graph, version=1)
+    library.settle()
+    return library
+
+
+def ours_motifzip(graphs: list[SkillGraph], library: SkillLibrary) -> MacroIndex:
+    tokens = {g.skill: library.get(g.skill).node_tokens for g in graphs}  # type: ignore[union-attr]
+    macros = MacroIndex()
+    macros.rebuild(graphs, tokens)
+    return macros
+
+
+def cold_caches() -> None:
+    """Empty the term and hash caches, so that a build does not start from another's warm ones."""
+    for module in (text, motif_discovery):
+        for value in vars(module).values():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
+
+
+class Stage:
+    """A timed step: wall and CPU seconds, and the time spent collecting garbage meanwhile."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.wall, self.cpu, self.gc = name, 0.0, 0.0, 0.0
+
+    def run(self, work: Callable[[], Any]) -> Any:
+        paused = [0.0]
+
+        def collecting(phase: str, info: dict[str, int]) -> None:
+            paused[0] += -time.perf_counter() if phase == "start" else time.perf_counter()
+
+        gc.callbacks.append(collecting)
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            with fewer_collections():
+                return work()
+        finally:
+            self.wall, self.cpu = time.perf_counter() - wall, time.process_time() - cpu
+            gc.callbacks.remove(collecting)
+            self.gc = paused[0]
+            progress(f"{self.name}: {self.wall:.2f} s (CPU {self.cpu:.2f} s, collections {self.gc:.2f} s)")
+
+
+def status(field: str) -> int:
+    """A /proc/self/status figure (VmRSS, VmHWM), in bytes."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def reset_peak() -> bool:
+    """Start the resident high-water mark again from now (Linux: clear_refs 5); False where it cannot."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def measure(size: int) -> dict[str, Any]:
+    count_tokens("")  # the tokenizer loads once per process, as a server's does at start: not a build cost
+    graphs = records(size)
+    result: dict[str, Any] = {
+        "size": size,
+        "sections": sum(len(g.nodes) for g in graphs),
+        "records_bytes": status("VmRSS"),
+        "records_peak_bytes": status("VmHWM"),
+    }
+    cold_caches()
+    peak_reset = reset_peak()
+    whole = Stage("baseline: terms + whole-skill BM25")
+    index = whole.run(lambda: baseline(graphs))
+    result["baseline_peak_bytes"] = status("VmHWM")
+    del index
+    gc.collect()
+    cold_caches()
+    reset_peak()
+    indexes, motifzip = Stage("ours: token counts + library indexes"), Stage("ours: MotifZip")
+    library = indexes.run(lambda: ours_indexes(graphs))
+    macros = motifzip.run(lambda: ours_motifzip(graphs, library))
+    result["ours_peak_bytes"], result["ours_bytes"] = status("VmHWM"), status("VmRSS")
+    result["peak_reset"] = peak_reset
+    compression = macros.compression()
+    result["macros"], result["compression"] = len(compression.macros), compression.ratio
+    tokens = Stage("token counts alone (inside the indexes' time)")
+    tokens.run(lambda: [node_tokens(g) for g in graphs])
+    for key, stage in (("baseline", whole), ("indexes", indexes), ("motifzip", motifzip), ("tokens", tokens)):
+        result[key] = {"wall": stage.wall, "cpu": stage.cpu, "gc": stage.gc}
+    return result
+
+
+# -- where the memory goes ----------------------------------------------------------------------------------
+
+_SKIPPED = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+
+
+def deep_bytes(root: object, seen: set[int]) -> int:
+    """Bytes of the objects reachable from root that are not in `seen` (which it extends): what root holds
+    beyond what was counted before it. Classes, modules and functions are not counted."""
+    total, stack = 0, [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, _SKIPPED):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        stack.extend(gc.get_referents(obj))
+    return total
+
+
+@contextmanager
+def traced_stage(sizes: dict[str, int], name: str) -> Iterator[None]:
+    gc.collect()
+    before = tracemalloc.get_traced_memory()[0]
+    yield
+    gc.collect()
+    sizes[name] = tracemalloc.get_traced_memory()[0] - before
+    progress(f"{name}: {sizes[name] / MiB:,.1f} MiB stay resident")
+
+
+def breakdown(size: int) -> dict[str, Any]:
+    count_tokens("")
+    tracemalloc.start()
+    resident: dict[str, int] = {}
+    with traced_stage(resident, "records (graphs)"):
+        graphs = records(size)
+    with traced_stage(resident, "baseline index"):
+        index = baseline(graphs)
+    del index
+    with traced_stage(resident, "library (token counts, per-skill entries, indexes)"), fewer_collections():
+        library = ours_indexes(graphs)
+    with traced_stage(resident, "macro index"), fewer_collections():
+        macros = ours_motifzip(graphs, library)
+    snapshot = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    by_file = [(stat.traceback[0].filename, stat.size) for stat in snapshot.statistics("filename")[:20]]
+    del snapshot
+    progress("counting each component's objects")
+    seen: set[int] = set()
+    for shared in (None, True, False, 0, 1, ""):
+        seen.add(id(shared))
+    parts = {"graphs": deep_bytes(graphs, seen)}
+    for name, value in sorted(vars(library).items()):
+        parts[f"library.{name}"] = deep_bytes(value, seen)
+    for name, value in sorted(vars(macros).items()):
+        parts[f"macros.{name}"] = deep_bytes(value, seen)
+    return {"size": size, "resident": resident, "parts": parts, "by_file": by_file}
+
+
+# -- the report ---------------------------------------------------------------------------------------------
+
+
+def run_child(size: int, mode: str) -> dict[str, Any]:
+    command = [sys.executable, __file__, f"--{mode}", str(size)]
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def seconds(figure: dict[str, float]) -> str:
+    return f"{figure['wall']:.2f}"
+
+
+def build_table(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| skills | sections | baseline s | tokens + indexes s | MotifZip s | ours s | ours / baseline | paper s "
+        "| ours / paper | peak GB (baseline) | peak GB (ours) | resident GB (ours) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        ours = r["indexes"]["wall"] + r["motifzip"]["wall"]
+        paper = PAPER_SECONDS.get(r["size"])
+        lines.append(
+            f"| {r['size']:,} | {r['sections']:,} | {seconds(r['baseline'])} | {seconds(r['indexes'])} "
+            f"| {seconds(r['motifzip'])} | {ours:.2f} | {ours / r['baseline']['wall']:.1f}x "
+            f"| {paper if paper else ''} | {f'{ours / paper:.2f}x' if paper else ''} "
+            f"| {r['baseline_peak_bytes'] / 2**30:.2f} | {r['ours_peak_bytes'] / 2**30:.2f} "
+            f"| {r['ours_bytes'] / 2**30:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def detail_table(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| skills | stage | wall s | CPU s | collections s |",
+        "|---|---|---|---|---|",
+    ]
+    names = {"baseline": "baseline (terms + BM25)", "indexes": "token counts + indexes", "motifzip": "MotifZip",
+             "tokens": "token counts alone (part of the indexes' time)"}  # fmt: skip
+    for r in results:
+        for key, name in names.items():
+            figure = r[key]
+            lines.append(
+                f"| {r['size']:,} | {name} | {figure['wall']:.2f} | {figure['cpu']:.2f} | {figure['gc']:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def memory_table(breakdowns: list[dict[str, Any]]) -> str:
+    sizes = [b["size"] for b in breakdowns]
+    lines = ["| component | " + " | ".join(f"{s:,} skills, MiB" for s in sizes) + " |", "|---|" + "---|" * len(sizes)]
+    for section in ("resident", "parts"):
+        names = list(dict.fromkeys(name for b in breakdowns for name in b[section]))
+        for name in names:
+            label = name if section == "parts" else f"**stage: {name}**"
+            figures = [b[section].get(name) for b in breakdowns]
+            cells = [f"{f / MiB:,.1f}" if f is not None else "" for f in figures]
+            if section == "parts" and all((f or 0) < MiB / 10 for f in figures):
+                continue
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def file_table(breakdowns: list[dict[str, Any]]) -> str:
+    lines = []
+    for b in breakdowns:
+        lines.append(f"\nAllocations still resident after the build, by source file ({b['size']:,} skills):\n")
+        lines += ["| file | MiB |", "|---|---|"]
+        root = str(Path(__file__).resolve().parents[1])
+        lines += [f"| {name.replace(root + '/', '')} | {size / MiB:,.1f} |" for name, size in b["by_file"][:12]]
+    return "\n".join(lines)
+
+
+def verdicts(results: list[dict[str, Any]]) -> str:
+    lines = []
+    for r in results:
+        ours = r["indexes"]["wall"] + r["motifzip"]["wall"]
+        ratio = ours / r["baseline"]["wall"]
+        paper = PAPER_SECONDS.get(r["size"])
+        line = f"- {r['size']:,} skills: ours {ours:.1f} s is {ratio:.1f}x the baseline (target {TARGET_RATIO:.0f}x: "
+        line += "met" if ratio <= TARGET_RATIO else "not met"
+        if paper:
+            line += f"); the paper's {paper} s: {'met' if ours < paper else 'not met'}"
+        else:
+            line += ")"
+        if r["size"] == 100_000:
+            line += f"; peak {r['ours_peak_bytes'] / 2**30:.2f} GB against 4 GB: "
+            line += "met" if r["ours_peak_bytes"] < TARGET_BYTES_100K else "not met"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10_000], help="library sizes")
+    parser.add_argument(
+        "--breakdown", type=int, nargs="*", default=None, help="sizes to break memory down at (default: up to 10K)"
+    )
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--traced", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(measure(args.one)))
+        return
+    if args.traced is not None:
+        print(json.dumps(breakdown(args.traced)))
+        return
+    traced = args.breakdown if args.breakdown is not None else [s for s in args.sizes if s <= 10_000]
+    results, breakdowns = [], []
+    for size in args.sizes:
+        print(f"{size:,} skills: build", file=sys.stderr, flush=True)
+        results.append(run_child(size, "one"))
+    for size in traced:
+        print(f"{size:,} skills: memory breakdown (under tracemalloc)", file=sys.stderr, flush=True)
+        breakdowns.append(run_child(size, "traced"))
+    print(build_table(results))
+    print()
+    print(detail_table(results))
+    print()
+    print(verdicts(results))
+    if not all(r["peak_reset"] for r in results):
+        print("\n(the high-water mark could not be reset here: peaks are the process's since it started)")
+    if breakdowns:
+        print()
+        print(memory_table(breakdowns))
+        print(file_table(breakdowns))
+
+
+if __name__ == "__main__":
+    main()
