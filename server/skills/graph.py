@@ -82,11 +82,12 @@ class SkillGraph:
     description: str
     nodes: tuple[SectionNode, ...]
     edges: tuple[Edge, ...]
+    body_file: str = ""
+    """SKILL.md's key in the package (its nodes come first; Markdown references' follow)."""
 
     def source(self) -> str:
-        """The SKILL.md body its first nodes were cut from, exactly (Markdown references follow them)."""
-        body = self.nodes[0].provenance.file if self.nodes else ""
-        return "".join(node.text for node in self.nodes if node.provenance.file == body)
+        """The SKILL.md body its first nodes were cut from, exactly."""
+        return "".join(node.text for node in self.nodes if node.provenance.file == self.body_file)
 
     def successors(self, index: int, *kinds: EdgeKind) -> Iterator[int]:
         return (e.target for e in self.edges_from(index) if not kinds or e.kind in kinds)
@@ -154,13 +155,13 @@ def build_graph(package: SkillPackage, extractor: Extractor | None = None) -> Sk
     for reference in files[1:]:
         edges.update(_edges(reference))
         edges.update(_reference_edges(files[0], reference))
-    return SkillGraph(package.name, package.description, tuple(nodes), tuple(sorted(edges)))
+    return SkillGraph(package.name, package.description, tuple(nodes), tuple(sorted(edges)), package.skill_file)
 
 
 def _node(
     package: SkillPackage, index: int, file: str, part: Part, line_offset: int, extractor: Extractor | None
 ) -> SectionNode:
-    role = role_of(part.title, part.text, is_first=index == 0, is_step=part.is_step)
+    role = role_of(part.title, part.text, is_first=index == 0 and file == package.skill_file, is_step=part.is_step)
     title = part.title
     if not part.level and file != package.skill_file:  # a reference's text before its first heading
         title = file[len(package.folder) + 1 :] if file.startswith(package.folder + "/") else file

@@ -11,9 +11,11 @@
    other steps of its procedure: steps run in order, so a procedure is never shown with holes.
 4. Seeds are taken best first when they bring what the context lacks (an anchor not yet covered, its first
    procedure: a state-changing operation, or a verifier for it) and the rendered context still fits the
-   budget. The first seed (the best section of the best skill: what the query asks for most) is always in
-   when it fits at all: if its closure is too long, it comes with what its own edges reach one step away,
-   or else alone with its skill's intent, and the reply says dependencies are not closed. Hydration stops
+   budget. The first seed (the best-ranked section of the first skill that has one: what the query asks
+   for most) is always in
+   when it fits at all: if its closure is too long, it comes with what its own edges reach one step away
+   (its sibling steps left out), or else alone with its skill's intent (`dependencies_closed` says whether
+   its dependencies made it). Hydration stops
    as soon as the coverable anchors are covered, a procedure is in, and a verifier is reachable from it
    (unless the chosen skills have none). Unused budget is not filled. If no seed fits, the smallest
    whole-skill bundle covering the anchors is returned, even over budget, and the reply says so.
@@ -279,7 +281,8 @@ def _closed(graph: SkillGraph, nodes: set[int]) -> bool:
 def _whole_skill_bundle(
     library: SkillLibrary, ranked_skills: list[str], anchors: tuple[str, ...], coverable: set[str]
 ) -> dict[str, set[int]]:
-    """Greedy set cover of the anchors by whole skills, most anchors per token first; at least one skill."""
+    """Greedy set cover of the anchors by whole skills (SKILL.md, as loading a skill gives it; its references
+    stay out), most anchors per token first; at least one skill."""
     bundle: dict[str, set[int]] = {}
     uncovered = set(coverable)
     candidates = {s.name: (s, skill_terms(s)) for s in map(library.get, ranked_skills) if s}
@@ -291,6 +294,6 @@ def _whole_skill_bundle(
         skill, present = candidates.pop(name)
         if bundle and not uncovered & present:
             break
-        bundle[name] = set(range(len(skill.graph.nodes)))
+        bundle[name] = {n.index for n in skill.graph.nodes if n.provenance.file == skill.graph.body_file}
         uncovered -= present
     return bundle

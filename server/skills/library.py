@@ -157,9 +157,10 @@ def node_tokens(graph: SkillGraph) -> tuple[int, ...]:
 
 
 def skill_terms(skill: LibrarySkill) -> set[str]:
-    """Every term of a skill: name, description and sections."""
+    """Every term of a skill's name, description and SKILL.md (its Markdown references left out)."""
     graph = skill.graph
-    return set(terms(f"{graph.skill} {graph.description}")).union(*map(_node_terms, graph.nodes))
+    body = (node for node in graph.nodes if node.provenance.file == graph.body_file)
+    return set(terms(f"{graph.skill} {graph.description}")).union(*map(_node_terms, body))
 
 
 def _node_terms(node: SectionNode) -> list[str]:

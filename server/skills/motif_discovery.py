@@ -98,11 +98,15 @@ class RunShapes:
         """reach of a run's nodes -> its ports"""
 
     def of_skill(self, graph: SkillGraph, node_terms: list[list[str]]) -> list[tuple[int, int, int, frozenset[Port]]]:
-        """(start, length, key number, ports) of every run of the skill but those holding node 0, in order."""
+        """(start, length, key number, ports) of every run of the skill but those holding node 0, in order. A
+        run never spans two files (SKILL.md and a Markdown reference, or two references)."""
         rows, reach = self._rows_of(graph, node_terms)
         found, count = [], len(rows)
+        files = [node.provenance.file for node in graph.nodes]
         for start in range(1, count):
             for stop in range(start + 1, min(start + MAX_RUN, count) + 1):
+                if files[stop - 1] != files[start]:
+                    break
                 run = tuple(rows[start:stop])
                 key = self._keys.get(run)
                 if key is None:

@@ -241,8 +241,9 @@ MATERIAL_FOLDERS = frozenset({"assets", "templates"})
 def markdown_references(
     files: Mapping[str, bytes], skill_file: str, resources: tuple[Resource, ...], limits: PackageLimits, report: _Report
 ) -> tuple[Reference, ...]:
-    """The package's Markdown documentation: every present `.md` resource inside the folder except SKILL.md
-    and what `assets/` and `templates/` hold, and every linked `.md` file outside it. Agent Skills keep
+    """The package's Markdown documentation: every present `.md` resource inside the folder except what
+    `assets/` and `templates/` hold, and every linked `.md` file outside it; never a SKILL.md (its own, or
+    another skill's it links to). Agent Skills keep
     procedures and worked examples there by design (progressive disclosure), so they are sections too.
     A file that is not UTF-8, or has more sections than `max_sections`, and the files beyond
     `max_reference_sections` in all, stay resources only, with a warning."""
@@ -251,7 +252,8 @@ def markdown_references(
     for resource in resources:
         top = resource.path[len(folder) + 1 :].split("/", 1)[0] if resource.kind is not ResourceKind.EXTERNAL else ""
         markdown = resource.path.lower().endswith(".md") and resource.path in files
-        if not markdown or resource.path == skill_file or top in MATERIAL_FOLDERS:
+        a_skill = posixpath.basename(resource.path).lower() == "skill.md"  # its own, or another skill linked
+        if not markdown or a_skill or top in MATERIAL_FOLDERS:
             continue
         try:
             text = files[resource.path].decode("utf-8").removeprefix("\ufeff").replace("\r\n", "\n")

@@ -41,14 +41,14 @@ def render_context(
     for name, chosen in selected.items():
         graph = graphs[name]
         lines = [f"# Skill: {name}\n{graph.description}\n"]
-        body_file = graph.nodes[0].provenance.file
-        previous, file = -1, body_file
+        previous, file = -1, graph.body_file
         for index in sorted(chosen):
             if index <= previous:
-                continue  # inside a macro block already shown
+                continue  # inside a macro block already shown (a macro never spans two files)
             if graph.nodes[index].provenance.file != file:
+                _omitted_to_end_of_file(graph, previous, lines)
                 file = graph.nodes[index].provenance.file
-                lines.append(f"[from {_relative(file, body_file)}]\n")
+                lines.append(f"[from {_relative(file, graph.body_file)}]\n")
                 previous = _first_of_file(graph, index) - 1
             if index > previous + 1:
                 omitted = index - previous - 1
@@ -66,6 +66,18 @@ def render_context(
                 previous = block.occurrence.start + block.occurrence.length - 1
         parts.append("\n".join(lines))
     return "\n".join(parts)
+
+
+def _omitted_to_end_of_file(graph: SkillGraph, previous: int, lines: list[str]) -> None:
+    """Mark the sections after `previous` to the end of its file as omitted."""
+    if previous < 0:
+        return
+    file, last = graph.nodes[previous].provenance.file, previous
+    while last + 1 < len(graph.nodes) and graph.nodes[last + 1].provenance.file == file:
+        last += 1
+    if last > previous:
+        omitted = last - previous
+        lines.append(f"[{omitted} section{'s' if omitted > 1 else ''} omitted]\n")
 
 
 def _first_of_file(graph: SkillGraph, index: int) -> int:

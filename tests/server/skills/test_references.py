@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from bench.synthetic import generate_library
 from skillstate.server.skills.graph import Edge, EdgeKind, build_graph
 from skillstate.server.skills.hydrate import hydrate
-from skillstate.server.skills.library import SkillLibrary
+from skillstate.server.skills.library import SkillLibrary, node_tokens
+from skillstate.server.skills.motif_discovery import runs_of
 from skillstate.server.skills.package import PackageLimits, load_package
+from skillstate.server.skills.render import render_context
+from skillstate.server.skills.roles import Role
+from skillstate.server.skills.text import terms
 
 SKILL = """---
 name: helm-chart
@@ -103,3 +108,43 @@ def test_a_reference_over_the_section_limit_stays_a_resource_with_a_warning() ->
     assert [r.path for r in package.references] == ["helm-chart/references/details.md"]
     assert any(w.rule == "limits.sections" and "references/many.md" in w.message for w in package.warnings)
     assert "helm-chart/references/many.md" in {r.path for r in package.resources}
+
+
+def test_another_skills_skill_md_it_links_to_is_not_a_reference() -> None:
+    skill = SKILL.replace("## Prerequisites", "See also [the chart linter](../lint/SKILL.md).\n\n## Prerequisites")
+    files = {**FILES, "helm-chart/SKILL.md": skill.encode(), "lint/SKILL.md": b"---\nname: lint\ndescription: x\n---\n"}
+    package = load_package(files, "helm-chart")
+    assert [r.path for r in package.references] == ["helm-chart/references/details.md"]
+
+
+def test_a_skill_with_an_empty_body_keeps_its_references_apart_from_it() -> None:
+    files = {**FILES, "helm-chart/SKILL.md": b"---\nname: helm-chart\ndescription: Helm charts.\n---\n"}
+    graph = build_graph(load_package(files, "helm-chart"))
+    assert graph.source() == "" and graph.body_file == "helm-chart/SKILL.md"
+    assert all(n.role is not Role.INTENT for n in graph.nodes)  # only SKILL.md's first part is the intent
+
+
+def test_a_context_marks_each_file_and_what_it_leaves_out_of_each() -> None:
+    graph = build_graph(load_package(FILES, "helm-chart"))
+    index = {n.title: n.index for n in graph.nodes}
+    chosen = {0, index["Naming"]}
+    context = render_context({"helm-chart": graph}, {"helm-chart": chosen}, lambda skill, i: None)
+    body_after_intent = sum(n.provenance.file == graph.body_file for n in graph.nodes) - 1
+    before_naming = index["Naming"] - index["Helm chart details"]
+    assert context.index(f"[{body_after_intent} sections omitted]") < context.index("[from references/details.md]")
+    assert context.index("[from references/details.md]") < context.index(f"[{before_naming} sections omitted]")
+    assert context.index(f"[{before_naming} sections omitted]") < context.index("Chart names are lowercase")
+
+
+def test_no_macro_candidate_spans_two_files() -> None:
+    skills = generate_library(40, seed=3, references=True)
+    graphs = [build_graph(load_package(s.files, s.folder)) for s in skills]
+    runs = [
+        (graph, run)
+        for graph in graphs
+        for run in runs_of(graph, node_tokens(graph), [terms(n.text) for n in graph.nodes])
+    ]
+    assert any(graph.nodes[-1].provenance.file != graph.body_file for graph in graphs)  # references to cross into
+    for graph, run in runs:
+        files = {graph.nodes[i].provenance.file for i in run.occurrence.nodes}
+        assert len(files) == 1, run.occurrence
