@@ -85,8 +85,7 @@ class SkillLibrary:
         """Add a skill, replacing an earlier version of the same name."""
         self.remove(graph.skill)
         self._own()
-        summary = terms(f"{graph.skill} {graph.description}")
-        sections = [_node_terms(node) for node in graph.nodes]
+        summary, sections = _documents(graph)
         skill = LibrarySkill(graph, version, node_tokens(graph))
         self._skills[graph.skill] = skill
         self._skill_index.add(graph.skill, [*terms(graph.skill), *summary])
@@ -100,10 +99,9 @@ class SkillLibrary:
             return None
         self._own()
         skill = self._skills.pop(name)
-        summary = set(terms(f"{name} {skill.graph.description}"))  # recomputed: keeping every section's
-        sections = [set(_node_terms(node)) for node in skill.graph.nodes]  # terms cost 1.6 GB at 100K skills
-        self._skill_index.remove(name, summary)
-        self._whole_index.remove(name, summary.union(*sections))
+        summary, sections = _documents(skill.graph)  # recomputed: keeping them costs 1.6 GB at 100K skills
+        self._skill_index.remove(name, {*terms(name), *summary})
+        self._whole_index.remove(name, set(summary).union(*sections))
         for node, section in zip(skill.graph.nodes, sections, strict=True):
             self._section_index.remove((name, node.index), section)
         return skill
@@ -161,6 +159,11 @@ def skill_terms(skill: LibrarySkill) -> set[str]:
     graph = skill.graph
     body = (node for node in graph.nodes if node.provenance.file == graph.body_file)
     return set(terms(f"{graph.skill} {graph.description}")).union(*map(_node_terms, body))
+
+
+def _documents(graph: SkillGraph) -> tuple[list[str], list[list[str]]]:
+    """A skill's terms as the indexes hold them: its name and description, and each section's."""
+    return terms(f"{graph.skill} {graph.description}"), [_node_terms(node) for node in graph.nodes]
 
 
 def _node_terms(node: SectionNode) -> list[str]:
