@@ -40,6 +40,15 @@ class BenchQuery:
     kind: str
     section: tuple[str, int] | None = None
     """(file, first line) of the section it was made from; None for a description query."""
+    makers: tuple[tuple[str, str, int], ...] = ()
+    """(skill, file, first line) of every section in the library that makes this very query, its own
+    included: a query made from text that several skills share word for word cannot tell them apart, so any
+    of them answers it. Empty for a description query (its target alone answers it)."""
+
+    @property
+    def answers(self) -> frozenset[str]:
+        """The skills that answer the query: those whose sections make it, or its target."""
+        return frozenset(skill for skill, _, _ in self.makers) or frozenset((self.target,))
 
 
 @dataclass(frozen=True)
@@ -59,11 +68,16 @@ def section_queries(packages: list[SkillPackage], kind: str, count: int, seed: i
     its sections picked at random."""
     rng = random.Random(f"{seed}:{kind}")
     candidates = [(p, found) for p in packages if (found := sections_of(p, kind))]
+    makers: dict[str, list[tuple[str, str, int]]] = {}
+    for package, found in candidates:
+        for source in found:
+            makers.setdefault(source.query, []).append((package.name, source.file, source.first_line))
     chosen = rng.sample(candidates, k=min(count, len(candidates)))
     queries = []
     for package, found in chosen:
         source = rng.choice(found)
-        queries.append(BenchQuery(source.query, package.name, kind, (source.file, source.first_line)))
+        made = (source.file, source.first_line)
+        queries.append(BenchQuery(source.query, package.name, kind, made, tuple(makers[source.query])))
     return queries
 
 

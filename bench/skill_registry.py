@@ -78,6 +78,9 @@ class Row:
     ret1: float
     ret5: float
     mrr: float
+    ret1_any: float
+    """Ret@1 counting any skill that makes the very query (`BenchQuery.answers`), not only its target."""
+    ret5_any: float
     dependency_preservation: float | None = None
     verifier_reachability: float | None = None
     fallback: float | None = None
@@ -85,6 +88,8 @@ class Row:
     containment: float | None = None
     containment_tokens_p50: float | None = None
     routine_containment: float | None = None
+    identical_containment: float | None = None
+    """The share of contexts showing the section the query was made from or one that makes the very query."""
 
 
 @dataclass
@@ -102,6 +107,8 @@ class Result:
     rows: dict[tuple[str, str], Row] = field(default_factory=dict)
     """(query kind, method) -> figures"""
     queries: dict[str, int] = field(default_factory=dict)
+    identifying: dict[str, float] = field(default_factory=dict)
+    """Per query kind, the share of queries only their target makes (`BenchQuery.answers`)."""
 
 
 def corpus_library() -> tuple[list[SkillPackage], dict[str, list[BenchQuery]]]:
@@ -238,13 +245,15 @@ def evaluate(
     macros: MacroIndex,
     sections: bool,
 ) -> Row:
-    latencies, tokens, ranks, contexts = [], [], [], []
+    latencies, tokens, ranks, answered, contexts = [], [], [], [], []
     for query in queries:
         started = time.perf_counter()
         context = method(query.text, BUDGET)
         latencies.append(time.perf_counter() - started)
         tokens.append(context.tokens)
         ranks.append(context.ranking.index(query.target) + 1 if query.target in context.ranking else None)
+        answers = query.answers
+        answered.append(next((k + 1 for k, name in enumerate(context.ranking) if name in answers), None))
         contexts.append(context)
     ordered = sorted(latencies)
     row = Row(
@@ -254,19 +263,23 @@ def evaluate(
         sum(r == 1 for r in ranks) / len(ranks),
         sum(r is not None and r <= 5 for r in ranks) / len(ranks),
         sum(1 / r for r in ranks if r is not None) / len(ranks),
+        sum(r == 1 for r in answered) / len(answered),
+        sum(r is not None and r <= 5 for r in answered) / len(answered),
     )
     if contexts[0].selected is not None:
         row.dependency_preservation, row.verifier_reachability = structure(library, contexts)
         row.fallback = sum(c.fallback for c in contexts) / len(contexts)
         row.expansion = sum(c.expanded for c in contexts) / len(contexts)
         if sections:
-            held, routine, used = [], [], []
+            held, identical, routine, used = [], [], [], []
             for query in queries:
                 context = method(query.text, CONTAINMENT_BUDGET)
                 held.append(holds_section(library, context, query))
+                identical.append(holds_identical(library, context, query))
                 routine.append(holds_routine(library, macros, context, query))
                 used.append(context.tokens)
             row.containment, row.containment_tokens_p50 = sum(held) / len(held), statistics.median(used)
+            row.identical_containment = sum(identical) / len(identical)
             row.routine_containment = sum(routine) / len(routine)
     return row
 
@@ -299,6 +312,13 @@ def holds_section(library: SkillLibrary, context: Context, query: BenchQuery) ->
     return _shown(library, context, query.target, _section_index(library, query))
 
 
+def holds_identical(library: SkillLibrary, context: Context, query: BenchQuery) -> bool:
+    """Whether a context shows the section the query was made from, or a section that makes the very same
+    query (the same heading and prose, in another skill)."""
+    return any(_shown(library, context, skill, _index_of(library, skill, (file, line)))
+               for skill, file, line in query.makers)  # fmt: skip
+
+
 def holds_routine(library: SkillLibrary, macros: MacroIndex, context: Context, query: BenchQuery) -> bool:
     """Whether a context shows the section the query was made from, or, when that section is part of a
     macro, the same section of another of the macro's occurrences (the same routine in another skill)."""
@@ -312,8 +332,13 @@ def holds_routine(library: SkillLibrary, macros: MacroIndex, context: Context, q
 
 
 def _section_index(library: SkillLibrary, query: BenchQuery) -> int:
-    graph = library.graph(query.target)
-    return next(n.index for n in graph.nodes if (n.provenance.file, n.provenance.first_line) == query.section)
+    assert query.section is not None
+    return _index_of(library, query.target, query.section)
+
+
+def _index_of(library: SkillLibrary, skill: str, section: tuple[str, int]) -> int:
+    """The node of a skill cut at (file, first line)."""
+    return next(n.index for n in library.graph(skill).nodes if (n.provenance.file, n.provenance.first_line) == section)
 
 
 def _shown(library: SkillLibrary, context: Context, skill: str, index: int) -> bool:
@@ -330,6 +355,7 @@ def measure(
     counts = ", ".join(f"{len(q)} {kind}" for kind, q in queries.items())
     print(f"{label}: {len(packages)} skills; queries: {counts}", file=sys.stderr, flush=True)
     result = Result(label, len(packages), queries={kind: len(q) for kind, q in queries.items()})
+    result.identifying = {kind: sum(len(q.answers) == 1 for q in qs) / len(qs) for kind, qs in queries.items()}
     library, macros, graphs = build(packages, result)
     compression = macros.compression()
     stats = library_stats(compression, graphs)
@@ -345,7 +371,8 @@ def measure(
         for method, function in methods.by_name().items():
             row = result.rows[(kind, method)] = evaluate(function, kind_queries, library, macros, kind != "description")
             held = f", holds its section {row.containment:.2f}" if row.containment is not None else ""
-            print(f"    {kind} / {method}: Ret@1 {row.ret1:.2f}, Ret@5 {row.ret5:.2f}, {row.tokens_p50:.0f} tokens, "
+            print(f"    {kind} / {method}: Ret@1 {row.ret1:.2f}, Ret@5 {row.ret5:.2f} (any maker {row.ret1_any:.2f}, "
+                  f"{row.ret5_any:.2f}), {row.tokens_p50:.0f} tokens, "
                   f"{row.latency_ms_p50:.1f} ms{held}", file=sys.stderr, flush=True)  # fmt: skip
     return result
 
@@ -356,23 +383,27 @@ def _percent(value: float | None) -> str:
 
 def retrieval_table(results: list[Result]) -> str:
     lines = [
-        "| library | queries | method | ms p50 / p95 | tokens p50 | Ret@1 | Ret@5 | MRR | holds section / routine (2K) "
-        "| DPR | VR | fallback | expansion |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| library | queries | method | ms p50 / p95 | tokens p50 | Ret@1 | Ret@5 | MRR | Ret@1 / Ret@5, any maker "
+        "| holds section / identical / routine (2K) | DPR | VR | fallback | expansion |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         for (kind, method), row in r.rows.items():
             holds = (
-                f"{row.containment:.2f} / {row.routine_containment:.2f} ({row.containment_tokens_p50:,.0f} tokens)"
+                f"{row.containment:.2f} / {row.identical_containment:.2f} / {row.routine_containment:.2f} "
+                f"({row.containment_tokens_p50:,.0f} tokens)"
                 if row.containment is not None
+                and row.identical_containment is not None
                 and row.routine_containment is not None
                 and row.containment_tokens_p50 is not None
                 else ""
             )
             lines.append(
-                f"| {r.library} ({r.skills:,}) | {kind} ({r.queries[kind]}) | {method} "
+                f"| {r.library} ({r.skills:,}) | {kind} ({r.queries[kind]}, {r.identifying[kind]:.0%} identifying) "
+                f"| {method} "
                 f"| {row.latency_ms_p50:.1f} / {row.latency_ms_p95:.1f} | {row.tokens_p50:,.0f} "
-                f"| {row.ret1:.2f} | {row.ret5:.2f} | {row.mrr:.2f} | {holds} "
+                f"| {row.ret1:.2f} | {row.ret5:.2f} | {row.mrr:.2f} | {row.ret1_any:.2f} / {row.ret5_any:.2f} "
+                f"| {holds} "
                 f"| {_percent(row.dependency_preservation)} | {_percent(row.verifier_reachability)} "
                 f"| {_percent(row.fallback)} | {_percent(row.expansion)} |"
             )

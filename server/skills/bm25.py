@@ -24,12 +24,15 @@ import numpy.typing as npt
 from .bulk import settle_long_lived
 
 Key = TypeVar("Key", bound=Hashable)
-Slots = npt.NDArray[np.int64]
-Frequencies = npt.NDArray[np.float64]
+Slots = npt.NDArray[np.int32]
+Frequencies = npt.NDArray[np.float32]
+"""Postings take 8 bytes each (half of int64 and float64: a 100,000-skill library holds tens of millions):
+slots stay below 2**31, and a frequency is a whole number below 2**24, which float32 holds exactly (a
+document is at most a 4 MiB package)."""
 
 _GROWTH = 1.5
-_NO_SLOTS: Slots = np.zeros(0, dtype=np.int64)
-_NO_FREQUENCIES: Frequencies = np.zeros(0)
+_NO_SLOTS: Slots = np.zeros(0, dtype=np.int32)
+_NO_FREQUENCIES: Frequencies = np.zeros(0, dtype=np.float32)
 
 
 class BM25Index(Generic[Key]):
@@ -111,7 +114,7 @@ class BM25Index(Generic[Key]):
         if not self._touched:
             return
         self._own()
-        dead = np.fromiter(self._dead, dtype=np.int64, count=len(self._dead))
+        dead = np.fromiter(self._dead, dtype=np.int32, count=len(self._dead))
         for term in sorted(self._touched):
             slots, frequencies = self._postings.get(term, (_NO_SLOTS, _NO_FREQUENCIES))
             if len(dead) and len(slots):
@@ -119,9 +122,9 @@ class BM25Index(Generic[Key]):
                 slots, frequencies = slots[kept], frequencies[kept]
             added = self._added.get(term)
             if added:
-                slots = np.concatenate((slots, np.fromiter(added.keys(), dtype=np.int64, count=len(added))))
+                slots = np.concatenate((slots, np.fromiter(added.keys(), dtype=np.int32, count=len(added))))
                 frequencies = np.concatenate(
-                    (frequencies, np.fromiter(added.values(), dtype=np.float64, count=len(added)))
+                    (frequencies, np.fromiter(added.values(), dtype=np.float32, count=len(added)))
                 )
             if len(slots):
                 slots.flags.writeable = frequencies.flags.writeable = False
@@ -138,6 +141,16 @@ class BM25Index(Generic[Key]):
             return bool(len(slots))
         return any(where(self._key(slot)) for slot in slots.tolist())
 
+    def information(self, query: Iterable[str]) -> float:
+        """The sum of the query's terms' idf, a term no document holds counting as one held by none: what a
+        document of average length holding each term once scores, the scale of a full match."""
+        self.settle()
+        count = len(self._slot_of)
+        return sum(self._idf(count, len(self._postings.get(term, (_NO_SLOTS,))[0])) for term in set(query))
+
+    def _idf(self, count: int, holders: int) -> float:
+        return math.log(1 + (count - holders + 0.5) / (holders + 0.5))
+
     def search(self, query: Iterable[str], limit: int) -> list[tuple[Key, float]]:
         """The `limit` best keys with their scores, best first; ties in key order (deterministic)."""
         self.settle()
@@ -149,8 +162,9 @@ class BM25Index(Generic[Key]):
         for term in sorted(set(query)):
             if term not in self._postings:
                 continue
-            slots, frequencies = self._postings[term]
-            idf = math.log(1 + (count - len(slots) + 0.5) / (len(slots) + 0.5))
+            slots, stored = self._postings[term]
+            frequencies = stored.astype(np.float64)
+            idf = self._idf(count, len(slots))
             norms = self.k1 * (1 - self.b + self.b * self._lengths[slots] / average)
             scores[slots] += idf * frequencies * (self.k1 + 1) / (frequencies + norms)
         hits = np.flatnonzero(scores)

@@ -131,7 +131,8 @@ class _Hydrator:
         anchors = tuple(dict.fromkeys(words))
         ranking = library.rank(words, SEED_SKILLS, SEED_SECTIONS, only)
         ranked_skills, ranked_sections = list(ranking.skills), list(ranking.sections)
-        ranked_skills += sorted({name for name, _ in ranked_sections} - set(ranked_skills))  # every seed's skill
+        ranked = set(ranked_skills)  # every seed's skill, those ranked by a section alone in their best one's order
+        ranked_skills += [name for name in dict.fromkeys(name for name, _ in ranked_sections) if name not in ranked]
         coverable = {a for a in anchors if library.mentions(a, only)}
         section_rank = {key: rank for rank, key in enumerate(ranked_sections)}
         seeds = sorted(ranked_sections, key=lambda key: (ranked_skills.index(key[0]), section_rank[key]))

@@ -16,7 +16,7 @@ from itertools import chain
 from .bm25 import BM25Index
 from .bulk import settle_long_lived
 from .graph import SectionNode, SkillGraph
-from .ranking import SECTION_CANDIDATES, SKILL_CANDIDATES, Ranking, fuse, pairs, with_phrase_bonus
+from .ranking import SECTION_CANDIDATES, SKILL_CANDIDATES, Ranking, fuse, pairs, scaled, with_phrase_bonus
 from .text import terms
 from .tokens import count_tokens
 
@@ -126,15 +126,19 @@ class SkillLibrary:
         phrase bonus), from the `only` skills if given (ranking.py says how evidence is combined)."""
         query_pairs = pairs(query)
 
-        def search(index: BM25Index[str], limit: int) -> list[tuple[str, float]]:
+        def search(index: BM25Index[str], limit: int) -> dict[str, float]:
             hits = index.search(query, limit if only is None else len(index))
-            return [(name, score) for name, score in hits if only is None or name in only][:limit]
+            in_scope = [(name, score) for name, score in hits if only is None or name in only][:limit]
+            return scaled(in_scope, index.information(query))
 
-        whole = dict(search(self._whole_index, SKILL_CANDIDATES))
+        whole = search(self._whole_index, SKILL_CANDIDATES)
         summary = with_phrase_bonus(search(self._skill_index, SKILL_CANDIDATES), query_pairs, self._summary)
-        hits = self._section_index.search(query, SECTION_CANDIDATES if only is None else len(self._section_index))
+        sections_index = self._section_index
+        hits = sections_index.search(query, SECTION_CANDIDATES if only is None else len(sections_index))
         in_scope = [(key, score) for key, score in hits if only is None or key[0] in only][:SECTION_CANDIDATES]
-        section_scores = with_phrase_bonus(in_scope, query_pairs, self._section_text)
+        section_scores = with_phrase_bonus(
+            scaled(in_scope, sections_index.information(query)), query_pairs, self._section_text
+        )
         best_section: dict[str, float] = {}
         for (name, _), score in section_scores.items():
             best_section[name] = max(best_section.get(name, 0.0), score)

@@ -8,8 +8,11 @@
 - **best section**: the skill's best section among the query's top sections, by BM25 over title (counted
   twice) and text, plus the same phrase bonus over that section (a query naming one procedure or fact).
 
-Each evidence is divided by its best value for the query (so each lies in [0, 1] and no index's score
-scale dominates), and a skill's score is `whole + summary + SECTION_WEIGHT * section`. A skill with one
+Each BM25 score is divided by the query's information in its index (`BM25Index.information`: the sum of
+its terms' idf, what a full match scores), so that each evidence says how much of the query a skill
+matches, on one scale for the three indexes: a weak best match stays weak (dividing by the best score,
+as this did before, made a description sharing two of a long query's words count as much as a section
+holding all of them). A skill's score is `whole + summary + SECTION_WEIGHT * section`. A skill with one
 strongly matching section wins over one whose description merely shares words with the query, and a
 query that repeats a description word for word finds that skill even when other skills' sections share
 its words. `bench/skill_registry.py` measures the combination against BM25 over whole skills, per query
@@ -58,23 +61,20 @@ def phrase_share(query_pairs: frozenset[tuple[str, str]], text: str) -> float:
     return len(query_pairs & pairs(terms(text))) / max(PHRASE_FLOOR, len(query_pairs))
 
 
+def scaled(hits: Iterable[tuple[Key, float]], information: float) -> dict[Key, float]:
+    """BM25 hits divided by the query's information in their index (a full match scores about 1)."""
+    return {key: score / information for key, score in hits} if information > 0 else {}
+
+
 def with_phrase_bonus(
-    hits: Iterable[tuple[Key, float]], query_pairs: frozenset[tuple[str, str]], text_of: Callable[[Key], str]
+    scores: dict[Key, float], query_pairs: frozenset[tuple[str, str]], text_of: Callable[[Key], str]
 ) -> dict[Key, float]:
-    """BM25 hits normalized by the best one, each plus PHRASE_WEIGHT times its phrase share."""
-    hits = list(hits)
-    best = hits[0][1] if hits else 1.0
-    return {key: score / best + PHRASE_WEIGHT * phrase_share(query_pairs, text_of(key)) for key, score in hits}
-
-
-def normalized(scores: dict[Key, float]) -> dict[Key, float]:
-    best = max(scores.values(), default=0.0)
-    return {key: value / best for key, value in scores.items()} if best > 0 else {}
+    """Scaled scores, each plus PHRASE_WEIGHT times its text's phrase share."""
+    return {key: score + PHRASE_WEIGHT * phrase_share(query_pairs, text_of(key)) for key, score in scores.items()}
 
 
 def fuse(whole: dict[str, float], summary: dict[str, float], section: dict[str, float]) -> list[str]:
-    """Skills by `whole + summary + SECTION_WEIGHT * section` (each normalized), best first, ties by name."""
-    whole, summary, section = normalized(whole), normalized(summary), normalized(section)
+    """Skills by `whole + summary + SECTION_WEIGHT * section` (each scaled), best first, ties by name."""
     score = {
         name: whole.get(name, 0.0) + summary.get(name, 0.0) + SECTION_WEIGHT * section.get(name, 0.0)
         for name in whole.keys() | summary.keys() | section.keys()

@@ -94,13 +94,35 @@ evidence = st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0.01, 100.0), 
 
 
 @given(evidence, evidence, evidence)
-def test_fuse_orders_skills_by_the_documented_sum_of_normalized_evidence(
+def test_fuse_orders_skills_by_the_documented_sum_of_evidence(
     whole: dict[str, float], summary: dict[str, float], section: dict[str, float]
 ) -> None:
-    def share(scores: dict[str, float], name: str) -> float:
-        return scores.get(name, 0.0) / max(scores.values()) if scores else 0.0
-
     order = fuse(whole, summary, section)
     assert sorted(order) == sorted(whole.keys() | summary.keys() | section.keys())
-    totals = [share(whole, n) + share(summary, n) + SECTION_WEIGHT * share(section, n) for n in order]
+    totals = [whole.get(n, 0.0) + summary.get(n, 0.0) + SECTION_WEIGHT * section.get(n, 0.0) for n in order]
     assert all(a >= b or math.isclose(a, b) for a, b in pairwise(totals))
+
+
+def test_a_description_sharing_a_few_of_a_long_querys_words_stays_weak_evidence() -> None:
+    """Skills hold near-identical sections (one of two marks each); the query is one of them word for word,
+    so the skills holding that one answer it. Another skill holds every word of the query, though in no one
+    section, and its description shares two of them: the best summary match there is, but a weak one.
+    Scaled by the query's information, not by the best match (as before, when this skill came first), it
+    does not outweigh the sections that say it all."""
+    edge_cases = (
+        "## Edge cases in Salesforce\n\nSalesforce exports dates as week numbers; convert them before comparing "
+        "entries. Entries marked {mark} belong to another team: skip them and list their ids.\n"
+    )
+    library = SkillLibrary()
+    library.add(skill("catalog-entry-salesforce", "Sync each catalog entry with Salesforce, entry by entry.",
+                      "# Catalog entry sync\n\nSync every catalog entry to Salesforce.\n\n## Fixtures\n\n"
+                      "Entries marked test-data hold fixtures: list their ids and keep them out of the export.\n\n"
+                      + edge_cases.format(mark="manual-override")), version=1)  # fmt: skip
+    teams = ("ledger", "payroll", "tax", "grant", "budget", "refund", "invoice", "expense")
+    for number, team in enumerate(teams):
+        library.add(skill(f"{team}-audit", f"Audit the {team} for the finance team.",
+                          f"# {team} audit\n\nAudit the {team} records and report.\n\n"
+                          + edge_cases.format(mark=("test-data", "escalated")[number % 2])), version=1)  # fmt: skip
+    query = "Edge cases in Salesforce Salesforce exports dates as week numbers; convert them before comparing entries. "
+    query += "Entries marked test-data belong to another team: skip them and list their ids."
+    assert library.rank(terms(query), 2, 2).skills[0] in {f"{team}-audit" for team in teams[::2]}

@@ -1,0 +1,68 @@
+"""The BM25 index against Okapi BM25 written out term by term, and the scale a full match scores."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from skillstate.server.skills.bm25 import BM25Index
+
+K1, B = 1.2, 0.75
+words = st.sampled_from(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"])
+documents = st.dictionaries(st.integers(0, 30), st.lists(words, min_size=1, max_size=12), min_size=1, max_size=12)
+
+
+def okapi(documents: dict[int, list[str]], query: list[str]) -> dict[int, float]:
+    """Okapi BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5))), one term at a time."""
+    count = len(documents)
+    average = sum(map(len, documents.values())) / count
+    scores = {}
+    for key, document in documents.items():
+        score = 0.0
+        for term in set(query):
+            frequency = document.count(term)
+            if frequency:
+                held_by = sum(term in d for d in documents.values())
+                idf = math.log(1 + (count - held_by + 0.5) / (held_by + 0.5))
+                score += idf * frequency * (K1 + 1) / (frequency + K1 * (1 - B + B * len(document) / average))
+        if score:
+            scores[key] = score
+    return scores
+
+
+def index_of(documents: dict[int, list[str]]) -> BM25Index[int]:
+    index: BM25Index[int] = BM25Index()
+    for key, document in documents.items():
+        index.add(key, document)
+    return index
+
+
+@given(documents, st.lists(words, min_size=1, max_size=4), documents)
+def test_scores_are_okapi_bm25_after_any_adds_and_removes(
+    documents: dict[int, list[str]], query: list[str], removed: dict[int, list[str]]
+) -> None:
+    index = index_of({**removed, **documents})
+    for key in removed.keys() - documents.keys():
+        index.remove(key)
+    expected = okapi(documents, query)
+    found = dict(index.search(query, len(documents)))
+    assert found.keys() == expected.keys()
+    assert all(math.isclose(found[key], expected[key]) for key in expected)
+
+
+@given(documents, st.lists(words, min_size=1, max_size=6))
+def test_information_is_the_sum_of_the_query_terms_idf(documents: dict[int, list[str]], query: list[str]) -> None:
+    count = len(documents)
+    held_by = {term: sum(term in d for d in documents.values()) for term in set(query)}
+    expected = sum(math.log(1 + (count - n + 0.5) / (n + 0.5)) for n in held_by.values())
+    assert math.isclose(index_of(documents).information(query), expected)
+
+
+def test_a_document_of_average_length_holding_each_query_term_once_scores_the_information() -> None:
+    documents = {1: ["alpha", "beta", "gamma"], 2: ["delta", "beta", "zeta"], 3: ["eta", "theta", "iota"]}
+    index = index_of(documents)
+    query = ["alpha", "beta", "gamma"]
+    assert math.isclose(dict(index.search(query, 3))[1], index.information(query))
+    assert index.information(["never", "seen"]) > index.information(["alpha", "beta"])  # unheld terms weigh most
