@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import unicodedata
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -25,7 +26,8 @@ from typing import Any
 from ..errors import InvalidArgumentError
 from .frontmatter import FrontMatterError, read_skill_text
 from .links import relative_links, resolve
-from .sections import split_body
+from .roles import Role, role_of
+from .sections import Part, split_body
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME_LENGTH = 64
@@ -44,10 +46,16 @@ class PackageLimits:
     max_path_length: int = 512
     max_sections: int = 500
     """Sections (parts and numbered steps) of SKILL.md, and of each Markdown reference: Sec2Graph connects a
-    file's sections pairwise, so its work grows with the square (500 sections make ~40K edges, a 0.5 MiB
-    GetSkill reply; the real corpus peaks at 171 in a SKILL.md)."""
+    file's sections pairwise, so its work grows with the square (500 sections make up to ~250K edges, about
+    0.7 s of building and 3.2 MiB of a GetSkill reply; the real corpus peaks at 171 sections and 2,434 edges
+    in a SKILL.md)."""
     max_reference_sections: int = 2000
     """Sections of all of a package's Markdown references together (the real corpus peaks at 1,968)."""
+    max_reference_edges: int = 40_000
+    """Edges all of a package's Markdown references may add to its graph, `data` edges aside, as
+    `reference_edge_bound` counts them before any is made: at most about 0.12 s of building (the real corpus
+    peaks at 24,081 by that count, for 17,552 made). The count uses the rules' roles: a graph built with an
+    extractor (llm_extract.py), which may assign others, is not bounded by it."""
 
 
 class Severity(StrEnum):
@@ -171,11 +179,10 @@ def load_package(
         raise SkillFormatError([report.error(e.rule, str(e))]) from e
     for note in parsed.notes:
         report.warning("front-matter.yaml", note)
-    sections = len(split_body(parsed.body))
-    if sections > limits.max_sections:
-        raise SkillFormatError(
-            [report.error("limits.sections", f"{sections} sections, more than the limit of {limits.max_sections}")]
-        )
+    body_parts = split_body(parsed.body)
+    if len(body_parts) > limits.max_sections:
+        message = f"{len(body_parts)} sections, more than the limit of {limits.max_sections}"
+        raise SkillFormatError([report.error("limits.sections", message)])
 
     folder = posixpath.dirname(skill_file)
     front = parsed.front_matter
@@ -195,7 +202,7 @@ def load_package(
         license_ = None
     resources = _resources(files, folder, parsed.body, parsed.body_line, report)
     report.raise_if_errors()
-    references = markdown_references(files, skill_file, resources, limits, report)
+    references = markdown_references(files, skill_file, resources, body_parts, limits, report)
     return SkillPackage(
         name=name,
         description=description,
@@ -239,16 +246,23 @@ MATERIAL_FOLDERS = frozenset({"assets", "templates"})
 
 
 def markdown_references(
-    files: Mapping[str, bytes], skill_file: str, resources: tuple[Resource, ...], limits: PackageLimits, report: _Report
+    files: Mapping[str, bytes],
+    skill_file: str,
+    resources: tuple[Resource, ...],
+    body: Sequence[Part],
+    limits: PackageLimits,
+    report: _Report,
 ) -> tuple[Reference, ...]:
     """The package's Markdown documentation: every present `.md` resource inside the folder except what
     `assets/` and `templates/` hold, and every linked `.md` file outside it; never a SKILL.md (its own, or
     another skill's it links to). Agent Skills keep
     procedures and worked examples there by design (progressive disclosure), so they are sections too.
-    A file that is not UTF-8, or has more sections than `max_sections`, and the files beyond
-    `max_reference_sections` in all, stay resources only, with a warning."""
+    A file that is not UTF-8, or has more sections than `max_sections`, and, in path order, each file that
+    would bring the references over `max_reference_sections` in all, then over `max_reference_edges` (their
+    edges depend on SKILL.md's parts, `body`), stay resources only, with a warning."""
     folder = posixpath.dirname(skill_file)
-    references, sections = [], 0
+    found: list[tuple[Reference, list[Part]]] = []
+    sections = 0
     for resource in resources:
         top = resource.path[len(folder) + 1 :].split("/", 1)[0] if resource.kind is not ResourceKind.EXTERNAL else ""
         markdown = resource.path.lower().endswith(".md") and resource.path in files
@@ -260,7 +274,8 @@ def markdown_references(
         except UnicodeDecodeError:
             report.warning("reference.encoding", f"{resource.path} is not UTF-8: kept as a resource, not sections")
             continue
-        count = len(split_body(text))
+        parts = split_body(text)
+        count = len(parts)
         if count > limits.max_sections:
             message = f"{resource.path} has {count} sections, more than {limits.max_sections}: not sectioned"
             report.warning("limits.sections", message)
@@ -270,8 +285,53 @@ def markdown_references(
             report.warning("limits.reference-sections", f"{message}: not sectioned")
             continue
         sections += count
-        references.append(Reference(resource.path, text))
-    return tuple(references)
+        found.append((Reference(resource.path, text), parts))
+    return _within_edge_limit(found, body, limits, report)
+
+
+def _within_edge_limit(
+    found: list[tuple[Reference, list[Part]]], body: Sequence[Part], limits: PackageLimits, report: _Report
+) -> tuple[Reference, ...]:
+    """The references `found` (in path order, each with its parts) but those that would bring the edges of the
+    references before them over `max_reference_edges`, which are warned. Finding roles costs as much as the
+    rest of loading, so it is skipped when no roles could make that many (see `reference_edge_bound`)."""
+    if sum(len(parts) * (len(parts) + len(body) + 2) for _, parts in found) <= limits.max_reference_edges:
+        return tuple(reference for reference, _ in found)
+    body_roles = _roles(body, in_body=True)
+    kept, edges = [], 0
+    for reference, parts in found:
+        added = reference_edge_bound(body_roles, _roles(parts, in_body=False))
+        if edges + added > limits.max_reference_edges:
+            message = f"{reference.path}: up to {added} edges, more than {limits.max_reference_edges} in all"
+            report.warning("limits.reference-edges", f"{message}: not sectioned")
+            continue
+        edges += added
+        kept.append(reference)
+    return tuple(kept)
+
+
+def reference_edge_bound(body: Sequence[Role], reference: Sequence[Role]) -> int:
+    """At most how many edges, `data` edges aside, Sec2Graph makes among one Markdown reference's sections and
+    from them to SKILL.md's (graph.py `_edges` and `_reference_edges`), given the sections' roles: each
+    rule's pairs all joined, and every operation and output section taken as state-changing (no other
+    role's section can be). A `data` edge joins a section to the producer of an artifact it reads, so those
+    grow with the text, not with pairs of sections. Whatever the roles, the bound is at most n(n + b + 2) for
+    n sections in the reference and b in SKILL.md."""
+    own, before = Counter(reference), Counter(body)
+    others = max(len(reference) - 1, 0)
+    changing, verifiers = own[Role.OPERATION] + own[Role.OUTPUT], own[Role.VERIFIER]
+    gates = sum(roles[role] for roles in (own, before) for role in (Role.PRECONDITION, Role.INPUT))
+    handlers = own[Role.FAILURE] + before[Role.FAILURE]
+    return (
+        others * (1 + own[Role.RESOURCE])  # order; uses
+        + gates * (changing + verifiers)  # requires
+        + changing * (1 + verifiers + handlers + own[Role.OUTPUT])  # verifies; handles; produces
+    )
+
+
+def _roles(parts: Sequence[Part], *, in_body: bool) -> list[Role]:
+    """The rules' roles of a file's parts, as Sec2Graph assigns them (SKILL.md's first part is its intent)."""
+    return [role_of(p.title, p.text, is_first=in_body and i == 0, is_step=p.is_step) for i, p in enumerate(parts)]
 
 
 def _check_map(files: Mapping[str, bytes], limits: PackageLimits) -> None:

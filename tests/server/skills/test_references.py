@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from bench.synthetic import generate_library
-from skillstate.server.skills.graph import Edge, EdgeKind, build_graph
+from skillstate.server.skills.graph import Edge, EdgeKind, SkillGraph, build_graph
 from skillstate.server.skills.hydrate import hydrate
 from skillstate.server.skills.library import SkillLibrary, node_tokens
 from skillstate.server.skills.motif_discovery import runs_of
-from skillstate.server.skills.package import PackageLimits, load_package
+from skillstate.server.skills.package import PackageLimits, load_package, reference_edge_bound
 from skillstate.server.skills.render import render_context
 from skillstate.server.skills.roles import Role
 from skillstate.server.skills.text import terms
@@ -148,3 +151,107 @@ def test_no_macro_candidate_spans_two_files() -> None:
     for graph, run in runs:
         files = {graph.nodes[i].provenance.file for i in run.occurrence.nodes}
         assert len(files) == 1, run.occurrence
+
+
+def gated_skill(gates: int, failures: int) -> bytes:
+    """A SKILL.md whose preconditions all gate, whose failure sections all handle, and whose one verifier
+    checks every state-changing section of a reference."""
+    return (
+        "---\nname: deploy\ndescription: Deploy services.\n---\n# Deploy\n\nDeploy the services.\n\n"
+        + "".join(f"## Prerequisites {i}\n\nInstall tool {i}.\n\n" for i in range(gates))
+        + "".join(f"## Troubleshooting {i}\n\nIf it fails, retry {i}.\n\n" for i in range(failures))
+        + "## Validation\n\nVerify that every service answers.\n"
+    ).encode()
+
+
+def steps(count: int) -> bytes:
+    """A reference of `count` numbered steps, each changing state."""
+    return "".join(f"{i + 1}. Deploy service {i}.\n" for i in range(count)).encode()
+
+
+def reference_edges(graph: SkillGraph) -> list[Edge]:
+    """The edges with an end outside SKILL.md."""
+    body = {n.index for n in graph.nodes if n.provenance.file == graph.body_file}
+    return [e for e in graph.edges if e.source not in body or e.target not in body]
+
+
+def test_references_that_would_add_too_many_edges_stay_resources_with_a_warning() -> None:
+    # every step of a reference is required by 240 preconditions and handled by 240 failure sections: 499
+    # steps would add about 240,000 edges each, and the four took 5 s to build
+    files = {"deploy/SKILL.md": gated_skill(240, 240), "deploy/references/upgrade.md": steps(3)}
+    files |= {f"deploy/references/services-{i}.md": steps(499) for i in range(4)}
+    package = load_package(files, "deploy")
+    assert [r.path for r in package.references] == ["deploy/references/upgrade.md"]
+    warned = [w.message for w in package.warnings if w.rule == "limits.reference-edges"]
+    assert [m.split(":")[0] for m in warned] == [f"deploy/references/services-{i}.md" for i in range(4)]
+    assert all(f"more than {PackageLimits().max_reference_edges} in all" in m for m in warned)
+    assert {f"deploy/references/services-{i}.md" for i in range(4)} <= {r.path for r in package.resources}
+
+    graph = build_graph(package)
+    assert len(reference_edges(graph)) <= PackageLimits().max_reference_edges
+    index = {n.title: n.index for n in graph.nodes}
+    last_step = graph.nodes[-1].index
+    assert graph.nodes[-1].provenance.file == "deploy/references/upgrade.md" and graph.nodes[-1].is_step
+    assert Edge(index["Prerequisites 239"], last_step, EdgeKind.REQUIRES) in graph.edges
+    assert Edge(last_step, index["Troubleshooting 0"], EdgeKind.HANDLES) in graph.edges
+
+
+def test_references_are_sectioned_in_path_order_while_their_edges_fit() -> None:
+    # n steps follow one another, and each is required by 3 preconditions, handled by 2 failure sections and
+    # checked by the body's verifier: n - 1 + 6n edges, as many as the bound counts
+    files = {"deploy/SKILL.md": gated_skill(3, 2)}
+    files |= {f"deploy/references/{name}.md": steps(count) for name, count in (("a", 4), ("b", 8), ("c", 5))}
+    a, b, c = 4 - 1 + 6 * 4, 8 - 1 + 6 * 8, 5 - 1 + 6 * 5
+
+    def sectioned(limit: int) -> tuple[list[str], list[str]]:
+        package = load_package(files, "deploy", limits=PackageLimits(max_reference_edges=limit))
+        warned = [w.message.split(":")[0] for w in package.warnings if w.rule == "limits.reference-edges"]
+        return [r.path.rsplit("/", 1)[1] for r in package.references], warned
+
+    assert sectioned(a + b + c) == (["a.md", "b.md", "c.md"], [])
+    full = load_package(files, "deploy", limits=PackageLimits(max_reference_edges=a + b + c))
+    assert len(reference_edges(build_graph(full))) == a + b + c
+    assert sectioned(a + b + c - 1) == (["a.md", "b.md"], ["deploy/references/c.md"])
+    assert sectioned(a + c) == (["a.md", "c.md"], ["deploy/references/b.md"])  # a later one that fits
+
+
+TIGHT = {
+    # every rule's pairs all joined, so each term of the bound is met: resources sharing a tool (`uses`);
+    # preconditions before verifiers (`requires`); a failure section and state-changing sections that write
+    # what an earlier verifier reads, with none after them (`handles`, `verifies`)
+    "tools.md": "".join(f"## Tools {i}\n\n```bash\nkubectl version\n```\n\n" for i in range(4)),
+    "checks.md": "".join(f"## Prerequisites {i}\n\nInstall tool {i}.\n\n" for i in range(2))
+    + "".join(f"## Verify {i}\n\nCheck that service {i} answers.\n\n" for i in range(3)),
+    "flow.md": "## Prerequisites\n\nInstall kubectl.\n\n## Verify\n\nCheck report.csv.\n\n"
+    "## Troubleshooting\n\nIf it fails, retry.\n\n"
+    "## Deploy a\n\nWrite report.csv.\n\n## Deploy b\n\nWrite report.csv.\n",
+}
+
+
+def made_and_bound(graph: SkillGraph) -> dict[str, tuple[int, int]]:
+    """Per reference, its edges other than `data` (among its sections and to SKILL.md's), and their bound."""
+    by_file: dict[str, list[int]] = {}
+    for node in graph.nodes:
+        by_file.setdefault(node.provenance.file, []).append(node.index)
+    body = [graph.nodes[i].role for i in by_file.pop(graph.body_file, [])]
+    found = {}
+    for file, indexes in by_file.items():
+        made = [e for e in graph.edges if e.kind is not EdgeKind.DATA and {e.source, e.target} & set(indexes)]
+        found[file] = len(made), reference_edge_bound(body, [graph.nodes[i].role for i in indexes])
+    return found
+
+
+def test_the_edge_bound_is_what_the_rules_make_at_most() -> None:
+    files = {"deploy/SKILL.md": gated_skill(2, 2)}
+    files |= {f"deploy/references/{name}": text.encode() for name, text in TIGHT.items()}
+    tight = made_and_bound(build_graph(load_package(files, "deploy")))
+    assert len(tight) == len(TIGHT) and all(made == bound for made, bound in tight.values()), tight
+    for skill in generate_library(40, seed=3, references=True):
+        for made, bound in made_and_bound(build_graph(load_package(skill.files, skill.folder))).values():
+            assert made <= bound
+
+
+@given(st.lists(st.sampled_from(Role), max_size=40), st.lists(st.sampled_from(Role), max_size=40))
+def test_section_counts_alone_bound_the_edge_bound(body: list[Role], reference: list[Role]) -> None:
+    # loading checks this first, and finds no roles when no roles could pass the limit
+    assert reference_edge_bound(body, reference) <= len(reference) * (len(reference) + len(body) + 2)
