@@ -1,12 +1,13 @@
 """An Okapi BM25 index that grows and shrinks one document at a time (no rebuild on add or remove), and
 forks into versions that share what neither changes.
 
-Each term's postings are a pair of numpy arrays (document slots, frequencies), so a search scores every
-posting of its terms in vectorized steps: the cost of a query at 100,000 skills is a few array operations
-per term, not a Python loop per posting. The arrays are never written once made: adds and removes are
-staged and settled (new arrays for the terms they touch, one concatenation each) before the next read, so
-a version that readers hold never changes under them, and `fork` gives a writer its own version for a
-shallow copy of the tables (not of the arrays), made when the fork first writes.
+Each term's postings are a pair of numpy arrays (document slots, frequencies; one packed int for a term
+one document holds), so a search scores every posting of its terms in vectorized steps: the cost of a query
+at 100,000 skills is a few array operations per term, not a Python loop per posting. The arrays are never
+written once made: adds and removes are staged (as machine words) and settled (new arrays for the terms they
+touch, one concatenation each) before the next read, so a version that readers hold never changes under
+them, and `fork` gives a writer its own version for a shallow copy of the tables (not of the arrays), made
+when the fork first writes.
 Results do not depend on the order documents were added in, nor on which slots they hold: scores are
 summed over the query's terms in sorted order, and ties are broken by key.
 """
@@ -14,6 +15,7 @@ summed over the query's terms in sorted order, and ties are broken by key.
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
@@ -33,6 +35,12 @@ document is at most a 4 MiB package)."""
 _GROWTH = 1.5
 _NO_SLOTS: Slots = np.zeros(0, dtype=np.int32)
 _NO_FREQUENCIES: Frequencies = np.zeros(0, dtype=np.float32)
+_FREQUENCY_BITS = 24
+_MAX_FREQUENCY = (1 << _FREQUENCY_BITS) - 1
+Posting = tuple[Slots, Frequencies] | int
+"""A term's postings: (slots, frequencies), or, for a term one document holds (most terms: names, numbers,
+rare words), that document's slot and frequency packed in one int (`slot << 24 | frequency`), a tenth of
+what two arrays cost."""
 
 
 class BM25Index(Generic[Key]):
@@ -40,8 +48,8 @@ class BM25Index(Generic[Key]):
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
-        self._postings: dict[str, tuple[Slots, Frequencies]] = {}
-        """term -> (slots, frequencies), settled; the arrays are read-only and may be shared with forks."""
+        self._postings: dict[str, Posting] = {}
+        """term -> its postings, settled; the arrays are read-only and may be shared with forks."""
         self._slot_of: dict[Key, int] = {}
         self._keys: list[Key | None] = []
         self._lengths: npt.NDArray[np.float64] = np.zeros(64)
@@ -49,14 +57,14 @@ class BM25Index(Generic[Key]):
         self._total_length = 0
         self._shared = False
         """Whether the tables above may be shared with a fork: copied before this index writes them."""
-        self._added: dict[str, dict[int, int]] = {}
-        """Staged: term -> {slot: frequency} of documents added since the last settle."""
-        self._born: set[int] = set()
-        """Slots of documents added since the last settle (their postings are staged, not settled)."""
+        self._added: dict[str, tuple[array[int], array[float]]] = {}
+        """Staged: term -> (slots, frequencies) of documents added since the last settle, as machine words (a
+        bulk build stages every posting of the library before it settles)."""
         self._dead: set[int] = set()
-        """Settled slots whose documents were removed since the last settle."""
+        """Slots whose documents were removed since the last settle; free again once it is done, so that no
+        slot holds two documents in one staging."""
         self._touched: set[str] = set()
-        """Terms whose settled postings the staged changes replace."""
+        """Terms of the documents removed since the last settle (their settled postings change too)."""
 
     def __len__(self) -> int:
         return len(self._slot_of)
@@ -69,7 +77,7 @@ class BM25Index(Generic[Key]):
         self.settle()
         other: BM25Index[Key] = BM25Index.__new__(BM25Index)
         other.__dict__.update(self.__dict__)
-        other._added, other._born, other._dead, other._touched = {}, set(), set(), set()
+        other._added, other._dead, other._touched = {}, set(), set()
         self._shared = other._shared = True
         return other
 
@@ -80,11 +88,14 @@ class BM25Index(Generic[Key]):
         slot = self._free.pop() if self._free else self._new_slot()
         self._slot_of[key] = slot
         self._keys[slot] = key
-        self._born.add(slot)
         counts = Counter(document)
+        added = self._added
         for term, count in counts.items():
-            self._added.setdefault(term, {})[slot] = count
-            self._touched.add(term)
+            staged = added.get(term)
+            if staged is None:
+                staged = added[term] = (array("i"), array("f"))
+            staged[0].append(slot)
+            staged[1].append(count)
         length = sum(counts.values())
         self._lengths[slot] = length
         self._total_length += length
@@ -98,45 +109,39 @@ class BM25Index(Generic[Key]):
         self._total_length -= int(self._lengths[slot])
         self._lengths[slot] = 0
         self._keys[slot] = None
-        self._free.append(slot)
-        touched = set(document) if document is not None else {*self._postings, *self._added}
-        if slot in self._born:  # added since the last settle: only its staged postings exist
-            self._born.discard(slot)
-            for term in touched:
-                self._added.get(term, {}).pop(slot, None)
-        else:
-            self._dead.add(slot)
-        self._touched |= touched
+        self._dead.add(slot)
+        self._touched |= set(document) if document is not None else {*self._postings, *self._added}
 
     def settle(self) -> None:
         """Turn the staged changes into postings: new arrays for the terms they touched (every read settles
         first, and the registry settles a version before readers get it)."""
-        if not self._touched:
+        if not (self._touched or self._added or self._dead):
             return
         self._own()
         dead = np.fromiter(self._dead, dtype=np.int32, count=len(self._dead))
-        for term in sorted(self._touched):
-            slots, frequencies = self._postings.get(term, (_NO_SLOTS, _NO_FREQUENCIES))
+        for term in sorted(self._touched.union(self._added)):
+            slots, frequencies = self._arrays(term)
+            staged = self._added.get(term)
+            if staged:
+                slots = np.concatenate((slots, np.frombuffer(staged[0], dtype=np.int32)))
+                frequencies = np.concatenate((frequencies, np.frombuffer(staged[1], dtype=np.float32)))
             if len(dead) and len(slots):
                 kept = ~np.isin(slots, dead)
                 slots, frequencies = slots[kept], frequencies[kept]
-            added = self._added.get(term)
-            if added:
-                slots = np.concatenate((slots, np.fromiter(added.keys(), dtype=np.int32, count=len(added))))
-                frequencies = np.concatenate(
-                    (frequencies, np.fromiter(added.values(), dtype=np.float32, count=len(added)))
-                )
-            if len(slots):
+            if len(slots) == 1:
+                self._postings[term] = int(slots[0]) << _FREQUENCY_BITS | min(int(frequencies[0]), _MAX_FREQUENCY)
+            elif len(slots):
                 slots.flags.writeable = frequencies.flags.writeable = False
                 self._postings[term] = (slots, frequencies)
             else:
                 self._postings.pop(term, None)
-        self._added, self._born, self._dead, self._touched = {}, set(), set(), set()
+        self._free += sorted(self._dead)
+        self._added, self._dead, self._touched = {}, set(), set()
 
     def holds(self, term: str, where: Callable[[Key], bool] | None = None) -> bool:
         """Whether some document (satisfying `where`) holds the term."""
         self.settle()
-        slots = self._postings.get(term, (_NO_SLOTS,))[0]
+        slots = self._arrays(term)[0]
         if where is None:
             return bool(len(slots))
         return any(where(self._key(slot)) for slot in slots.tolist())
@@ -146,7 +151,20 @@ class BM25Index(Generic[Key]):
         document of average length holding each term once scores, the scale of a full match."""
         self.settle()
         count = len(self._slot_of)
-        return sum(self._idf(count, len(self._postings.get(term, (_NO_SLOTS,))[0])) for term in set(query))
+        return sum(self._idf(count, self._holders(term)) for term in set(query))
+
+    def _arrays(self, term: str) -> tuple[Slots, Frequencies]:
+        posting = self._postings.get(term)
+        if posting is None:
+            return _NO_SLOTS, _NO_FREQUENCIES
+        if isinstance(posting, int):
+            frequency = posting & _MAX_FREQUENCY
+            return np.array([posting >> _FREQUENCY_BITS], dtype=np.int32), np.array([frequency], dtype=np.float32)
+        return posting
+
+    def _holders(self, term: str) -> int:
+        posting = self._postings.get(term)
+        return 0 if posting is None else 1 if isinstance(posting, int) else len(posting[0])
 
     def _idf(self, count: int, holders: int) -> float:
         return math.log(1 + (count - holders + 0.5) / (holders + 0.5))
@@ -162,7 +180,7 @@ class BM25Index(Generic[Key]):
         for term in sorted(set(query)):
             if term not in self._postings:
                 continue
-            slots, stored = self._postings[term]
+            slots, stored = self._arrays(term)
             frequencies = stored.astype(np.float64)
             idf = self._idf(count, len(slots))
             norms = self.k1 * (1 - self.b + self.b * self._lengths[slots] / average)

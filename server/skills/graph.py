@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import operator
 import posixpath
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -178,7 +179,9 @@ def _node(
     if extractor is not None:
         role, contract = extractor(part.title, part.text, (role, contract))
     provenance = Provenance(package.name, file, part.first_line + line_offset, part.last_line + line_offset)
-    return SectionNode(index, title, part.heading_path, part.level, part.is_step, role, contract, provenance, part.text)
+    # one string for every copy of a text (freed with its last holder): libraries repeat sections word for word
+    title, text, heading_path = sys.intern(title), sys.intern(part.text), tuple(map(sys.intern, part.heading_path))
+    return SectionNode(index, title, heading_path, part.level, part.is_step, role, contract, provenance, text)
 
 
 @lru_cache(maxsize=1 << 16)

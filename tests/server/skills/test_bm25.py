@@ -52,6 +52,36 @@ def test_scores_are_okapi_bm25_after_any_adds_and_removes(
     assert all(math.isclose(found[key], expected[key]) for key in expected)
 
 
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.integers(0, 8), st.lists(words, min_size=1, max_size=6)),
+        st.tuples(st.just("remove"), st.integers(0, 8), st.none()),
+        st.tuples(st.just("read"), st.none(), st.lists(words, min_size=1, max_size=3)),
+    ),
+    max_size=40,
+)
+
+
+@given(operations)
+def test_any_sequence_of_adds_removes_and_reads_scores_as_okapi_over_what_is_held(
+    operations: list[tuple[str, int | None, list[str] | None]],
+) -> None:
+    """Reads settle what was staged; slots freed and taken again in between must never mix two documents."""
+    index: BM25Index[int] = BM25Index()
+    held: dict[int, list[str]] = {}
+    for operation, key, value in operations:
+        if operation == "add" and key is not None and value is not None:
+            index.add(key, value)
+            held[key] = value
+        elif operation == "remove" and key is not None:
+            index.remove(key, held.pop(key, None))
+        elif value is not None:
+            expected = okapi(held, value) if held else {}
+            found = dict(index.search(value, 10))
+            assert found.keys() == expected.keys()
+            assert all(math.isclose(found[k], expected[k]) for k in expected)
+
+
 @given(documents, st.lists(words, min_size=1, max_size=6))
 def test_information_is_the_sum_of_the_query_terms_idf(documents: dict[int, list[str]], query: list[str]) -> None:
     count = len(documents)
