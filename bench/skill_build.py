@@ -1,7 +1,7 @@
 """Build time and memory of the skill registry from cached records, beside a same-run whole-skill BM25 build.
 
     python bench/skill_build.py                          # 1K and 10K synthetic skills (about 5 minutes)
-    python bench/skill_build.py --sizes 1000 10000 100000   # add 100K (about 10 more minutes, 6.5 GB)
+    python bench/skill_build.py --sizes 1000 10000 100000   # add 100K (about 10 more minutes, 3 GB)
     python bench/skill_build.py --sizes 100000 --breakdown 100000   # memory breakdown at 100K (slow, ~15 GB)
 
 Measured as the paper measures its build (SkillZip, Sec. 5.1): from cached records, excluding extraction.
