@@ -9,7 +9,10 @@ as SkillZip asks: such a section must keep a path to a verifier.
 
 from __future__ import annotations
 
+import bisect
 import re
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .markdown import fenced
@@ -58,9 +61,12 @@ _VERIFY = re.compile(
     r"\b(?:verify|verifies|check|checks|confirm|validate|assert|test|tests|ensure that|make sure|should (?:see|pass|"
     r"return|show)|expect(?:ed)?)\b"
 )
+_RUN = re.compile(r"\w+|\W+")
+_WORD = re.compile(r"\w")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _MAX_CLAUSES = 8
 _MAX_CLAUSE_CHARS = 240
+_READING_ROLES = frozenset({Role.INPUT, Role.PRECONDITION, Role.TRIGGER, Role.VERIFIER})
 _VERIFYING_ROLES = frozenset({Role.VERIFIER, Role.OPERATION, Role.OUTPUT})
 _READ_ONLY_ROLES = frozenset(
     {Role.INTENT, Role.TRIGGER, Role.INPUT, Role.RESOURCE, Role.FAILURE, Role.VERIFIER, Role.PRECONDITION}
@@ -98,7 +104,7 @@ def extract_contract(
     reads, writes = _artifacts(lowered, role)
     tools = _commands(text)
     if allowed_tools:
-        tools |= {t for t in _tool_names(allowed_tools) if re.search(rf"\b{re.escape(t)}\b", text)}
+        tools |= _finder(allowed_tools).named_in(text)
     resources = tuple(sorted({f"file:{path}" for path in linked_files} | {f"tool:{t}" for t in tools}))
     clauses = [c.strip(" -*>#\t") for c in _SENTENCE_END.split(prose) if c.strip(" -*>#\t")]
     guards = _pick(clauses, _GUARD) if _GUARD.search(lowered) else ()  # a clause's match is the prose's too
@@ -127,21 +133,26 @@ def _interned(contract: Contract) -> Contract:
 
 def _artifacts(prose: str, role: Role) -> tuple[set[Signature], set[Signature]]:
     """(read, written) artifacts of lowercased prose: by role, and for operations by the nearest verb before
-    each mention."""
+    each mention on its line."""
+    if role in _READING_ROLES:
+        return {signature for _, signature in _mentions(prose)}, set()
+    if role is Role.OUTPUT:
+        return set(), {signature for _, signature in _mentions(prose)}
     reads: set[Signature] = set()
     writes: set[Signature] = set()
-    for start, signature in _mentions(prose):
-        if role in (Role.INPUT, Role.PRECONDITION, Role.TRIGGER, Role.VERIFIER):
-            reads.add(signature)
-        elif role is Role.OUTPUT:
+    mentions = _mentions(prose) if role is Role.OPERATION else []  # an intent, resource or failure: neither
+    if not mentions:
+        return reads, writes
+    write_ends, read_ends = _ends(_WRITE, prose), _ends(_READ, prose)
+    line = searched = 0
+    for start, signature in mentions:  # in order, so each stretch of prose is searched for a newline once
+        line = max(line, prose.rfind("\n", searched, start))
+        searched = start
+        write, read = _last(write_ends, line, start), _last(read_ends, line, start)
+        if write > read:
             writes.add(signature)
-        elif role is Role.OPERATION:
-            before = prose[max(0, prose.rfind("\n", 0, start)) : start]
-            write, read = _last(_WRITE, before), _last(_READ, before)
-            if write > read:
-                writes.add(signature)
-            elif read > write:
-                reads.add(signature)
+        elif read > write:
+            reads.add(signature)
     return reads, writes
 
 
@@ -150,19 +161,25 @@ def _mentions(prose: str) -> list[tuple[int, Signature]]:
     `manifest.csv`) is not one."""
     files = [(m.span(), Signature(m.group(1), EXTENSION_KINDS[m.group(2)])) for m in _FILE.finditer(prose)]
     found = [(start, signature) for (start, _), signature in files]
+    starts = [start for start, _ in found]
     for match in _NOUN.finditer(prose):
-        if not any(start <= match.start() < end for (start, end), _ in files):
+        before = bisect.bisect_right(starts, match.start()) - 1  # file names never overlap: only this one may hold it
+        if before < 0 or match.start() >= files[before][0][1]:
             noun = match.group(1)
             found.append((match.start(), Signature(noun, ARTIFACT_NOUNS[noun])))
     return sorted(found)
 
 
-def _last(pattern: re.Pattern[str], text: str) -> int:
-    """End of the last match in text, or -1."""
-    end = -1
-    for match in pattern.finditer(text):
-        end = match.end()
-    return end
+def _ends(pattern: re.Pattern[str], text: str) -> list[int]:
+    return [match.end() for match in pattern.finditer(text)]
+
+
+def _last(ends: list[int], line: int, start: int) -> int:
+    """End of the last match in text[line:start], from the ends of the pattern's matches in the whole text, or
+    -1. The verbs' matches never hold a newline, and a mention starts a word after a non-word character, so
+    these are the matches of the slice itself (without slicing and searching it again for each mention)."""
+    index = bisect.bisect_right(ends, start) - 1
+    return ends[index] if index >= 0 and ends[index] > line else -1
 
 
 def _without_code(text: str) -> str:
@@ -194,6 +211,80 @@ def _commands(text: str) -> set[str]:
 def _tool_names(allowed_tools: tuple[str, ...]) -> set[str]:
     """`Bash(git:*)` is the tool `Bash`; names shorter than three characters are too ambiguous to look for."""
     return {name for tool in allowed_tools if len(name := tool.split("(", 1)[0]) >= 3}
+
+
+class _ToolFinder:
+    """Which allowed tools a text names, as a search for `\\bNAME\\b` finds them, for all names in one pass.
+
+    Such a match starts and ends where a word character meets a non-word one or the text's end, so the name's
+    runs of word and of non-word characters are whole runs of the text, one after another; a non-word run at
+    either end of the text is in no match. The names' runs are matched with Aho-Corasick, built once for a
+    package's sections: a search per name in each section cost names times text, and a package may allow
+    200,000 names and hold 2,500 sections.
+    """
+
+    def __init__(self, names: Iterable[str]) -> None:
+        names = list(names)
+        self._tokens: dict[str, int] = {}
+        sequences = [[self._tokens.setdefault(run, len(self._tokens)) for run in _RUN.findall(n)] for n in names]
+        self._width = len(self._tokens)
+        self._goto: dict[int, int] = {}
+        """`state * width + token` -> the next state (one flat table: a dict per state would take far more)."""
+        parent, via, depth = [0], [0], [0]
+        self._name: dict[int, str] = {}
+        for name, sequence in zip(names, sequences, strict=True):
+            state = 0
+            for token in sequence:
+                key = state * self._width + token
+                if key not in self._goto:
+                    self._goto[key] = len(parent)
+                    parent.append(state)
+                    via.append(token)
+                    depth.append(depth[state] + 1)
+                state = self._goto[key]
+            self._name[state] = name
+        self._fail = [0] * len(parent)
+        self._hit = [0] * len(parent)
+        """The state itself if it ends a name, else the nearest state its failure links reach that does (or 0)."""
+        for state in sorted(range(1, len(parent)), key=depth.__getitem__):
+            if parent[state]:
+                self._fail[state] = self._next(self._fail[parent[state]], via[state])
+            self._hit[state] = state if state in self._name else self._hit[self._fail[state]]
+
+    def _next(self, state: int, token: int) -> int:
+        while (found := self._goto.get(state * self._width + token)) is None and state:
+            state = self._fail[state]
+        return found or 0
+
+    def named_in(self, text: str) -> set[str]:
+        runs = _RUN.findall(text)
+        tokens = [self._tokens.get(run, -1) for run in runs]
+        for end in (0, -1):
+            if runs and not _WORD.match(runs[end]):
+                tokens[end] = -1
+        named: set[str] = set()
+        reported: set[int] = set()
+        state = 0
+        for token in tokens:
+            state = self._next(state, token) if token >= 0 else 0
+            hit = self._hit[state]
+            while hit and hit not in reported:  # a state reported has had its failure chain reported too
+                reported.add(hit)
+                named.add(self._name[hit])
+                hit = self._hit[self._fail[hit]]
+        return named
+
+
+_FINDERS = threading.local()
+
+
+def _finder(allowed_tools: tuple[str, ...]) -> _ToolFinder:
+    """The finder of the last allowed tools this thread was given: a package's sections come one after another,
+    with the package's own tuple."""
+    last: tuple[tuple[str, ...], _ToolFinder] | None = getattr(_FINDERS, "last", None)
+    if last is None or last[0] is not allowed_tools:
+        last = _FINDERS.last = (allowed_tools, _ToolFinder(_tool_names(allowed_tools)))
+    return last[1]
 
 
 def _pick(clauses: list[str], pattern: re.Pattern[str]) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .markdown import fenced
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+")
 _STEP = re.compile(r"^ {0,3}(\d{1,3})[.)][ \t]+\S")
 
 
@@ -42,9 +42,7 @@ def split_body(body: str) -> list[Part]:
     lines = body.splitlines(keepends=True)
     in_code = fenced(lines)
     headings = [
-        (index, len(match.group(1)), match.group(2).strip())
-        for index, line in enumerate(lines)
-        if not in_code[index] and (match := _HEADING.match(line.rstrip("\n")))
+        (index, *heading) for index, line in enumerate(lines) if not in_code[index] and (heading := _heading(line))
     ]
     if not headings or (headings[0][0] > 0 and any(line.strip() for line in lines[: headings[0][0]])):
         headings.insert(0, (0, 0, ""))  # text before the first heading is a part of its own
@@ -60,6 +58,20 @@ def split_body(body: str) -> list[Part]:
         )
         parts.extend(section.parts(lines, in_code))
     return parts
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    """(level, title) of an ATX heading line: its title without a closing sequence (` ##`) or blanks around it.
+    The title is cut by hand: as one regex (a lazy title, then optional blanks and #s, then blanks to the end),
+    each blank of a long run was tried as the title's end with the rest of the run rescanned, quadratic."""
+    match = _HEADING.match(line)
+    if match is None:
+        return None
+    title = line[match.end() :].rstrip("\n").rstrip(" \t")
+    unclosed = title.rstrip("#")
+    if unclosed != title and unclosed[-1:] in (" ", "\t"):
+        title = unclosed
+    return len(match.group(1)), title.strip()
 
 
 @dataclass(frozen=True, slots=True)
