@@ -9,8 +9,9 @@ the one they hold: the two share every skill and every posting array that neithe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain
 
 from .bm25 import BM25Index
@@ -81,11 +82,12 @@ class SkillLibrary:
         self._skill_index.settle()
         self._section_index.settle()
 
-    def add(self, graph: SkillGraph, version: int) -> LibrarySkill:
-        """Add a skill, replacing an earlier version of the same name."""
+    def add(self, graph: SkillGraph, version: int, words: Sequence[list[str]] | None = None) -> LibrarySkill:
+        """Add a skill, replacing an earlier version of the same name; `words` are its `node_words`, when the
+        caller has them (they are what MotifZip reads too)."""
         self.remove(graph.skill)
         self._own()
-        summary, sections = _documents(graph)
+        summary, sections = _documents(graph, words)
         skill = LibrarySkill(graph, version, node_tokens(graph))
         self._skills[graph.skill] = skill
         self._skill_index.add(graph.skill, [*terms(graph.skill), *summary])
@@ -153,6 +155,11 @@ class SkillLibrary:
         return f"{node.title} {node.text}"
 
 
+def node_words(graph: SkillGraph) -> list[list[str]]:
+    """The terms of each node's text."""
+    return [terms(node.text) for node in graph.nodes]
+
+
 def node_tokens(graph: SkillGraph) -> tuple[int, ...]:
     """Tokens of each node's text, by the tokenizer budgets are counted in."""
     return tuple(count_tokens(node.text) for node in graph.nodes)
@@ -165,11 +172,24 @@ def skill_terms(skill: LibrarySkill) -> set[str]:
     return set(terms(f"{graph.skill} {graph.description}")).union(*map(_node_terms, body))
 
 
-def _documents(graph: SkillGraph) -> tuple[list[str], list[list[str]]]:
-    """A skill's terms as the indexes hold them: its name and description, and each section's."""
-    return terms(f"{graph.skill} {graph.description}"), [_node_terms(node) for node in graph.nodes]
+def _documents(graph: SkillGraph, words: Sequence[list[str]] | None = None) -> tuple[list[str], list[list[str]]]:
+    """A skill's terms as the indexes hold them: its name and description, and each section's (`_node_terms`,
+    from the nodes' words when given)."""
+    if words is None:
+        words = node_words(graph)
+    titles = (_title_terms(node.title) for node in graph.nodes)
+    sections = [[*title, *title, *text] for title, text in zip(titles, words, strict=True)]
+    return terms(f"{graph.skill} {graph.description}"), sections
 
 
 def _node_terms(node: SectionNode) -> list[str]:
-    """A section's terms; its title counts twice, as a heading says what the section is about."""
-    return terms(f"{node.title} {node.title} {node.text}")
+    """A section's terms; its title counts twice, as a heading says what the section is about. (The terms of
+    a text are its words' terms in order, so the title's and the text's are found apart.)"""
+    title = _title_terms(node.title)
+    return [*title, *title, *terms(node.text)]
+
+
+@lru_cache(maxsize=1 << 16)
+def _title_terms(title: str) -> tuple[str, ...]:
+    """Titles repeat across a library (Overview, Steps, Output): their terms are found once."""
+    return tuple(terms(title))

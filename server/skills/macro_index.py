@@ -113,32 +113,24 @@ class MacroIndex:
 
     def rebuild(self, graphs: Iterable[SkillGraph], node_tokens: dict[str, tuple[int, ...]]) -> None:
         """Full MotifZip: forget the macros (not the revisions) and compress the given library from scratch."""
-        self.revised = dict(self.revised)  # its own from now on, like the tables _reset makes
-        self._reset()
-        settle_long_lived()  # the library's graphs, out of the reach of the full collections the build triggers
         with fewer_collections():
-            shapes = RunShapes()
-            buckets: list[dict[Occurrence, frozenset[Port]]] = []
-            """key number (`shapes.keys`) -> its bucket"""
+            rebuild = self.rebuilding()
             for graph in sorted(graphs, key=lambda g: g.skill):
-                skill, node_terms = graph.skill, [terms(node.text) for node in graph.nodes]
-                self._graphs[skill], self._tokens[skill] = graph, node_tokens[skill]
-                self._texts[skill] = SkillText.of(node_terms)
-                verifiable = verifiable_nodes(graph)
-                for start, length, key, ports in shapes.of_skill(graph, node_terms):
-                    if all(verifiable[start : start + length]):
-                        for known in range(len(buckets), key + 1):
-                            buckets.append(self._buckets.setdefault(shapes.keys[known], {}))
-                        buckets[key][Occurrence(skill, start, length)] = ports
-            self._own_every_bucket = True
-            self._promote(self._buckets)
+                rebuild.add(graph, node_tokens[graph.skill], [terms(node.text) for node in graph.nodes])
+            rebuild.finish()
 
-    def add(self, graph: SkillGraph, tokens: tuple[int, ...]) -> None:
-        """Assimilate a new skill (or a new version, replacing the old one)."""
+    def rebuilding(self) -> Rebuild:
+        """Full MotifZip fed a skill at a time (a bulk load hands each skill over as it indexes it): the index
+        forgets its macros (not the revisions) now, and has the new ones when the Rebuild finishes."""
+        return Rebuild(self)
+
+    def add(self, graph: SkillGraph, tokens: tuple[int, ...], words: list[list[str]] | None = None) -> None:
+        """Assimilate a new skill (or a new version, replacing the old one); `words`: the terms of each node's
+        text, if the caller has them."""
         self._own_tables()
         if graph.skill in self._graphs:
             self.remove(graph.skill)
-        runs, bucketed = self._index(graph, tokens)
+        runs, bucketed = self._index(graph, tokens, words or [terms(node.text) for node in graph.nodes])
         for run in sorted(bucketed, key=lambda r: (-r.tokens, r.occurrence)):
             self._assimilate(run)
         self._promote({run.key for run in runs})
@@ -234,11 +226,12 @@ class MacroIndex:
 
     # -- internals ----------------------------------------------------------------------------------------
 
-    def _index(self, graph: SkillGraph, tokens: tuple[int, ...]) -> tuple[list[Run], list[Run]]:
+    def _index(
+        self, graph: SkillGraph, tokens: tuple[int, ...], node_terms: list[list[str]]
+    ) -> tuple[list[Run], list[Run]]:
         """File a skill's runs in their buckets; returns its runs and those bucketed (see `_runs`)."""
         self._graphs[graph.skill] = graph
         self._tokens[graph.skill] = tokens
-        node_terms = [terms(node.text) for node in graph.nodes]
         self._texts[graph.skill] = SkillText.of(node_terms)
         runs, bucketed = self._runs(graph, node_terms)
         for run in bucketed:
@@ -391,3 +384,40 @@ class MacroIndex:
 def _gain(tokens: dict[str, tuple[int, ...]], occurrences: tuple[Occurrence, ...]) -> int:
     sizes = [sum(tokens[o.skill][i] for i in o.nodes) for o in occurrences]
     return sum(sizes) - min(sizes) - REFERENCE_TOKENS * len(sizes)
+
+
+class Rebuild:
+    """A full MotifZip under way (`MacroIndex.rebuilding`): `add` files each skill's runs in their buckets,
+    `finish` chooses the macros. Skills may come in any order; the buckets are put in occurrence order."""
+
+    def __init__(self, index: MacroIndex) -> None:
+        index.revised = dict(index.revised)  # its own from now on, like the tables _reset makes
+        index._reset()
+        settle_long_lived()  # the library's graphs, out of the reach of the full collections the build triggers
+        self._index = index
+        self._shapes = RunShapes()
+        self._buckets: list[dict[Occurrence, frozenset[Port]]] = []
+        """key number (`RunShapes.keys`) -> its bucket"""
+        self._in_order = True
+        self._last = ""
+
+    def add(self, graph: SkillGraph, tokens: tuple[int, ...], words: list[list[str]]) -> None:
+        """File a new skill's runs; `words`: the terms of each node's text."""
+        index, skill, buckets, keys = self._index, graph.skill, self._buckets, self._shapes.keys
+        if skill in index._graphs:
+            raise ValueError(f"skill {skill!r} is already in the rebuild")
+        self._in_order, self._last = self._in_order and skill > self._last, skill
+        index._graphs[skill], index._tokens[skill], index._texts[skill] = graph, tokens, SkillText.of(words)
+        verifiable = verifiable_nodes(graph)
+        for start, length, key, ports in self._shapes.of_skill(graph, words):
+            if all(verifiable[start : start + length]):
+                for known in range(len(buckets), key + 1):
+                    buckets.append(index._buckets.setdefault(keys[known], {}))
+                buckets[key][Occurrence(skill, start, length)] = ports
+
+    def finish(self) -> None:
+        index = self._index
+        if not self._in_order:
+            index._buckets = {key: dict(sorted(bucket.items())) for key, bucket in index._buckets.items()}
+        index._own_every_bucket = True
+        index._promote(index._buckets)

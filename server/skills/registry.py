@@ -31,7 +31,7 @@ from .graph import Extractor, SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
 from .kept import KeptHydration
 from .library import SkillLibrary, node_tokens
-from .macro_index import Evidence, MacroIndex
+from .macro_index import Evidence, MacroIndex, Rebuild
 from .macros import Compression, Key, Level, key_from_json, key_to_json
 from .package import PackageLimits, SkillPackage, load_package
 from .render import render_macro
@@ -193,13 +193,12 @@ class SkillRegistry:
             key_from_json(key): Level(level) if level else None
             for key, level in (await self._store.macro_revisions()).items()
         }
+        rebuild = draft.macros.rebuilding()
         with fewer_collections():
             for stored in await self._store.current():  # loaded and indexed in the writer, in one hop each
-                await self._off_loop(self._load_into, draft, stored, writer=True)
+                await self._off_loop(self._load_into, draft, stored, rebuild, writer=True)
+            await self._off_loop(rebuild.finish, writer=True)
         views = draft.views or {}
-        graphs = [view.graph for view in views.values()]
-        tokens = {view.graph.skill: view.node_tokens for view in views.values()}
-        await self._off_loop(draft.macros.rebuild, graphs, tokens, writer=True)
         counted = await self._store.macro_evidence()
         # counting goes on where it stopped, for the keys that are still macros
         gone = await self._off_loop(_restore_evidence, draft.macros, counted, writer=True)
@@ -396,9 +395,9 @@ class SkillRegistry:
         executor = self._writer if writer else self._worker
         return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(work, *args))
 
-    def _load_into(self, draft: Draft, stored: SkillVersion) -> None:
+    def _load_into(self, draft: Draft, stored: SkillVersion, rebuild: Rebuild) -> None:
         package, graph = self._load(stored.files, stored.folder, False)
-        draft.serve(stored, package, graph, maintain_macros=False)
+        draft.serve(stored, package, graph, rebuild)
 
     def _load(self, files: Mapping[str, bytes], folder: str, strict: bool) -> tuple[SkillPackage, SkillGraph]:
         package = load_package(files, folder, strict=strict, limits=self._limits)

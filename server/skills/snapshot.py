@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from ..storage.records import Counts, SkillVersion
 from .graph import SkillGraph
-from .library import SkillLibrary
-from .macro_index import MacroIndex
+from .library import SkillLibrary, node_words
+from .macro_index import MacroIndex, Rebuild
 from .macros import Key, Level, key_to_json
 from .package import Diagnostic, SkillPackage
 
@@ -65,12 +65,16 @@ class Draft:
         self.generation = base.generation
 
     def serve(
-        self, stored: SkillVersion, package: SkillPackage, graph: SkillGraph, maintain_macros: bool = True
+        self, stored: SkillVersion, package: SkillPackage, graph: SkillGraph, rebuild: Rebuild | None = None
     ) -> None:
-        skill = self.library.add(graph, stored.version)
+        """Serve a skill: its macros maintained now (ReZip), or by the full MotifZip `rebuild` under way."""
+        words = node_words(graph)  # read by the library's indexes and by MotifZip
+        skill = self.library.add(graph, stored.version, words)
         self._views()[package.name] = SkillView(stored, package, graph, skill.node_tokens)
-        if maintain_macros:
-            self.macros.add(graph, skill.node_tokens)  # seconds for a large library
+        if rebuild is None:
+            self.macros.add(graph, skill.node_tokens, words)  # seconds for a large library
+        else:
+            rebuild.add(graph, skill.node_tokens, words)
         self.generation += 1
 
     def forget(self, name: str) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bench.synthetic import generate_library
 from skillstate.server.skills.compressed import compress_skill, expand
 from skillstate.server.skills.graph import SkillGraph, build_graph
-from skillstate.server.skills.library import node_tokens
+from skillstate.server.skills.library import node_tokens, node_words
 from skillstate.server.skills.macro_index import Evidence, MacroIndex, compress
 from skillstate.server.skills.macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Level
 from skillstate.server.skills.motif_discovery import ports_of
@@ -109,6 +110,25 @@ def test_streaming_arrivals_come_close_to_a_full_recompression() -> None:
     incremental, full = index.compression(), compress(GRAPHS, TOKENS)
     assert_valid(index, {g.skill: g for g in GRAPHS})
     assert incremental.ratio > 1.0 and incremental.ratio >= 0.9 * full.ratio
+
+
+@settings(max_examples=10)
+@given(st.permutations(range(len(GRAPHS))))
+def test_a_rebuild_fed_skill_by_skill_in_any_order_equals_one_over_the_whole_library(order: list[int]) -> None:
+    index = MacroIndex()
+    rebuild = index.rebuilding()
+    for i in order:
+        rebuild.add(GRAPHS[i], TOKENS[GRAPHS[i].skill], node_words(GRAPHS[i]))
+    rebuild.finish()
+    assert index.compression() == compress(GRAPHS, TOKENS)
+    assert_valid(index, {g.skill: g for g in GRAPHS})
+
+
+def test_a_rebuild_refuses_a_skill_twice() -> None:
+    rebuild = MacroIndex().rebuilding()
+    rebuild.add(GRAPHS[0], TOKENS[GRAPHS[0].skill], node_words(GRAPHS[0]))
+    with pytest.raises(ValueError, match=GRAPHS[0].skill):
+        rebuild.add(GRAPHS[0], TOKENS[GRAPHS[0].skill], node_words(GRAPHS[0]))
 
 
 def test_evidence_raises_the_level_then_splits_a_macro() -> None:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from skillstate.server.skills.graph import build_graph
-from skillstate.server.skills.library import SkillLibrary
+from skillstate.server.skills.library import SkillLibrary, node_words
 from skillstate.server.skills.package import load_package
 from skillstate.server.skills.ranking import PHRASE_FLOOR, SECTION_WEIGHT, fuse, pairs, phrase_share
 from skillstate.server.skills.text import terms
@@ -126,3 +126,21 @@ def test_a_description_sharing_a_few_of_a_long_querys_words_stays_weak_evidence(
     query = "Edge cases in Salesforce Salesforce exports dates as week numbers; convert them before comparing entries. "
     query += "Entries marked test-data belong to another team: skip them and list their ids."
     assert library.rank(terms(query), 2, 2).skills[0] in {f"{team}-audit" for team in teams[::2]}
+
+
+@given(
+    st.text(alphabet="aZ9-_ .,\u212a\u0130\u03a3\u00df", max_size=30),
+    st.text(alphabet="bY8-_ .\u212a\u0130", max_size=30),
+)
+def test_a_texts_terms_are_its_parts_terms_in_order(title: str, text: str) -> None:
+    """What lets the library find a section's title terms and text terms apart (and share the text's with
+    MotifZip): the terms of `title title text` are the title's twice, then the text's."""
+    assert terms(f"{title} {title} {text}") == [*terms(title), *terms(title), *terms(text)]
+
+
+def test_a_library_given_each_nodes_words_ranks_as_one_that_finds_them() -> None:
+    given_words = SkillLibrary()
+    for skill_ in LIBRARY:
+        given_words.add(skill_.graph, 1, node_words(skill_.graph))
+    for query in ("foreign receipts in euros", "invoice purchase order", "travel policy receipts"):
+        assert given_words.rank(terms(query), 10, 10) == LIBRARY.rank(terms(query), 10, 10)
