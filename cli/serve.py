@@ -137,6 +137,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(default: %(default)s)",
     )
     serve.add_argument(
+        "--max-loaded-executions",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="executions kept in memory beyond those in use; idle ones beyond N are unloaded, least recently "
+        "used first, and loaded again from the log when next used (default: %(default)s)",
+    )
+    serve.add_argument(
         "--retain-revisions",
         type=int,
         default=None,
@@ -174,6 +182,8 @@ def run(args: argparse.Namespace) -> None:
 
     if args.retain_revisions is not None and args.retain_revisions < 0:
         raise UsageError("--retain-revisions: must be >= 0")
+    if args.max_loaded_executions < 0:
+        raise UsageError("--max-loaded-executions: must be >= 0")
     from skillstate.server.errors import StorageError
     from skillstate.server.storage.backends import MEMORY, is_postgres_url
 
@@ -207,6 +217,7 @@ def run(args: argparse.Namespace) -> None:
     if not 0 < args.progress_interval <= 3600:
         raise UsageError("--progress-interval: must be more than 0 and at most 3600 seconds")
     config = EngineConfig(
+        max_loaded_executions=args.max_loaded_executions,
         retain_revisions=args.retain_revisions,
         subscriber_queue=args.subscriber_queue,
         max_watchers=args.max_watchers,

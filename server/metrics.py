@@ -57,7 +57,8 @@ class Metrics:
         pass
 
     def watch_gauges(self, **readers: Callable[[], float]) -> None:
-        """Gauges read when scraped: watchers, observation_streams, commit_queue_depth, executions_loaded."""
+        """Gauges read when scraped: watchers, observation_streams, commit_queue_depth, executions_loaded,
+        executions_unloaded (since the start)."""
 
 
 NO_METRICS = Metrics()

@@ -14,6 +14,9 @@ class EngineConfig:
     limits: Limits = DEFAULT_LIMITS
     window: int = 256
     """Recent revisions kept in memory per execution (older bases are replayed from the log)."""
+    max_loaded_executions: int | None = 10_000
+    """Executions kept in memory beyond those in use; idle ones beyond it are unloaded, least recently used
+    first, and loaded again from the log when next used. None: never unload."""
     snapshot_every: int = 1000
     """A snapshot is stored every this many revisions, bounding recovery and old-state reads."""
     subscriber_queue: int = 1024

@@ -48,15 +48,15 @@ class Deletions:
             head = await self._log.delete_execution(execution_id)
             self._executions.forget(execution_id)
         else:
-            execution = await self._executions.get(execution_id)
-            execution.deleted = True
-            try:
-                await self._committer.drain(execution)
-                head = await self._log.delete_execution(execution_id)
-            except BaseException:
-                execution.deleted = False  # still there: writes go on
-                raise
-            self.forget(execution)
+            async with self._executions.use(execution_id) as execution:
+                execution.deleted = True
+                try:
+                    await self._committer.drain(execution)
+                    head = await self._log.delete_execution(execution_id)
+                except BaseException:
+                    execution.deleted = False  # still there: writes go on
+                    raise
+                self.forget(execution)
         log.info("deleted execution %r at revision %d", execution_id, head)
         return head
 

@@ -110,6 +110,8 @@ class Execution:
         self.refreshed_through = 0
         """Catch-ups asked for, and the last of them a finished catch-up began after: the calls waiting
         behind one catch-up share the next, as commits share a group commit."""
+        self.users = 0
+        """Calls, streams and consumer groups using it: while any does, it stays in memory (executions.py)."""
         self.deleted = False
         """Set by DeleteExecution: nothing more is merged or published into it while its rows are deleted."""
         self.observation_sequence = 0
@@ -140,6 +142,11 @@ class Execution:
         that subscribes after the delete ended the others must not wait for it forever."""
         if self.deleted:
             raise NotFoundError(f"execution {self.id!r} was deleted")
+
+    @property
+    def pending(self) -> bool:
+        """Whether a revision or an observation is merged or published here but not durable yet."""
+        return self.head.revision != self.committed or self.observation_sequence != self.observation_committed
 
     @property
     def head(self) -> Entry:

@@ -1,40 +1,59 @@
-"""The executions a server holds: in memory once used, recovered from the revision log on first use, so
-that startup does not wait for all of them."""
+"""The executions a server holds in memory: loaded from the revision log on first use, and unloaded again,
+least recently used first, once more than `max_loaded` are in memory and nobody uses them.
+
+Everything that works on an execution across an await uses it (`use`, or `pin` and `release`): a call for
+its duration, a watch or an observation stream for its life, a consumer group while it exists. An execution
+nobody uses and with nothing left to commit is idle, and only an idle one is unloaded: what it held in
+memory is in the log (its head, the idempotency keys the log retains, its observation sequence), so loading
+it again gives the same state, hash and answers. Concurrent first uses share one load.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import NoReturn
 
 import orjson
 
-from ..errors import AlreadyExistsError, NotFoundError, OutOfRangeError
+from ..errors import AlreadyExistsError, NotFoundError
 from ..storage.records import ExecutionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
 from . import canonical
-from .execution import Execution
+from .execution import MAX_PATCH_IDS, Execution
+
+
+@dataclass
+class _Load:
+    """A load under way, and how many callers wait for it: each gets the execution pinned for it."""
+
+    task: asyncio.Task[Execution]
+    waiting: int = field(default=0)
 
 
 class Executions:
-    """Finds an execution by id, loading it from the log at most once however many callers ask together."""
+    """Finds an execution by id, loading it from the log at most once however many callers ask together, and
+    keeps at most `max_loaded` in memory beyond those in use (None: no cap)."""
 
-    def __init__(self, log: RevisionLog, window: int) -> None:
-        self._log, self._window = log, window
+    def __init__(self, log: RevisionLog, window: int, max_loaded: int | None = None) -> None:
+        self._log, self._window, self.max_loaded = log, window, max_loaded
         self.loaded: dict[str, Execution] = {}
         """Executions in memory."""
-        self._stored: dict[str, ExecutionRecord] = {}
-        """Executions in the log that are not loaded yet."""
-        self._loading: dict[str, asyncio.Task[Execution]] = {}
+        self._idle: collections.OrderedDict[str, Execution] = collections.OrderedDict()
+        """The loaded executions nobody uses, least recently used first: the ones that may be unloaded. (A
+        dict popped from the front would slow down: its iteration skips the slots left by what it popped.)"""
+        self._loading: dict[str, _Load] = {}
         self._creating: set[str] = set()
-
-    async def start(self) -> None:
-        """List the log's executions (the log is open); each is recovered on first use."""
-        self._stored = {record.execution_id: record for record in await self._log.list_executions()}
+        self.unloads = 0
+        """Executions unloaded since the start (a metric)."""
 
     async def create(self, execution: Execution, genesis: SnapshotRecord) -> None:
         """Store a new execution with its initial state; AlreadyExistsError if the id is taken."""
         execution_id = execution.id
-        if execution_id in self.loaded or execution_id in self._stored or execution_id in self._creating:
+        if execution_id in self.loaded or execution_id in self._loading or execution_id in self._creating:
             raise AlreadyExistsError(f"execution {execution_id!r} already exists")
         self._creating.add(execution_id)
         try:
@@ -43,6 +62,7 @@ class Executions:
         finally:
             self._creating.discard(execution_id)
         self.loaded[execution_id] = execution
+        self._make_idle(execution)
 
     def holds(self, execution_id: str) -> bool:
         """Whether the execution is in memory or being loaded."""
@@ -52,54 +72,87 @@ class Executions:
         """Drop an execution the log no longer holds (deleted here or by another server); its id may be
         created again."""
         self.loaded.pop(execution_id, None)
-        self._stored.pop(execution_id, None)
+        self._idle.pop(execution_id, None)
 
-    async def get(self, execution_id: str) -> Execution:
-        """The execution, recovered from the log on first use; concurrent first uses share one recovery."""
+    @contextlib.asynccontextmanager
+    async def use(self, execution_id: str) -> AsyncIterator[Execution]:
+        """The execution, loaded if need be and kept in memory until the block ends."""
+        execution = await self._pinned(execution_id)
+        try:
+            yield execution
+        finally:
+            self.release(execution)
+
+    def pin(self, execution: Execution) -> None:
+        """Keep a loaded execution in memory until as many `release` calls."""
+        execution.users += 1
+        self._idle.pop(execution.id, None)
+
+    def release(self, execution: Execution) -> None:
+        execution.users -= 1
+        if execution.users == 0 and self.loaded.get(execution.id) is execution:
+            self._make_idle(execution)
+
+    def _make_idle(self, execution: Execution) -> None:
+        self._idle[execution.id] = execution
+        self._idle.move_to_end(execution.id)  # the most recently used
+        if self.max_loaded is not None and len(self.loaded) > self.max_loaded:
+            self._unload_idle()
+
+    def _unload_idle(self) -> None:
+        """Unload idle executions, least recently used first, until at most `max_loaded` are in memory. One
+        with a commit still pending stays, as the most recently used: it is idle again once that is done."""
+        assert self.max_loaded is not None
+        for _ in range(len(self._idle)):
+            if len(self.loaded) <= self.max_loaded:
+                return
+            execution_id, execution = self._idle.popitem(last=False)
+            if execution.pending:
+                self._idle[execution_id] = execution
+                continue
+            del self.loaded[execution_id]
+            self.unloads += 1
+
+    async def _pinned(self, execution_id: str) -> Execution:
         execution = self.loaded.get(execution_id)
         if execution is not None:
+            self.pin(execution)
             return execution
-        if execution_id not in self._loading and execution_id not in self._stored and self._log.shared:
-            record = await self._log.find_execution(execution_id)  # created by another server since this one started
-            if record is None:
-                _raise_not_found(execution_id)
-            if execution_id not in self.loaded and execution_id not in self._loading:
-                self._stored[execution_id] = record
-            return await self.get(execution_id)
-        loading = self._loading.get(execution_id)
-        if loading is None:
-            record = self._stored.get(execution_id)
-            if record is None:
-                _raise_not_found(execution_id)
-            loading = self._loading[execution_id] = asyncio.create_task(self._load(record))
-            loading.add_done_callback(_retrieve_exception)
-        return await asyncio.shield(loading)
-
-    async def _load(self, record: ExecutionRecord) -> Execution:
+        load = self._loading.get(execution_id)
+        if load is None:
+            load = self._loading[execution_id] = _Load(asyncio.create_task(self._load(execution_id)))
+            load.task.add_done_callback(_retrieve_exception)
+        load.waiting += 1
         try:
-            execution = await self._recover(record)
-        except NotFoundError:  # deleted by another server since this one listed it
-            self._stored.pop(record.execution_id, None)
+            return await asyncio.shield(load.task)
+        except BaseException:
+            if not load.task.done():
+                load.waiting -= 1  # cancelled while it loads: the load pins it for the others alone
+            elif not load.task.cancelled() and load.task.exception() is None:
+                self.release(load.task.result())  # cancelled once loaded and pinned for this caller
             raise
+
+    async def _load(self, execution_id: str) -> Execution:
+        try:
+            execution = await self._recover(execution_id)
         finally:
-            del self._loading[record.execution_id]
-        del self._stored[record.execution_id]
-        self.loaded[record.execution_id] = execution
+            load = self._loading.pop(execution_id)
+        execution.users = load.waiting  # pinned for each caller waiting, who releases it
+        self.loaded[execution_id] = execution
+        if not execution.users:
+            self._make_idle(execution)
         return execution
 
-    async def _recover(self, record: ExecutionRecord) -> Execution:
-        execution = Execution(record.execution_id, orjson.loads(record.schema_json), record.created_at, self._window)
-        snapshot = await self._log.latest_snapshot(record.execution_id)
-        if snapshot is None:
-            raise OutOfRangeError(f"execution {record.execution_id!r} has no snapshot to recover from")
-        records = await self._log.read_revisions(record.execution_id, after=snapshot.revision)
-        execution.recover(snapshot, records)
-        execution.compacted = await self._log.compact_revision(record.execution_id)
-        older = await self._log.patch_ids(execution.id, snapshot.revision, execution.patch_id_room + 1)
-        execution.remember_older_patch_ids(older)
-        execution.observation_sequence = execution.observation_committed = await self._log.last_observation_sequence(
-            record.execution_id
-        )
+    async def _recover(self, execution_id: str) -> Execution:
+        stored = await self._log.load_execution(execution_id, MAX_PATCH_IDS + 1)
+        if stored is None:
+            _raise_not_found(execution_id)
+        record = stored.record
+        execution = Execution(execution_id, orjson.loads(record.schema_json), record.created_at, self._window)
+        execution.recover(stored.snapshot, stored.revisions)
+        execution.compacted = stored.compacted
+        execution.remember_older_patch_ids(stored.patch_ids)
+        execution.observation_sequence = execution.observation_committed = stored.last_observation
         return execution
 
 
@@ -108,6 +161,6 @@ def _raise_not_found(execution_id: str) -> NoReturn:
 
 
 def _retrieve_exception(task: asyncio.Task[Execution]) -> None:
-    """Mark a failed recovery's error retrieved: its callers got it, and the next use tries again."""
+    """Mark a failed load's error retrieved: its callers got it, and the next use tries again."""
     if not task.cancelled():
         task.exception()

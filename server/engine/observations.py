@@ -21,6 +21,7 @@ from ..storage.revision_log.base import RevisionLog
 from . import canonical
 from .committer import GroupCommitter, Pending
 from .execution import Execution
+from .executions import Executions
 from .groups import ConsumerGroup, Delivery, Member
 from .hub import Hub, Subscription, follow
 from .requests import check_address, check_label
@@ -50,6 +51,7 @@ class Observations:
     def __init__(
         self,
         log: RevisionLog,
+        executions: Executions,
         committer: GroupCommitter[Execution],
         limits: Limits,
         queue_size: int,
@@ -57,6 +59,8 @@ class Observations:
         ack_deadline: float = 30.0,
         group_idle: float = 300.0,
     ) -> None:
+        """`executions`: where a consumer group pins its execution in memory for as long as it exists (its
+        feeder follows that execution)."""
         self._log = log
         self._committer = committer
         self._limits = limits
@@ -66,6 +70,9 @@ class Observations:
         self._groups: dict[tuple[str, str], ConsumerGroup] = {}
         self._idle: dict[ConsumerGroup, asyncio.TimerHandle] = {}
         """Groups without members, and the timer that drops each after `group_idle` seconds."""
+        self._executions = executions
+        self._following: dict[ConsumerGroup, Execution] = {}
+        """Each group's execution, pinned in memory while the group exists."""
 
     async def publish(self, execution: Execution, to: str, source: str, kind: str, payload_json: str) -> int:
         """Store one observation durably; returns its sequence number."""
@@ -194,6 +201,8 @@ class Observations:
         group = ConsumerGroup(execution.id, name, addresses, deadline, options.max_unacked or 1, self._schedule_drop)
         group.position = max(after_sequence, 0)
         self._groups[(execution.id, name)] = group
+        self._following[group] = execution
+        self._executions.pin(execution)
         feeding = self._feed(execution, group, reading)
         group.feeder = asyncio.create_task(feeding, name=f"group {execution.id}/{name}")
         return group
@@ -208,7 +217,7 @@ class Observations:
         def drop() -> None:
             self._idle.pop(group, None)
             if self._groups.get(group.key) is group and not group.members:
-                del self._groups[group.key]
+                self._remove(group)
                 group.close()
 
         self._idle[group] = asyncio.get_running_loop().call_later(self._group_idle, drop)
@@ -231,9 +240,14 @@ class Observations:
                 if not isinstance(error, NotFoundError):  # else the execution was deleted
                     log.exception("consumer group %r of execution %r stopped reading", group.name, execution.id)
                 if self._groups.get(group.key) is group:
-                    del self._groups[group.key]
+                    self._remove(group)
                 group.fail(error)
                 return
+
+    def _remove(self, group: ConsumerGroup) -> None:
+        del self._groups[group.key]
+        execution = self._following.pop(group)
+        self._executions.release(execution)
 
     async def _pump(
         self,
@@ -305,6 +319,7 @@ class Observations:
             idle.cancel()
         self._groups.clear()
         self._idle.clear()
+        self._following.clear()
 
 
 def _skills_of(addresses: frozenset[str]) -> list[str]:

@@ -14,6 +14,7 @@ from ..errors import CorruptLogError, NotFoundError, StorageError
 from ..storage.records import RevisionRecord
 from ..storage.revision_log.base import RevisionLog
 from .execution import Execution
+from .executions import Executions
 from .hub import Hub
 from .observations import Observations
 
@@ -29,7 +30,7 @@ class Replicas:
     def __init__(
         self,
         log_: RevisionLog,
-        executions: dict[str, Execution],
+        executions: Executions,
         revisions: Hub[RevisionRecord],
         observations: Observations,
         on_deleted: Callable[[Execution], None],
@@ -39,7 +40,6 @@ class Replicas:
         self._log = log_
         self._on_deleted = on_deleted
         self._executions = executions
-        """The engine's executions in memory (shared, not copied)."""
         self._revisions = revisions
         self._observations = observations
         self._follower: asyncio.Task[None] | None = None
@@ -125,13 +125,17 @@ class Replicas:
                 except TimeoutError:
                     named = self._revisions.keys() | self._observations.streamed()
                 for execution_id in named:
-                    execution = self._executions.get(execution_id)
-                    if execution is not None:
-                        try:
-                            await self.refresh(execution, observations=True)
-                        except NotFoundError:
-                            pass  # deleted by another server: forgotten, and its streams ended
-                        except StorageError as e:
-                            log.warning("could not catch up execution %r: %s", execution_id, e)
+                    execution = self._executions.loaded.get(execution_id)
+                    if execution is None:
+                        continue  # not in memory: it is read from the log when next used
+                    self._executions.pin(execution)
+                    try:
+                        await self.refresh(execution, observations=True)
+                    except NotFoundError:
+                        pass  # deleted by another server: forgotten, and its streams ended
+                    except StorageError as e:
+                        log.warning("could not catch up execution %r: %s", execution_id, e)
+                    finally:
+                        self._executions.release(execution)
         finally:
             listener.cancel()

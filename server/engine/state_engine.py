@@ -66,7 +66,7 @@ class StateEngine:
         self._metrics = metrics
         self._config = config
         self._limits = config.limits
-        self._executions = Executions(log, config.window)
+        self._executions = Executions(log, config.window, config.max_loaded_executions)
         self._revisions: Hub[RevisionRecord] = Hub(config.subscriber_queue, config.max_watchers, "watchers")
         self._committer: GroupCommitter[Execution] = GroupCommitter(
             log, self._committed, self._rolled_back, config.max_batch, metrics
@@ -75,6 +75,7 @@ class StateEngine:
         self._texts = TextMerges(config.limits, worker)
         self._observations = Observations(
             log,
+            self._executions,
             self._committer,
             config.limits,
             config.subscriber_queue,
@@ -85,7 +86,7 @@ class StateEngine:
         self._compactions: set[asyncio.Task[int]] = set()
         self._deletions = Deletions(log, self._executions, self._committer, self._revisions, self._observations)
         self._replicas = Replicas(
-            log, self._executions.loaded, self._revisions, self._observations, on_deleted=self._deletions.forget
+            log, self._executions, self._revisions, self._observations, on_deleted=self._deletions.forget
         )
         self._patches = Patches(log, self._committer, self._timeline, self._texts, self._replicas, config, metrics)
         metrics.watch_gauges(
@@ -93,18 +94,14 @@ class StateEngine:
             observation_streams=self._observations.stream_count,
             commit_queue_depth=lambda: self._committer.queue_depth,
             executions_loaded=lambda: len(self._executions.loaded),
+            executions_unloaded=lambda: self._executions.unloads,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the log and list its executions; each is recovered from the log on first use."""
+        """Open the log; each execution is loaded from it on first use."""
         await self._log.open()
-        try:
-            await self._executions.start()
-        except BaseException:
-            await self._log.close()
-            raise
         self._committer.start()
         self._replicas.start()
 
@@ -142,8 +139,8 @@ class StateEngine:
         )
         if self._log.shared and self._executions.holds(execution_id):
             await self._deletions.forget_if_deleted(execution_id)  # another server may have deleted it
-        await self._executions.create(execution, genesis)
         execution.begin(0, state, genesis.state_hash)
+        await self._executions.create(execution, genesis)
         return Created(execution_id, 0, genesis.state_hash)
 
     async def list_executions(self, prefix: str, page_size: int, after: str | None = None) -> ExecutionPage:
@@ -165,20 +162,22 @@ class StateEngine:
         return await self._deletions.delete(execution_id)
 
     async def head_revision(self, execution_id: str) -> int:
-        return (await self._executions.get(execution_id)).committed
+        async with self._executions.use(execution_id) as execution:
+            return execution.committed
 
     async def get_state(self, execution_id: str, at_revision: int | None = None) -> StateView:
-        execution = await self._executions.get(execution_id)
-        if at_revision is None or at_revision > execution.committed:
-            await self._replicas.refresh(execution)  # linearizable: nothing another server acknowledged is missed
-        revision = execution.committed if at_revision is None else at_revision
-        if not 0 <= revision <= execution.committed:
-            raise OutOfRangeError(
-                f"at_revision: {revision} is outside 0..{execution.committed} (the head)",
-                revision=revision,
-                head_revision=execution.committed,
-            )
-        return await self._timeline.view(execution, revision)
+        async with self._executions.use(execution_id) as execution:
+            if at_revision is None or at_revision > execution.committed:
+                # linearizable: nothing another server acknowledged is missed
+                await self._replicas.refresh(execution)
+            revision = execution.committed if at_revision is None else at_revision
+            if not 0 <= revision <= execution.committed:
+                raise OutOfRangeError(
+                    f"at_revision: {revision} is outside 0..{execution.committed} (the head)",
+                    revision=revision,
+                    head_revision=execution.committed,
+                )
+            return await self._timeline.view(execution, revision)
 
     # -- patches -----------------------------------------------------------------------------------------
 
@@ -194,9 +193,9 @@ class StateEngine:
     ) -> SubmitResult:
         """Merge, validate and durably commit one patch; see docs/merge.md for the semantics. The paths it
         writes must be owned by agent_id or one of writer_skills where the schema declares owners."""
-        execution = await self._executions.get(execution_id)
-        return await self._patches.submit(execution, agent_id, base_revision, patch_json, client_patch_id,
-                                          action_json, writer_skills)  # fmt: skip
+        async with self._executions.use(execution_id) as execution:
+            return await self._patches.submit(execution, agent_id, base_revision, patch_json, client_patch_id,
+                                              action_json, writer_skills)  # fmt: skip
 
     def submit_patch_now(
         self,
@@ -242,20 +241,21 @@ class StateEngine:
 
         Reads and watches from before it get the snapshot instead (Watch says so with compact_revision).
         """
-        execution = await self._executions.get(execution_id)
-        if not 0 <= up_to <= execution.committed:
-            raise OutOfRangeError(
-                f"up_to: {up_to} is outside 0..{execution.committed} (the head)",
-                revision=up_to,
-                head_revision=execution.committed,
-            )
-        snapshot = await self._log.latest_snapshot(execution.id, at_most=up_to)
-        if snapshot is None or snapshot.revision <= execution.compacted:
+        async with self._executions.use(execution_id) as execution:
+            if not 0 <= up_to <= execution.committed:
+                raise OutOfRangeError(
+                    f"up_to: {up_to} is outside 0..{execution.committed} (the head)",
+                    revision=up_to,
+                    head_revision=execution.committed,
+                )
+            snapshot = await self._log.latest_snapshot(execution.id, at_most=up_to)
+            if snapshot is None or snapshot.revision <= execution.compacted:
+                return execution.compacted
+            await self._log.compact(execution.id, snapshot.revision)
+            # another compaction may have gone further
+            execution.compacted = max(execution.compacted, snapshot.revision)
+            execution.forget_patch_ids(execution.compacted)
             return execution.compacted
-        await self._log.compact(execution.id, snapshot.revision)
-        execution.compacted = max(execution.compacted, snapshot.revision)  # another compaction may have gone further
-        execution.forget_patch_ids(execution.compacted)
-        return execution.compacted
 
     def _compaction_done(self, task: asyncio.Task[int]) -> None:
         self._compactions.discard(task)
@@ -265,45 +265,45 @@ class StateEngine:
     # -- observations ------------------------------------------------------------------------------------
 
     async def publish_observation(self, execution_id: str, to: str, source: str, kind: str, payload_json: str) -> int:
-        execution = await self._executions.get(execution_id)
-        for attempt in itertools.count(1):
-            try:
-                return await self._observations.publish(execution, to, source, kind, payload_json)
-            except (DuplicateRowError, RolledBackError):  # another server took the sequence number
-                if not self._log.shared or attempt == MAX_COMMIT_RACES:
-                    raise
-                await self._replicas.refresh(execution, observations=True)
-        raise AssertionError("unreachable")
+        async with self._executions.use(execution_id) as execution:
+            for attempt in itertools.count(1):
+                try:
+                    return await self._observations.publish(execution, to, source, kind, payload_json)
+                except (DuplicateRowError, RolledBackError):  # another server took the sequence number
+                    if not self._log.shared or attempt == MAX_COMMIT_RACES:
+                        raise
+                    await self._replicas.refresh(execution, observations=True)
+            raise AssertionError("unreachable")
 
     async def observations(
         self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int
     ) -> AsyncGenerator[ObservationRecord, None]:
         """Observations addressed to agent_id, to one of its skills or to everyone, after after_sequence."""
-        execution = await self._executions.get(execution_id)
-        await self._replicas.refresh(execution, observations=True)
-        async for observation in self._observations.stream(execution, agent_id, skills, after_sequence):
-            yield observation
+        async with self._executions.use(execution_id) as execution:
+            await self._replicas.refresh(execution, observations=True)
+            async for observation in self._observations.stream(execution, agent_id, skills, after_sequence):
+                yield observation
 
     async def group_observations(
         self, execution_id: str, agent_id: str, skills: Sequence[str], after_sequence: int, group: GroupOptions
     ) -> AsyncGenerator[tuple[ObservationRecord, int], None]:
         """As a member of a consumer group (groups.py): (observation, delivery count) for what the group
         hands this member, and (observation, 0) for what is addressed to agent_id, after after_sequence."""
-        execution = await self._executions.get(execution_id)
-        await self._replicas.refresh(execution, observations=True)
-        async with contextlib.aclosing(
-            self._observations.group_stream(execution, agent_id, skills, after_sequence, group)
-        ) as stream:
-            async for item in stream:
-                yield item
+        async with self._executions.use(execution_id) as execution:
+            await self._replicas.refresh(execution, observations=True)
+            async with contextlib.aclosing(
+                self._observations.group_stream(execution, agent_id, skills, after_sequence, group)
+            ) as stream:
+                async for item in stream:
+                    yield item
 
     async def ack_observations(
         self, execution_id: str, group: str, agent_id: str, sequences: Sequence[int], requeue: bool = False
     ) -> int:
         """Tell a consumer group that its member `agent_id` handled the observations `sequences` (or, with
         requeue, did not: to be delivered again at once); returns how many that member held unacknowledged."""
-        execution = await self._executions.get(execution_id)
-        return self._observations.ack(execution, group, agent_id, sequences, requeue)
+        async with self._executions.use(execution_id) as execution:
+            return self._observations.ack(execution, group, agent_id, sequences, requeue)
 
     # -- watch and history -------------------------------------------------------------------------------
 
@@ -312,61 +312,61 @@ class StateEngine:
     ) -> AsyncGenerator[RevisionRecord | WatchSnapshot | WatchProgress, None]:
         """Every revision after from_revision, in order, exactly once, then live ones as they commit; and,
         once caught up, a WatchProgress after each `progress_interval` seconds in which nothing else came."""
-        execution = await self._executions.get(execution_id)
-        if from_revision < 0:
-            raise InvalidArgumentError(f"from_revision: must be >= 0, got {from_revision}")
-        await self._replicas.refresh(execution)
+        async with self._executions.use(execution_id) as execution:
+            if from_revision < 0:
+                raise InvalidArgumentError(f"from_revision: must be >= 0, got {from_revision}")
+            await self._replicas.refresh(execution)
 
-        def progress(sent: int) -> WatchProgress | None:
-            # committed past what was sent: a revision is on its way (queued behind the timer's nudge)
-            return WatchProgress(execution.committed) if execution.committed <= sent else None
+            def progress(sent: int) -> WatchProgress | None:
+                # committed past what was sent: a revision is on its way (queued behind the timer's nudge)
+                return WatchProgress(execution.committed) if execution.committed <= sent else None
 
-        subscription = self._revisions.subscribe(execution.id)  # before reading history: no gap, no await
-        caught_up_to = execution.committed
-        cursor = from_revision
-        try:
-            execution.refuse_if_deleted()
-            if cursor < execution.compacted:
-                view = await self._timeline.view(execution, execution.compacted)
-                yield WatchSnapshot(view.revision, view.state_json, view.state_hash, execution.compacted)
-                cursor = execution.compacted
-            while cursor < caught_up_to:
-                for record in await self._timeline.records(execution, cursor, caught_up_to, 512):
-                    yield record
-                    cursor = record.revision
-            live = follow(
-                subscription, cursor, lambda r: r.revision, "watch", "from_revision",
-                progress, self._config.progress_interval,
-            )  # fmt: skip
-            async with contextlib.aclosing(live) as items:  # its timer is cancelled with the watch
-                async for item in items:
-                    yield item
-        finally:
-            self._revisions.unsubscribe(subscription)
+            subscription = self._revisions.subscribe(execution.id)  # before reading history: no gap, no await
+            caught_up_to = execution.committed
+            cursor = from_revision
+            try:
+                execution.refuse_if_deleted()
+                if cursor < execution.compacted:
+                    view = await self._timeline.view(execution, execution.compacted)
+                    yield WatchSnapshot(view.revision, view.state_json, view.state_hash, execution.compacted)
+                    cursor = execution.compacted
+                while cursor < caught_up_to:
+                    for record in await self._timeline.records(execution, cursor, caught_up_to, 512):
+                        yield record
+                        cursor = record.revision
+                live = follow(
+                    subscription, cursor, lambda r: r.revision, "watch", "from_revision",
+                    progress, self._config.progress_interval,
+                )  # fmt: skip
+                async with contextlib.aclosing(live) as items:  # its timer is cancelled with the watch
+                    async for item in items:
+                        yield item
+            finally:
+                self._revisions.unsubscribe(subscription)
 
     async def history(
         self, execution_id: str, from_revision: int, to_revision: int, page_size: int, after: int | None = None
     ) -> HistoryPage:
         """A page of committed revisions from from_revision (or after `after`, continuing a page) through
         to_revision (0: the head)."""
-        execution = await self._executions.get(execution_id)
-        await self._replicas.refresh(execution)
-        head = execution.committed
         if page_size < 0:
             raise InvalidArgumentError(f"page_size: must be >= 0, got {page_size}")
         if from_revision < 0 or to_revision < 0:
             raise InvalidArgumentError(f"from_revision, to_revision: must be >= 0, got {from_revision}, {to_revision}")
         if to_revision and from_revision > to_revision:
             raise InvalidArgumentError(f"to_revision: {to_revision} is before from_revision {from_revision}")
-        size = min(page_size or 100, self._limits.max_history_page)
-        last = min(to_revision or head, head)
         if after is not None and after < 0:
             raise InvalidArgumentError(f"after: must be >= 0, got {after}")
-        after = max(max(from_revision, 1) - 1 if after is None else after, execution.compacted)
-        records = await self._timeline.records(execution, after, last, size) if after < last else []
-        records = _within(records, self._limits.max_message_bytes - PAGE_MARGIN)
-        more = bool(records) and records[-1].revision < last
-        return HistoryPage(records, more, head, execution.compacted)
+        size = min(page_size or 100, self._limits.max_history_page)
+        async with self._executions.use(execution_id) as execution:
+            await self._replicas.refresh(execution)
+            head = execution.committed
+            last = min(to_revision or head, head)
+            after = max(max(from_revision, 1) - 1 if after is None else after, execution.compacted)
+            records = await self._timeline.records(execution, after, last, size) if after < last else []
+            records = _within(records, self._limits.max_message_bytes - PAGE_MARGIN)
+            more = bool(records) and records[-1].revision < last
+            return HistoryPage(records, more, head, execution.compacted)
 
 
 def _new_execution(

@@ -82,6 +82,24 @@ MAX_LISTED_AGENTS = 100
 """Agents an ExecutionSummary names at most (agent_count says how many there are)."""
 
 
+@dataclass(frozen=True, slots=True)
+class StoredExecution:
+    """What recovering an execution reads from the log (RevisionLog.load_execution)."""
+
+    record: ExecutionRecord
+    compacted: int
+    """Revisions up to this one were compacted away."""
+    snapshot: SnapshotRecord
+    """The newest snapshot."""
+    revisions: list[RevisionRecord]
+    """Every revision after the snapshot, ascending."""
+    patch_ids: list[tuple[str, str, int]]
+    """(agent_id, client_patch_id, revision) of the newest revisions up to the snapshot committed under an
+    idempotency key, newest first, as many as asked for."""
+    last_observation: int
+    """The greatest observation sequence stored (0 when none)."""
+
+
 @dataclass(slots=True)
 class Batch:
     """Everything one group commit makes durable, atomically."""

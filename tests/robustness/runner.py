@@ -26,7 +26,8 @@ async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]
     """One seeded run against a fresh database in workdir; the History ends with what was read back."""
     if config.replicas > 1 and config.database is None:
         raise ValueError("replicas share a PostgreSQL database: give RunConfig.database")
-    servers = [ServerProcess(config.database or workdir / f"robust-{config.seed}.db") for _ in range(config.replicas)]
+    database = config.database or workdir / f"robust-{config.seed}.db"
+    servers = [ServerProcess(database, config.max_loaded_executions) for _ in range(config.replicas)]
     for server in servers:
         await server.start()
     this = SessionRun(config, servers)
@@ -36,12 +37,9 @@ async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]
         async with this.client() as client:
             created = await client.create_execution(EXECUTION, schema=SCHEMA, initial_state=INITIAL)
         this.history.add("created", initial=INITIAL, hash=created.state_hash, seed=config.seed)
-        for i in range(3):
-            streams["watch", f"watch-{i}"] = asyncio.create_task(this.watcher(f"watch-{i}", slow=i == 2))
-        for name in STREAM_SUBSCRIBERS:
-            streams["stream", name] = asyncio.create_task(this.subscriber(name))
-        streams["session", SESSION_OBSERVER] = asyncio.create_task(this.session_observer())
-        await asyncio.sleep(0.2)  # streams are open before the first write
+        if config.streams_during_traffic:
+            streams = open_streams(this)
+            await asyncio.sleep(0.2)  # streams are open before the first write
         traffic = this.history.add("traffic", start=this.history.now())
         workers = [asyncio.create_task(this.agent(n)) for n in range(config.agents)]
         sessions = range(config.agents, config.agents + config.session_agents)
@@ -53,6 +51,8 @@ async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]
         this.stopping.set()
         traffic["end"] = this.history.now()
         await asyncio.wait_for(asyncio.gather(*workers), 60)
+        if not config.streams_during_traffic:
+            streams = open_streams(this)
         await this.crash_and_restart(0, 0.1)  # whatever was acknowledged must survive one more crash
         await read_back(this)
         for _ in range(1200):  # every stream catches up, or the check reports how far it got
@@ -71,6 +71,15 @@ async def run(config: RunConfig, workdir: Path) -> tuple[History, dict[str, int]
             with contextlib.suppress(Exception):
                 await server.stop()
     return this.history, counted(this.history, this.final_revision or 0)
+
+
+def open_streams(this: SessionRun) -> dict[tuple[str, str], asyncio.Task[None]]:
+    """The watchers, observation subscribers and the session observer, each resuming by itself after a cut."""
+    streams = {("watch", f"watch-{i}"): asyncio.create_task(this.watcher(f"watch-{i}", slow=i == 2)) for i in range(3)}
+    for name in STREAM_SUBSCRIBERS:
+        streams["stream", name] = asyncio.create_task(this.subscriber(name))
+    streams["session", SESSION_OBSERVER] = asyncio.create_task(this.session_observer())
+    return streams
 
 
 def counted(history: History, revisions: int) -> dict[str, int]:

@@ -104,7 +104,7 @@ async def test_009_catching_up_skips_revisions_this_server_committed_while_it_re
         await engine.create_execution("x", "", "")
         for n in (1, 2):
             await engine.submit_patch("x", "a", n - 1, f'{{"n": {n}}}')
-        execution = await engine._executions.get("x")
+        execution = engine._executions.loaded["x"]
         read = await log.read_revisions("x", after=1)  # read while revision 2 was still this server's own
         assert execution.catch_up(read) == [] and execution.committed == 2
         assert (await engine.get_state("x")).state_json == '{"n":2}'

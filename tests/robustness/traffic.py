@@ -77,13 +77,20 @@ class RunConfig:
     replicas: int = 1
     """Servers sharing the database (PostgreSQL only): each client talks to one of them, and each SIGKILL
     takes one of them down."""
+    max_loaded_executions: int | None = None
+    """The servers' `--max-loaded-executions` (None: their default)."""
+    streams_during_traffic: bool = True
+    """Whether the watches and observation streams are open while the agents run; if not, they start when
+    the traffic ends and read everything back from the log. A watched execution is never unloaded: a run
+    under a cap of 0 without them has its execution unloaded whenever no call is working on it."""
 
 
 class ServerProcess:
     """`skillstate serve` in a subprocess, killed and restarted on the same port and database."""
 
-    def __init__(self, db: Path | str) -> None:
+    def __init__(self, db: Path | str, max_loaded_executions: int | None = None) -> None:
         self.db, self.port = db, 0
+        self._options = [] if max_loaded_executions is None else ["--max-loaded-executions", str(max_loaded_executions)]
         self._process: asyncio.subprocess.Process | None = None
 
     @property
@@ -95,7 +102,7 @@ class ServerProcess:
             self._process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "skillstate.cli", "serve", "--db", str(self.db),
                 "--listen", f"127.0.0.1:{self.port}", "--log-level", "ERROR", "--subscriber-queue", str(QUEUE),
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+                *self._options, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
             )  # fmt: skip
             assert self._process.stdout is not None
             line = await asyncio.wait_for(self._process.stdout.readline(), 30)

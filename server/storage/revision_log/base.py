@@ -10,7 +10,16 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncIterator
 
-from ..records import Batch, ExecutionRecord, ExecutionSummary, ObservationRecord, RevisionRecord, SnapshotRecord
+from ...errors import CorruptLogError
+from ..records import (
+    Batch,
+    ExecutionRecord,
+    ExecutionSummary,
+    ObservationRecord,
+    RevisionRecord,
+    SnapshotRecord,
+    StoredExecution,
+)
 
 HOLDING_EXECUTIONS = ("revisions", "snapshots", "observations", "execution_agents", "executions")
 """Every table of an SQL backend with an execution's rows, the executions table last (the others refer to it)."""
@@ -64,12 +73,27 @@ class RevisionLog(abc.ABC):
         """Store a new execution with its revision-0 snapshot; AlreadyExistsError if the id is taken."""
 
     @abc.abstractmethod
-    async def list_executions(self) -> list[ExecutionRecord]:
-        """Every execution, ordered by id."""
-
-    @abc.abstractmethod
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
         """One execution, or None."""
+
+    async def load_execution(self, execution_id: str, patch_ids: int) -> StoredExecution | None:
+        """Everything recovering an execution reads, or None if there is no such execution; `patch_ids`: how
+        many idempotency keys from before the newest snapshot to read at most. NotFoundError if it is
+        deleted meanwhile. (Here, one call after another: a backend may read it all at once.)"""
+        record = await self.find_execution(execution_id)
+        if record is None:
+            return None
+        snapshot = await self.latest_snapshot(execution_id)
+        if snapshot is None:
+            raise CorruptLogError(f"execution {execution_id!r} has no snapshot to recover from")
+        return StoredExecution(
+            record,
+            await self.compact_revision(execution_id),
+            snapshot,
+            await self.read_revisions(execution_id, after=snapshot.revision),
+            await self.patch_ids(execution_id, snapshot.revision, patch_ids),
+            await self.last_observation_sequence(execution_id),
+        )
 
     @abc.abstractmethod
     async def list_summaries(self, prefix: str, after: str, limit: int) -> list[ExecutionSummary]:

@@ -57,9 +57,6 @@ class MemoryRevisionLog(RevisionLog):
         entry.snapshots[genesis.revision] = genesis
         self._executions[execution.execution_id] = entry
 
-    async def list_executions(self) -> list[ExecutionRecord]:
-        return [self._executions[k].record for k in sorted(self._executions)]
-
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
         found = self._executions.get(execution_id)
         return found.record if found is not None else None

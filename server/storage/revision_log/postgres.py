@@ -200,10 +200,6 @@ class PostgresRevisionLog(RevisionLog):
         except DuplicateRowError as e:
             raise AlreadyExistsError(f"execution {execution.execution_id!r} already exists") from e
 
-    async def list_executions(self) -> list[ExecutionRecord]:
-        rows = await self._db.fetch(f"SELECT {_EXECUTIONS} FROM executions ORDER BY execution_id")
-        return [ExecutionRecord(*row) for row in rows]
-
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
         rows = await self._db.fetch(f"SELECT {_EXECUTIONS} FROM executions WHERE execution_id = $1", execution_id)
         return ExecutionRecord(*rows[0]) if rows else None

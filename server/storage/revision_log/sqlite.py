@@ -14,7 +14,14 @@ import fcntl
 from pathlib import Path
 from typing import IO
 
-from ...errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError, StorageError
+from ...errors import (
+    AlreadyExistsError,
+    CorruptLogError,
+    DuplicateRowError,
+    NotFoundError,
+    OutOfRangeError,
+    StorageError,
+)
 from ..records import (
     EXECUTION_COLUMNS,
     MAX_LISTED_AGENTS,
@@ -27,6 +34,7 @@ from ..records import (
     ObservationRecord,
     RevisionRecord,
     SnapshotRecord,
+    StoredExecution,
     execution_row,
     observation_row,
     revision_row,
@@ -136,13 +144,30 @@ class SqliteRevisionLog(RevisionLog):
         except DuplicateRowError as e:
             raise AlreadyExistsError(f"execution {execution.execution_id!r} already exists") from e
 
-    async def list_executions(self) -> list[ExecutionRecord]:
-        rows = await self._reader.rows(f"SELECT {_EXECUTIONS} FROM executions ORDER BY execution_id")
-        return [ExecutionRecord(*row) for row in rows]
-
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
         rows = await self._reader.rows(f"SELECT {_EXECUTIONS} FROM executions WHERE execution_id = ?", execution_id)
         return ExecutionRecord(*rows[0]) if rows else None
+
+    async def load_execution(self, execution_id: str, patch_ids: int) -> StoredExecution | None:
+        """Two reads (three with idempotency keys from before the snapshot), where the calls one after another
+        make ten: a cold read's cost is mostly its trips to the reader's thread."""
+        rows = await self._reader.rows(
+            f"SELECT {_EXECUTIONS_OF_E}, e.compact_revision, s.revision, s.state_json, s.state_hash, "
+            "(SELECT COALESCE(MAX(sequence), 0) FROM observations WHERE execution_id = e.execution_id) "
+            "FROM executions e LEFT JOIN snapshots s ON s.execution_id = e.execution_id AND s.revision = "
+            "(SELECT MAX(revision) FROM snapshots WHERE execution_id = e.execution_id) WHERE e.execution_id = ?",
+            execution_id,
+        )  # fmt: skip
+        if not rows:
+            return None
+        *record, compacted, revision, state_json, state_hash, last_observation = rows[0]
+        if revision is None:
+            raise CorruptLogError(f"execution {execution_id!r} has no snapshot to recover from")
+        revisions = await self.read_revisions(execution_id, after=revision)
+        # compaction drops the revisions up to its snapshot: none keyed before a snapshot at the compact revision
+        keyed = await self.patch_ids(execution_id, revision, patch_ids) if revision > compacted else []
+        snapshot = SnapshotRecord(execution_id, revision, state_json, state_hash)
+        return StoredExecution(ExecutionRecord(*record), compacted, snapshot, revisions, keyed, last_observation)
 
     async def list_summaries(self, prefix: str, after: str, limit: int) -> list[ExecutionSummary]:
         rows = await self._reader.rows(
@@ -198,12 +223,13 @@ class SqliteRevisionLog(RevisionLog):
     async def read_revisions(
         self, execution_id: str, after: int, up_to: int | None = None, limit: int | None = None
     ) -> list[RevisionRecord]:
-        await self._require(execution_id)
         rows = await self._reader.rows(
             f"SELECT {_REVISIONS} FROM revisions WHERE execution_id = ? AND revision > ? AND revision <= ? "
             "ORDER BY revision LIMIT ?",
             execution_id, after, _MAX_INT if up_to is None else up_to, -1 if limit is None else limit,
         )  # fmt: skip
+        if not rows:
+            await self._require(execution_id)  # none: is there such an execution?
         return [RevisionRecord(*row) for row in rows]
 
     async def latest_snapshot(self, execution_id: str, at_most: int | None = None) -> SnapshotRecord | None:
@@ -225,12 +251,13 @@ class SqliteRevisionLog(RevisionLog):
         return RevisionRecord(*rows[0]) if rows else None
 
     async def patch_ids(self, execution_id: str, up_to: int, limit: int) -> list[tuple[str, str, int]]:
-        await self._require(execution_id)
         rows = await self._reader.rows(
             "SELECT agent_id, client_patch_id, revision FROM revisions "
             "WHERE execution_id = ? AND revision <= ? AND client_patch_id != '' ORDER BY revision DESC LIMIT ?",
             execution_id, up_to, limit,
         )  # fmt: skip
+        if not rows:
+            await self._require(execution_id)
         return [(row[0], row[1], row[2]) for row in rows]
 
     async def read_observations(
@@ -278,6 +305,7 @@ class SqliteRevisionLog(RevisionLog):
 _FILL_AGENTS = FILL_AGENTS.replace("INSERT", "INSERT OR IGNORE", 1) + ";"
 _MAX_INT = (1 << 63) - 1
 _EXECUTIONS = ", ".join(EXECUTION_COLUMNS)
+_EXECUTIONS_OF_E = ", ".join(f"e.{column}" for column in EXECUTION_COLUMNS)
 _REVISIONS = ", ".join(REVISION_COLUMNS)
 _SNAPSHOTS = ", ".join(SNAPSHOT_COLUMNS)
 _OBSERVATIONS = ", ".join(OBSERVATION_COLUMNS)

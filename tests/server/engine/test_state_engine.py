@@ -361,7 +361,7 @@ async def test_reads_see_only_committed_revisions_while_later_ones_are_pending()
             )
             for i in range(3)
         ]
-        execution = await engine._executions.get("x")
+        execution = engine._executions.loaded["x"]
         await eventually(lambda: execution.head.revision == 6)  # merged into the head, waiting for their commit
         assert await engine.get_state("x") == committed
         assert (await engine.get_state("x", 2)).state_json == json.dumps(
@@ -419,7 +419,7 @@ async def test_a_patch_is_not_refused_for_a_conflict_with_a_revision_that_failed
         await engine.create_execution("x", json.dumps(SCHEMA), json.dumps(INITIAL))
         log.gate.clear()
         first = asyncio.create_task(engine.submit_patch("x", "ada", 0, '{"slots": {"s0": "ada"}}'))
-        execution = await engine._executions.get("x")
+        execution = engine._executions.loaded["x"]
         await eventually(lambda: execution.head.revision == 1)
         second = asyncio.create_task(engine.submit_patch("x", "bob", 0, '{"slots": {"s0": "bob"}}'))
         await eventually(lambda: bool(execution._settle_waiters))  # lost to ada's pending write: waits for it

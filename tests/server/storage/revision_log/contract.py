@@ -40,10 +40,9 @@ class RevisionLogContract:
         raise NotImplementedError
         yield
 
-    async def test_create_and_list(self, log: RevisionLog) -> None:
+    async def test_create_and_find(self, log: RevisionLog) -> None:
         await log.create_execution(*execution("b"))
         await log.create_execution(*execution("a"))
-        assert [e.execution_id for e in await log.list_executions()] == ["a", "b"]
         assert await log.find_execution("a") == execution("a")[0] and await log.find_execution("c") is None
         assert await log.head_revision("a") == 0
         snapshot = await log.latest_snapshot("a")
@@ -130,6 +129,27 @@ class RevisionLogContract:
             log.compact("e1", 2),
         )
         assert [r.revision for r in await log.read_revisions("e1", 0)] == list(range(3, 23))
+
+    @pytest.mark.parametrize("compact", [False, True])
+    async def test_load_reads_what_recovery_asks_for_one_call_at_a_time(self, log: RevisionLog, compact: bool) -> None:
+        """load_execution against its definition: the calls it stands for, each made alone."""
+        assert await log.load_execution("e1", 10) is None
+        await log.create_execution(*execution())
+        keyed = [revision(n, key=f"k{n}" if n % 3 else "") for n in range(1, 13)]
+        snapshots = [SnapshotRecord("e1", 4, "{}", "h4"), SnapshotRecord("e1", 9, '{"k":9}', "h9")]
+        await log.commit(Batch(revisions=keyed, snapshots=snapshots, observations=[observation(1), observation(2)]))
+        if compact:
+            await log.compact("e1", 4)
+        for limit in (0, 2, 100):
+            loaded = await log.load_execution("e1", limit)
+            assert loaded is not None
+            assert loaded.record == await log.find_execution("e1")
+            assert loaded.compacted == await log.compact_revision("e1") == (4 if compact else 0)
+            assert loaded.snapshot == await log.latest_snapshot("e1") == snapshots[1]
+            assert loaded.revisions == await log.read_revisions("e1", after=9) == keyed[9:]
+            assert loaded.patch_ids == await log.patch_ids("e1", 9, limit)
+            assert loaded.last_observation == await log.last_observation_sequence("e1") == 2
+        assert [key for _, key, _ in loaded.patch_ids] == ["k8", "k7", "k5"] + ([] if compact else ["k4", "k2", "k1"])
 
     async def test_compact(self, log: RevisionLog) -> None:
         await log.create_execution(*execution())
