@@ -5,7 +5,8 @@ turns in a transcript-sharing group chat (floor.py).
 `await run_team(address, TeamConfig(agents_per_skill=4, pace=Pace(rate=1.5)))` registers the warehouse
 skills if needed, hydrates each skill's P once, creates the execution, starts the agents (each with its own
 client and identity, in this process or, with `processes`, each in its own) and the world, and returns a
-TeamResult whose `summary()` holds the figures docs/agents.md defines.
+TeamResult whose `summary()` holds the figures docs/agents.md defines. With `rezip`, each agent hydrates its
+own P instead and reports its outcome to ReZip at its end (team_rezip.py).
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from .envs.timed_driver import TimedDriver, TimedRun
 from .envs.warehouse import generate_events
 from .floor import Floor, Speaker
 from .llm import _litellm
+from .rezip import summarize
 from .runtime import Agent, Recorder, StepRecord
 from .sim import ENVIRONMENT, WAREHOUSE_SCHEMA, WAREHOUSE_SKILLS, ensure_skills, skill_context
 from .team import START, AgentDied, TeamAgent
+from .team_rezip import own_context
 from .team_setup import Team, TeamConfig, policy_options
 
 READY_TIMEOUT = 120.0
@@ -54,6 +57,8 @@ class TeamResult:
     agents: dict[str, str]
     """agent id -> how it ended: finished, died, stalled (cancelled), finished_early."""
     wall_seconds: float
+    rezip: dict[str, Any] | None = None
+    """With `rezip`: what the agents that reported told ReZip (rezip.summarize), as the sequential results say."""
 
     def summary(self) -> dict[str, Any]:
         events = list(self.run.events.values())
@@ -92,7 +97,7 @@ class TeamResult:
             "faults": self.config.faulty(),
             "agents_ended": dict(sorted(self.agents.items())),
             "coordination_counts": dict(sorted(self.counts.items())),
-        }
+        } | ({"rezip": self.rezip} if self.rezip is not None else {})
 
     def on_time_per_tick(self) -> list[int]:
         """Events handled on time at each tick (the throughput curve)."""
@@ -166,13 +171,14 @@ async def run_team(
             ended = await _until_ended(team.tasks)
             await driver.finish()
             counts = team.counts()
+            rezip = summarize(team.told()) if config.rezip else None
         finally:
             for task in team.tasks:
                 task.cancel()
             recorder.close()
         final = await client.get_state(execution_id)
     drift = state_drift(claims.visible(final.state), world.snapshot()) if config.runtime == "skillstate" else None
-    return TeamResult(config, timed, recorder.records, counts, drift, ended, loop.time() - started)
+    return TeamResult(config, timed, recorder.records, counts, drift, ended, loop.time() - started, rezip)
 
 
 async def _start_in_process(
@@ -185,17 +191,24 @@ async def _start_in_process(
     tls: ClientTLS | None,
     recorder: Recorder,
 ) -> Team:
-    """Every agent as a task of this process, each with its own client."""
+    """Every agent as a task of this process, each with its own client (and, with `rezip`, its own P)."""
     agents: list[Agent] = []
     conversation: list[Turn] = []
     for agent_id in config.agent_ids:
         skill = agent_id.rpartition("-")[0]
-        client = await stack.enter_async_context(StateClient(address, token=tokens.get(agent_id), tls=tls))
+        channel = open_channel(address, token=tokens.get(agent_id), tls=tls)
+        stack.push_async_callback(channel.close)
+        client = StateClient(channel=channel)
         instructions, reads = contexts[skill]
+        feedback = None
+        if config.rezip:
+            instructions, reads, feedback = await own_context(
+                SkillRegistryClient(channel=channel), agent_id, config.context_budget
+            )
         common: dict[str, Any] = {
             "skills": [skill], "instructions": instructions, "model": config.model_of(agent_id), "recorder": recorder,
             "limits": config.limits, "reads": reads, "policy_options": policy_options(config),
-            "transport": config.transport,
+            "transport": config.transport, "feedback": feedback,
         }  # fmt: skip
         if config.runtime == "groupchat":
             agents.append(Speaker(client, execution_id, agent_id, context=GroupChat(agent_id, conversation), **common))
@@ -220,7 +233,10 @@ async def _start_in_process(
         await agent.run()
         return agent.ended if isinstance(agent, TeamAgent) else "finished"
 
-    return Team({asyncio.ensure_future(run(agent)): agent.agent_id for agent in agents}, counts, ready)
+    def told() -> dict[str, dict[str, Any]]:
+        return {a.agent_id: a.feedback.summary() for a in agents if a.feedback is not None and a.feedback.told}
+
+    return Team({asyncio.ensure_future(run(agent)): agent.agent_id for agent in agents}, counts, ready, told)
 
 
 async def _nothing() -> None:

@@ -10,12 +10,14 @@ the next observation reports failed (`Status: error`): the step followed their t
 
 It stays off where runtimes are compared: evidence raises macro levels as runs report, so a run after another
 would see a different P, and the baselines must see the same P (SimConfig refuses `rezip` for a baseline).
+Agents at once (team_rezip.py) feed ReZip the same way, each over a P hydrated for it alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from skillstate.clients import Hydrated, MacroRevision, NotFoundError, SkillRegistryClient, ValidationError
 
@@ -56,13 +58,28 @@ class MacroFeedback:
         """P as the agent sees it: with how to ask for a macro's full text, when it shows one in summary."""
         return f"{p}\n\n{EXPAND_HINT}" if self.offers_expansion else p
 
+    @property
+    def told(self) -> bool:
+        """Whether the episode's outcome went to the registry (taken or refused): an agent that died never told."""
+        return bool(self.reported or self.errors)
+
     def begin_step(self, observation: str) -> None:
-        """A new observation: if it reports the previous action failed, so did the macros that step expanded."""
+        """A new observation, for an agent answering one after another: if it reports the previous action failed,
+        so did the macros that step expanded."""
+        expanded = self.end_step()
         if _FAILED.search(observation):
-            self.failures += 1
-            for macro_id in self._this_step:
-                self.failed[self._hydration_of[macro_id]].add(macro_id)
-        self._this_step = set()
+            self.action_failed(expanded)
+
+    def end_step(self) -> frozenset[str]:
+        """The macros expanded for the step just answered; the next step starts with none."""
+        expanded, self._this_step = frozenset(self._this_step), set()
+        return expanded
+
+    def action_failed(self, expanded: Iterable[str]) -> None:
+        """An action failed: a failure of the episode, and of the macros expanded for the step that chose it."""
+        self.failures += 1
+        for macro_id in expanded:
+            self.failed[self._hydration_of[macro_id]].add(macro_id)
 
     def gave_up(self) -> None:
         self.failures += 1
@@ -96,3 +113,26 @@ class MacroFeedback:
                 self.errors.append(f"{hydration.hydration_id}: {error.message}")
         self.revisions += revisions
         return revisions
+
+    def summary(self) -> dict[str, Any]:
+        """What this agent told ReZip, as JSON: the macros it expanded and the failed ones, the revisions its
+        reports brought, the hydrations reported and the reports refused."""
+        return {
+            "expanded": sorted(set().union(*self.expanded.values())),
+            "failed": sorted(set().union(*self.failed.values())),
+            "revisions": [[r.macro_id, r.level] for r in self.revisions],
+            "reported": list(self.reported),
+            "errors": list(self.errors),
+        }
+
+
+def summarize(by_agent: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """What the agents told ReZip (agent id -> `MacroFeedback.summary()`), as results give it: per agent, the
+    macros expanded and failed; the revisions, the hydrations reported and the reports refused of them all."""
+    return {
+        "expanded": {agent: list(told["expanded"]) for agent, told in by_agent.items()},
+        "failed": {agent: list(told["failed"]) for agent, told in by_agent.items()},
+        "revisions": [list(r) for told in by_agent.values() for r in told["revisions"]],
+        "reported": [hydration for told in by_agent.values() for hydration in told["reported"]],
+        "errors": [error for told in by_agent.values() for error in told["errors"]],
+    }

@@ -29,7 +29,7 @@ from .envs.base import Environment
 from .envs.driver import Driver
 from .envs.warehouse import SKILL_OF, WarehouseEnvironment, generate_events
 from .llm import count_tokens, is_test_policy
-from .rezip import MacroFeedback
+from .rezip import MacroFeedback, summarize
 from .runtime import Agent, Limits, Recorder, StepRecord
 from .scripted import SCRIPTED, fault_rate
 from .transport import SESSION, check_transport
@@ -323,16 +323,8 @@ async def run_simulation(
 
 
 def _rezip(agents: list[Agent]) -> dict[str, Any]:
-    """What the agents told ReZip: per agent, the macros expanded and failed; the revisions; the hydrations
-    reported, and the reports refused."""
-    feedback = {agent.agent_id: agent.feedback for agent in agents if agent.feedback is not None}
-    return {
-        "expanded": {agent: sorted(set().union(*f.expanded.values())) for agent, f in feedback.items()},
-        "failed": {agent: sorted(set().union(*f.failed.values())) for agent, f in feedback.items()},
-        "revisions": [[r.macro_id, r.level] for f in feedback.values() for r in f.revisions],
-        "reported": [hydration for f in feedback.values() for hydration in f.reported],
-        "errors": [error for f in feedback.values() for error in f.errors],
-    }
+    """What the agents told ReZip (rezip.summarize)."""
+    return summarize({agent.agent_id: agent.feedback.summary() for agent in agents if agent.feedback is not None})
 
 
 def _recovery(environment: Environment) -> dict[str, Any] | None:
@@ -402,14 +394,17 @@ async def skill_context(
 
 
 async def hydrated_context(
-    registry: SkillRegistryClient, skills: tuple[str, ...], budget: int
+    registry: SkillRegistryClient, skills: tuple[str, ...], budget: int, *, apart: int = 0
 ) -> tuple[str, tuple[str, ...] | None, list[Hydrated]]:
-    """`skill_context`, and the hydrations P was made of (what Expand and ReportOutcome refer to)."""
+    """`skill_context`, and the hydrations P was made of (what Expand and ReportOutcome refer to). `apart`
+    spaces after each description, no term of a query, give the same P under hydration ids of its own
+    (team_rezip.py)."""
     parts, reads, hydrations = [], {}, []
     declared_by_all = True
     for name in skills:
         skill = await registry.get_skill(name)
-        hydrated = await registry.hydrate(skill.summary.description, budget_tokens=budget, skill_names=[name])
+        query = skill.summary.description + " " * apart
+        hydrated = await registry.hydrate(query, budget_tokens=budget, skill_names=[name])
         declared = skill.metadata.get(READS_KEY)
         keys = [key.strip() for key in (declared or "").split(",") if key.strip()]
         parts.append("\n\n".join([hydrated.context, *state_definition(skill, hydrated, keys)]))

@@ -11,6 +11,12 @@ agent told that its action failed reopens its claim and asks again, with the fai
 Events another agent holds are looked at again as their leases may run out, so the work of an agent that
 died or stalled goes to another. A fault for tests: `die_after` makes the agent crash at an event it takes
 up, right after its claim.
+
+With `feedback` (`--rezip`, team_rezip.py) the agent may expand macros as any agent does, and reports its
+outcome once the run is over. It works on events one after another, and the failure of an event's action
+comes later, as the outcome of that event: the macros that failed are those expanded for the step that chose
+that action (remembered per event), whatever the agent did since. A step given up, or ended by Finish, gives
+its event back: a failure too. An agent that dies reports nothing.
 """
 
 from __future__ import annotations
@@ -77,6 +83,8 @@ class TeamAgent(Agent):
         self._tries: collections.Counter[str] = collections.Counter()
         self._event: str | None = None
         """The event the model is being asked about (what `submission` claims done)."""
+        self._expanded_for: dict[str, frozenset[str]] = {}
+        """event id -> the macros expanded for the latest step on it (`--rezip`), blamed if its action fails."""
         self.finished = False
         self._world_done = False
         self._die_after_claiming = False
@@ -94,6 +102,7 @@ class TeamAgent(Agent):
             options = {"group": self.group, "ack_deadline": self.coordination.lease_seconds}
         async with self.connected(**options) as link:
             await self._handle(link)
+        await self.report_outcome()
 
     async def _handle(self, link: Link) -> None:
         """The run over `link`: its observations relayed to an inbox, each handled in turn, and the held
@@ -177,11 +186,14 @@ class TeamAgent(Agent):
     async def _on_outcome(self, payload: Mapping[str, Any]) -> None:
         """The world ran this agent's action: if it did not handle the event, reopen the claim and retry."""
         event_id = str(payload["event_id"])
+        expanded = self._expanded_for.pop(event_id, frozenset())
         if payload.get("handled"):
             return
+        if self.feedback is not None:
+            self.feedback.action_failed(expanded)
         self._tries[event_id] += 1
         if self._tries[event_id] > self.coordination.outcome_retries:
-            self.counts["gave_up"] += 1
+            self._gave_up_on("gave_up")
             return
         state = await self.read_state()
         claim = claims.claim_of(state.state, event_id)
@@ -210,17 +222,25 @@ class TeamAgent(Agent):
             answered = await self.answer(render_observation(payload))
         finally:
             self._event = None
+            if self.feedback is not None:
+                self._expanded_for[event_id] = self.feedback.end_step()
         if answered is None:
             if self.counts["abandoned"] > abandoned:
                 return True
-            self.counts["gave_up"] += 1
+            self._gave_up_on("gave_up")
             await self._release(event_id)
             return False
         if _is_finish(answered):
-            self.counts["early_finish"] += 1
+            self._gave_up_on("early_finish")
             self.finished = True
             return False
         return True
+
+    def _gave_up_on(self, count: str) -> None:
+        """Count an event this agent let go unhandled (`gave_up`, `early_finish`): for ReZip, a failure."""
+        self.counts[count] += 1
+        if self.feedback is not None:
+            self.feedback.gave_up()
 
     def submission(self, reply: Reply, state: State) -> tuple[dict[str, Any], Any] | None:
         assert self._event is not None, "the model is asked only about an event"

@@ -4,8 +4,9 @@ per handled event as agents per skill grow, and a JSON file with every figure.""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .concurrent import TeamResult
 from .llm import is_test_policy
@@ -51,7 +52,20 @@ def notes(results: Sequence[TeamResult]) -> str:
     ]
     for model in sorted({r.config.model for r in results}):
         lines.append(TEST_POLICY_NOTE.format(model=model) if is_test_policy(model) else f"Model: {model}.")
+    lines += [rezip_note(r, r.rezip) for r in results if r.rezip is not None]
     return "\n".join(lines)
+
+
+def rezip_note(result: TeamResult, told: Mapping[str, Any]) -> str:
+    """One line on what a run's agents told ReZip (`told`: its `rezip` figures, all in results.json)."""
+    revised = ", ".join(f"{macro} to {level or 'split'}" for macro, level in told["revisions"]) or "none"
+    expanding = sum(bool(macros) for macros in told["expanded"].values())
+    failing = sum(bool(macros) for macros in told["failed"].values())
+    return (
+        f"ReZip, {label(result)} x{result.config.agents_per_skill}: {len(told['reported'])} hydrations reported by "
+        f"{len(told['expanded'])} agents, {expanding} of them expanded a macro, {failing} one that failed its check; "
+        f"revisions: {revised}; reports refused: {len(told['errors'])}."
+    )
 
 
 def plot(results: Sequence[TeamResult], path: Path) -> None:

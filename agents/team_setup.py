@@ -46,6 +46,9 @@ class TeamConfig:
     """Each agent in its own OS process (skillstate runtime only)."""
     transport: str = SESSION
     """How every agent (and the group chat's floor) reaches the server: one session each, or unary calls."""
+    rezip: bool = False
+    """Each agent feeds ReZip over a P hydrated for it alone (team_rezip.py); skillstate runtime only: reports
+    revise the library, and the group chat it is compared with must see the same P."""
 
     def __post_init__(self) -> None:
         if self.runtime not in TEAM_RUNTIMES:
@@ -67,6 +70,9 @@ class TeamConfig:
         check_transport(self.transport)
         if self.processes and self.runtime != "skillstate":
             raise ValueError("processes: only skillstate agents run in processes of their own")
+        if self.rezip and self.runtime != "skillstate":
+            raise ValueError(f"rezip: the {self.runtime} runtime is a baseline, which must see the same P as the "
+                             "runtime it is compared with: rezip runs the skillstate runtime only")  # fmt: skip
         if is_test_policy(self.model):
             fault_rate(self.model)
 
@@ -104,6 +110,9 @@ class Team:
     """Called once, when every agent has ended."""
     ready: Callable[[], Awaitable[None]]
     """Returns once every agent receives what is published (the run's start reached it)."""
+    told: Callable[[], dict[str, dict[str, Any]]] = dict
+    """Called once, when every agent has ended: agent id -> what it told ReZip (`MacroFeedback.summary()`), for
+    the agents that reported (`rezip`)."""
 
 
 def policy_options(config: TeamConfig) -> dict[str, Any]:

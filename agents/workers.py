@@ -4,8 +4,9 @@ the agents of a team share nothing in memory, only the server.
 The parent writes each agent's spec (address, token, execution, skill, its P, model and coordination) to a
 JSON file and starts `python -m skillstate.agents.workers SPEC`. The worker runs one TeamAgent with its own
 client, writes every model call to its own JSONL file, prints `ready` once the run's start reached its stream,
-and at the end prints one JSON line: how it ended and what coordination cost it. A worker that is killed
-(a stalled agent, at the end of the run) leaves the model calls it had written.
+and at the end prints one JSON line: how it ended, what coordination cost it and, with `rezip`, what it told
+ReZip (it hydrated its own P with its own client then: team_rezip.py). A worker that is killed (a stalled
+agent, at the end of the run) leaves the model calls it had written.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from skillstate.clients import ClientTLS, StateClient
+from skillstate.clients import ClientTLS, SkillRegistryClient, StateClient, open_channel
 
 from .contexts import SkillState
 from .runtime import Limits, Recorder, StepRecord
 from .team import AgentDied, Coordination, TeamAgent
+from .team_rezip import own_context
 from .team_setup import Team, TeamConfig, policy_options
 
 DIED = 3
@@ -54,6 +56,7 @@ async def start_processes(
             "limits": dataclasses.asdict(config.limits), "records": str(folder / f"{agent_id}.jsonl"),
             "tls_ca": tls.root_certificates.decode() if tls and tls.root_certificates else None,
             "coordination": dataclasses.asdict(config.coordination_of(agent_id)), "transport": config.transport,
+            "rezip": config.rezip, "context_budget": config.context_budget,
         }  # fmt: skip
         path = folder / f"{agent_id}.json"
         path.write_text(json.dumps(spec), encoding="utf-8")
@@ -79,7 +82,10 @@ async def start_processes(
     async def ready() -> None:
         await asyncio.gather(*readiness)
 
-    return Team(tasks, counts, ready)
+    def told() -> dict[str, dict[str, Any]]:
+        return {agent_id: ends[agent_id]["rezip"] for agent_id in config.agent_ids if "rezip" in ends.get(agent_id, {})}
+
+    return Team(tasks, counts, ready, told)
 
 
 async def _watch(
@@ -115,12 +121,17 @@ async def _work(spec: dict[str, Any]) -> int:
     _litellm()  # before the run starts: the import takes seconds
     tls = ClientTLS(spec["tls_ca"].encode()) if spec["tls_ca"] else None
     recorder = Recorder(Path(spec["records"]))
-    async with StateClient(spec["address"], token=spec["token"], tls=tls) as client:
+    channel = open_channel(spec["address"], token=spec["token"], tls=tls)
+    try:
+        instructions, reads, feedback = spec["instructions"], spec["reads"], None
+        if spec["rezip"]:
+            registry = SkillRegistryClient(channel=channel)
+            instructions, reads, feedback = await own_context(registry, spec["agent_id"], spec["context_budget"])
         agent = TeamAgent(
-            client, spec["execution_id"], spec["agent_id"], skills=[spec["skill"]], instructions=spec["instructions"],
-            model=spec["model"], context=SkillState(), recorder=recorder, limits=Limits(**spec["limits"]),
-            reads=spec["reads"], policy_options=spec["policy_options"],
-            coordination=Coordination(**spec["coordination"]), transport=spec["transport"],
+            StateClient(channel=channel), spec["execution_id"], spec["agent_id"], skills=[spec["skill"]],
+            instructions=instructions, model=spec["model"], context=SkillState(), recorder=recorder,
+            limits=Limits(**spec["limits"]), reads=reads, policy_options=spec["policy_options"],
+            coordination=Coordination(**spec["coordination"]), transport=spec["transport"], feedback=feedback,
         )  # fmt: skip
         running = asyncio.ensure_future(agent.run())
         ready = asyncio.ensure_future(agent.ready.wait())
@@ -134,8 +145,11 @@ async def _work(spec: dict[str, Any]) -> int:
             return DIED
         finally:
             ready.cancel()
+    finally:
+        await channel.close()
     recorder.close()
-    print(json.dumps({"ended": agent.ended, "counts": dict(agent.counts)}), flush=True)
+    told = {"rezip": feedback.summary()} if feedback is not None and feedback.told else {}
+    print(json.dumps({"ended": agent.ended, "counts": dict(agent.counts)} | told), flush=True)
     return 0
 
 

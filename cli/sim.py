@@ -67,8 +67,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     sim.add_argument("--rezip", action="store_true",
                      help="the agents feed ReZip: they may expand a macro their P shows in summary, and report each "
-                     "run's outcome, which may revise the library's macros; skillstate runtime only, since the "
-                     "baselines must see the same P (default: off)")  # fmt: skip
+                     "run's outcome, which may revise the library's macros (with --agents-per-skill, each agent "
+                     "over a P hydrated for it alone); skillstate runtime only, since the baselines must see the "
+                     "same P (default: off)")  # fmt: skip
     _common(sim, out="sim-results")
     team.add_arguments(sim)
 
@@ -129,8 +130,6 @@ async def run(args: argparse.Namespace) -> int:
         raise UsageError("--rezip: reports revise the library's macros, and the baselines must see the same P as "
                          "skillstate: run --rezip with --runtime skillstate alone")  # fmt: skip
     if args.command == "sim" and args.agents_per_skill:
-        if rezip:
-            raise UsageError("--rezip: agents at once (--agents-per-skill) do not report to ReZip yet")
         if env != "warehouse":
             raise UsageError("--agents-per-skill: only the warehouse runs on a clock so far")
         if len(horizons) > 1 or seeds > 1:

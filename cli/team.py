@@ -57,7 +57,7 @@ def configs(args: argparse.Namespace, runtimes: list[str], model: str) -> list[T
         pace = Pace(args.tick_ms, args.rate, args.deadline)
         common = {"horizon": args.horizon, "pace": pace, "think_ms": args.think_ms, "lease_ticks": args.lease,
                   "seed": args.seed, "model": model, "faults": faults, "timeout": args.run_timeout,
-                  "processes": args.processes, "transport": args.transport}  # fmt: skip
+                  "processes": args.processes, "transport": args.transport, "rezip": args.rezip}  # fmt: skip
         return [
             TeamConfig(agents_per_skill=n, runtime=runtime, coordination=coordination, **common)
             for runtime in runtimes

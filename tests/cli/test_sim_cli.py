@@ -7,6 +7,7 @@ from pathlib import Path
 
 from skillstate.server.rpc.app import RunningServer
 
+from ..agents.test_team_rezip import evidence, register_library
 from .test_cli import skillstate
 
 
@@ -88,19 +89,23 @@ async def test_sim_against_a_server_that_requires_credentials(db_path: Path, tmp
 
 async def test_agents_at_once_each_in_its_own_process_with_its_own_token(db_path: Path, tmp_path: Path) -> None:
     """--processes on a server that requires credentials: every agent calls as itself, from a process of its
-    own (nothing shared in memory), with a token written beforehand for its id `{skill}-{i}`."""
+    own (nothing shared in memory), with a token written beforehand for its id `{skill}-{i}`; with --rezip it
+    hydrates its P, expands and reports its outcome as itself too."""
     from skillstate.server.auth.credentials import issue
     from skillstate.server.auth.guard import Mode
     from skillstate.server.rpc.app import start_server
     from skillstate.server.storage.credential_store.sqlite import SqliteCredentialStore
     from skillstate.server.storage.records import Right
     from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
+    from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
     store = SqliteCredentialStore(db_path)
-    server = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", credentials=store, auth=Mode.REQUIRED)
+    server = await start_server(SqliteRevisionLog(db_path), "127.0.0.1:0", skills=SqliteSkillStore(db_path),
+                                credentials=store, auth=Mode.REQUIRED)  # fmt: skip
     try:
         rights = {Right.ADMIN, Right.PUBLISH, Right.READ, Right.WRITE, Right.REGISTRY}
         tokens = {"environment": (await issue(store, "environment", ["*"], rights=rights)).token}
+        await register_library(f"127.0.0.1:{server.port}", tokens["environment"])
         for skill in ("warehouse-receiving", "warehouse-shipping", "warehouse-maintenance"):
             agent = f"{skill}-0"
             tokens[agent] = (await issue(store, agent, ["*"], [skill], rights={Right.READ, Right.WRITE})).token
@@ -108,13 +113,21 @@ async def test_agents_at_once_each_in_its_own_process_with_its_own_token(db_path
         code, out, err = await skillstate(
             server, "sim", "warehouse", "--agents-per-skill", "1", "--processes", "--horizon", "6", "--tick-ms", "50",
             "--think-ms", "20", "--deadline", "100", "--tokens", str(tmp_path / "tokens.json"), "--out", str(tmp_path),
+            "--rezip",
         )  # fmt: skip
         assert code == 0, err
         run = json.loads((tmp_path / "results.json").read_text())["runs"][0]
         assert (run["agents_per_skill"], run["handled_on_time"], run["duplicate_actions"]) == (1, 6, 0)
         assert run["state_drift"] == [] and "| skillstate (claims) | 1 | 6/6 |" in out
-        agents = {json.loads(line)["agent"] for line in (tmp_path / "steps.jsonl").read_text().splitlines()}
+        steps = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
+        agents = {step["agent"] for step in steps}
         assert agents <= set(tokens) - {"environment"} and len(agents) >= 2  # written by the processes themselves
+        told = run["rezip"]  # each process reported, over its own hydration
+        assert list(told["expanded"]) == [agent for agent in tokens if agent != "environment"]
+        assert (told["errors"], len(set(told["reported"]))) == ([], 3)
+        expanded = any(step["outcome"] == "expand" for step in steps)  # receiving's P shows the macro
+        assert bool(told["expanded"]["warehouse-receiving-0"]) == expanded
+        assert list((await evidence(db_path)).values()) == [(1, int(expanded), 0)]
     finally:
         await server.stop(grace=0)
 
@@ -130,11 +143,30 @@ async def test_agents_at_once_are_asked_for_as_the_issue_says(tmp_path: Path) ->
     assert code == 2 and "--runtime: unknown clever" in err
 
 
-async def test_rezip_is_refused_beside_the_baselines_and_for_agents_at_once(tmp_path: Path) -> None:
+async def test_rezip_is_refused_beside_the_baselines_and_in_the_demo(tmp_path: Path) -> None:
     code, _, err = await skillstate(None, "sim", "warehouse", "--rezip", "--runtime", "all", "--out", str(tmp_path))
     assert code == 2 and "--rezip: reports revise the library's macros" in err and "--runtime skillstate alone" in err
-    code, _, err = await skillstate(None, "sim", "warehouse", "--rezip", "--agents-per-skill", "2",
-                                    "--out", str(tmp_path))  # fmt: skip
-    assert code == 2 and "--rezip: agents at once" in err
+    code, _, err = await skillstate(None, "sim", "warehouse", "--rezip", "--agents-per-skill", "2", "--runtime",
+                                    "skillstate,groupchat", "--out", str(tmp_path))  # fmt: skip
+    assert code == 2 and "--runtime skillstate alone" in err
     code, _, err = await skillstate(None, "demo", "--rezip", "--out", str(tmp_path))
     assert code == 2 and "unrecognized arguments: --rezip" in err
+
+
+async def test_agents_at_once_feed_rezip_each_over_its_own_p(
+    server: RunningServer, db_path: Path, tmp_path: Path
+) -> None:
+    address = f"127.0.0.1:{server.port}"
+    await register_library(address)
+    code, out, err = await skillstate(
+        server, "sim", "warehouse", "--agents-per-skill", "2", "--rezip", "--horizon", "12", "--tick-ms", "50",
+        "--think-ms", "50", "--deadline", "40", "--lease", "6", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert code == 0, err
+    told = json.loads((tmp_path / "results.json").read_text())["runs"][0]["rezip"]
+    assert (told["errors"], told["revisions"], len(set(told["reported"]))) == ([], [], 6)
+    steps = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
+    expanding = {step["agent"] for step in steps if step["outcome"] == "expand"}
+    assert {agent for agent, macros in told["expanded"].items() if macros} == expanding
+    assert f"ReZip, skillstate (claims) x2: 6 hydrations reported by 6 agents, {len(expanding)} of them" in out
+    assert list((await evidence(db_path)).values()) == [(2, len(expanding), 0)], "a use per receiving agent"
