@@ -93,6 +93,18 @@ class Database:
         except ERRORS as e:
             raise StorageError(f"{self._what} at {self.where}: {e}") from e
 
+    async def fetch_together(self, *queries: Statement) -> list[list[tuple[Any, ...]]]:
+        """The rows of each query, all read from one snapshot of the database (a repeatable-read, read-only
+        transaction): what other servers commit meanwhile shows in none of them."""
+        try:
+            async with (
+                self.pool.acquire() as connection,
+                connection.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                return [[tuple(row) for row in await connection.fetch(sql, *params)] for sql, params in queries]
+        except ERRORS as e:
+            raise StorageError(f"{self._what} at {self.where}: {e}") from e
+
     async def value(self, sql: str, *params: Any) -> Any:
         try:
             return await self.pool.fetchval(sql, *params)

@@ -21,7 +21,14 @@ from typing import Any
 
 import asyncpg
 
-from ...errors import AlreadyExistsError, DuplicateRowError, NotFoundError, OutOfRangeError, StorageError
+from ...errors import (
+    AlreadyExistsError,
+    CorruptLogError,
+    DuplicateRowError,
+    NotFoundError,
+    OutOfRangeError,
+    StorageError,
+)
 from ..postgres import ERRORS, Database, Statement
 from ..records import (
     EXECUTION_COLUMNS,
@@ -35,6 +42,7 @@ from ..records import (
     ObservationRecord,
     RevisionRecord,
     SnapshotRecord,
+    StoredExecution,
     execution_row,
     observation_row,
     revision_row,
@@ -112,6 +120,7 @@ def _unnest_insert(table: str, columns: tuple[str, ...], types: tuple[str, ...])
 
 
 _EXECUTIONS = ", ".join(EXECUTION_COLUMNS)
+_EXECUTIONS_OF_E = ", ".join(f"e.{column}" for column in EXECUTION_COLUMNS)
 _INSERT_EXECUTION = f"INSERT INTO executions ({_EXECUTIONS}) VALUES ($1, $2, $3)"
 _INSERT_REVISIONS = (  # and their agents, in the same round trip, in one order (replicas lock them alike)
     f"WITH inserted AS ({_unnest_insert('revisions', REVISION_COLUMNS, _REVISION_TYPES)} "
@@ -203,6 +212,43 @@ class PostgresRevisionLog(RevisionLog):
     async def find_execution(self, execution_id: str) -> ExecutionRecord | None:
         rows = await self._db.fetch(f"SELECT {_EXECUTIONS} FROM executions WHERE execution_id = $1", execution_id)
         return ExecutionRecord(*rows[0]) if rows else None
+
+    async def load_execution(self, execution_id: str, patch_ids: int) -> StoredExecution | None:
+        """One round of three reads, from one snapshot of the database: another server compacting meanwhile
+        cannot take away the revisions after the snapshot read."""
+        newest = "(SELECT MAX(revision) FROM snapshots WHERE execution_id = $1)"
+        heads, revisions, keyed = await self._db.fetch_together(
+            (
+                f"SELECT {_EXECUTIONS_OF_E}, e.compact_revision, s.revision, s.state_json, s.state_hash, "
+                "(SELECT COALESCE(MAX(sequence), 0) FROM observations WHERE execution_id = $1) FROM executions e "
+                f"LEFT JOIN snapshots s ON s.execution_id = e.execution_id AND s.revision = {newest} "
+                "WHERE e.execution_id = $1",
+                (execution_id,),
+            ),
+            (
+                f"SELECT {', '.join(REVISION_COLUMNS)} FROM revisions WHERE execution_id = $1 "
+                f"AND revision > {newest} ORDER BY revision",
+                (execution_id,),
+            ),
+            (
+                "SELECT agent_id, client_patch_id, revision FROM revisions WHERE execution_id = $1 "
+                f"AND revision <= {newest} AND client_patch_id != '' ORDER BY revision DESC LIMIT $2",
+                (execution_id, patch_ids),
+            ),
+        )
+        if not heads:
+            return None
+        *record, compacted, revision, state_json, state_hash, last_observation = heads[0]
+        if revision is None:
+            raise CorruptLogError(f"execution {execution_id!r} has no snapshot to recover from")
+        return StoredExecution(
+            ExecutionRecord(*record),
+            int(compacted),
+            SnapshotRecord(execution_id, revision, state_json, state_hash),
+            [RevisionRecord(*row) for row in revisions],
+            [(row[0], row[1], row[2]) for row in keyed],
+            int(last_observation),
+        )
 
     async def list_summaries(self, prefix: str, after: str, limit: int) -> list[ExecutionSummary]:
         rows = await self._db.fetch(
