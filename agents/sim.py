@@ -394,17 +394,17 @@ async def skill_context(
 
 
 async def hydrated_context(
-    registry: SkillRegistryClient, skills: tuple[str, ...], budget: int, *, apart: int = 0
+    registry: SkillRegistryClient, skills: tuple[str, ...], budget: int, *, requester: str = ""
 ) -> tuple[str, tuple[str, ...] | None, list[Hydrated]]:
-    """`skill_context`, and the hydrations P was made of (what Expand and ReportOutcome refer to). `apart`
-    spaces after each description, no term of a query, give the same P under hydration ids of its own
-    (team_rezip.py)."""
+    """`skill_context`, and the hydrations P was made of (what Expand and ReportOutcome refer to); with a
+    `requester` (an agent's id), hydrations of its own (team_rezip.py)."""
     parts, reads, hydrations = [], {}, []
     declared_by_all = True
     for name in skills:
         skill = await registry.get_skill(name)
-        query = skill.summary.description + " " * apart
-        hydrated = await registry.hydrate(query, budget_tokens=budget, skill_names=[name])
+        hydrated = await registry.hydrate(
+            skill.summary.description, budget_tokens=budget, skill_names=[name], requester=requester
+        )
         declared = skill.metadata.get(READS_KEY)
         keys = [key.strip() for key in (declared or "").split(",") if key.strip()]
         parts.append("\n\n".join([hydrated.context, *state_definition(skill, hydrated, keys)]))

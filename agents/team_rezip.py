@@ -7,10 +7,9 @@ macros anyone expanded from it: over one shared hydration, only the first agent 
 one use carrying every agent's expansions. So with ReZip each agent hydrates P for itself, and each agent's
 episode is one use in the evidence, with the expansions it asked for, as in the sequential simulation.
 
-The registry names a hydration by a digest of its request and of what it shows, so identical requests would
-still share one hydration. Agent `i` of a skill asks with `i` spaces after the skill's description: spaces are
-no term of a query, so every agent of a skill gets the same P (sections, macros, levels), under a hydration
-id of its own.
+Identical requests share one hydration unless they name who they are for: each agent hydrates with its id as
+`requester`, so every agent of a skill gets the same P (sections, macros, levels) under a hydration id of its
+own.
 """
 
 from __future__ import annotations
@@ -26,6 +25,6 @@ async def own_context(
 ) -> tuple[str, tuple[str, ...] | None, MacroFeedback]:
     """P hydrated for one agent (`{skill}-{i}`, as TeamConfig names them) through its own `registry` client, the
     state keys it reads (None: all), and the feedback it gives ReZip over that P."""
-    skill, _, place = agent_id.rpartition("-")
-    instructions, reads, hydrations = await hydrated_context(registry, (skill,), budget, apart=int(place))
+    skill = agent_id.rpartition("-")[0]
+    instructions, reads, hydrations = await hydrated_context(registry, (skill,), budget, requester=agent_id)
     return instructions, reads, MacroFeedback(registry, hydrations)

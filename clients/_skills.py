@@ -65,9 +65,14 @@ class SkillRegistryClient(RpcClient):
         reply = await self._call(self._stub.RemoveSkill, pb.RemoveSkillRequest(name=name), retry=False)
         return int(reply.removed_version)
 
-    async def hydrate(self, query: str, *, budget_tokens: int = 3000, skill_names: Sequence[str] = ()) -> Hydrated:
-        """The smallest sufficient, dependency-closed context for a task, within the budget."""
-        request = pb.HydrateRequest(query=query, budget_tokens=budget_tokens, skill_names=list(skill_names))
+    async def hydrate(
+        self, query: str, *, budget_tokens: int = 3000, skill_names: Sequence[str] = (), requester: str = ""
+    ) -> Hydrated:
+        """The smallest sufficient, dependency-closed context for a task, within the budget. With `requester` (an
+        agent's id), a hydration of its own, to report on once, where identical requests would share one."""
+        request = pb.HydrateRequest(
+            query=query, budget_tokens=budget_tokens, skill_names=list(skill_names), requester=requester
+        )
         return Hydrated.from_pb(await self._call(self._stub.Hydrate, request))
 
     async def expand(self, hydration_id: str, macro_id: str, level: str = "full") -> str:

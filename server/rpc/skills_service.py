@@ -75,7 +75,9 @@ class SkillRegistryServicer(pb_grpc.SkillRegistryServiceServicer):
 
     async def Hydrate(self, request: pb.HydrateRequest, context: Any) -> pb.HydrateResponse:
         started = time.perf_counter()
-        hydration = await self._registry.hydrate(request.query, request.budget_tokens, list(request.skill_names))
+        hydration = await self._registry.hydrate(
+            request.query, request.budget_tokens, list(request.skill_names), request.requester
+        )
         self._metrics.hydrated(time.perf_counter() - started)
         sections = [
             pb.HydratedSection(skill=name, index=index, title=title, role=role)

@@ -77,9 +77,11 @@ def hydrate(
     budget: int,
     skill_names: Iterable[str] = (),
     macros: MacroIndex | None = None,
+    requester: str = "",
 ) -> Hydration:
-    """PathHydrate one query; deterministic for a given library (and macros)."""
-    return _Hydrator(library, macros).run(query, budget, frozenset(skill_names) or None)
+    """PathHydrate one query; deterministic for a given library (and macros). The hydration id names the request
+    (the requester too) and what it shows."""
+    return _Hydrator(library, macros).run(query, budget, frozenset(skill_names) or None, requester)
 
 
 def closure(graph: SkillGraph, seed: int) -> set[int]:
@@ -125,7 +127,7 @@ class _Hydrator:
         self.graphs = _Graphs(library)
         self.seeds: set[NodeKey] = set()
 
-    def run(self, query: str, budget: int, only: frozenset[str] | None) -> Hydration:
+    def run(self, query: str, budget: int, only: frozenset[str] | None, requester: str = "") -> Hydration:
         library = self.library
         words = terms(query)
         anchors = tuple(dict.fromkeys(words))
@@ -173,7 +175,8 @@ class _Hydrator:
         blocks = tuple(dict.fromkeys(b for name, i in keys if (b := self.block(name, i, selected)) is not None))
         versions = [(name, skill.version) for name in selected if (skill := library.get(name)) is not None]
         levels = [(b.macro.macro_id, b.occurrence, b.level) for b in blocks]
-        digest = hashlib.sha256(repr((query, budget, sorted(only or ()), keys, versions, levels)).encode())
+        request = (query, budget, sorted(only or ()), *((requester,) if requester else ()))  # ids without one unchanged
+        digest = hashlib.sha256(repr((*request, keys, versions, levels)).encode())
         return Hydration(
             digest.hexdigest()[:32],
             rendered,

@@ -43,6 +43,7 @@ MAX_PAGE = 1000
 DEFAULT_PAGE = 100
 MAX_BUDGET = 100_000
 MAX_QUERY_CHARS = 4096
+MAX_REQUESTER_CHARS = 128
 KEPT_HYDRATIONS = 1024
 """Recent hydrations kept for Expand and ReportOutcome, in memory and in the store (a restart keeps them)."""
 
@@ -263,7 +264,9 @@ class SkillRegistry:
         package, graph = await self._off_loop(self._load, stored.files, stored.folder, False)
         return SkillView(stored, package, graph, node_tokens(graph))
 
-    async def hydrate(self, query: str, budget: int, skill_names: Iterable[str] = ()) -> Hydration:
+    async def hydrate(self, query: str, budget: int, skill_names: Iterable[str] = (), requester: str = "") -> Hydration:
+        """A context for the query; `requester` (an agent's id) gives its own hydration to each requester of one
+        context, to report on once."""
         await self.ready()
         if not query.strip():
             raise InvalidArgumentError("query: must not be empty")
@@ -271,12 +274,16 @@ class SkillRegistry:
             raise InvalidArgumentError(f"query: {len(query)} characters, more than {MAX_QUERY_CHARS}")
         if not 1 <= budget <= MAX_BUDGET:
             raise InvalidArgumentError(f"budget_tokens: must be 1-{MAX_BUDGET}, got {budget}")
+        if len(requester) > MAX_REQUESTER_CHARS or not requester.isprintable():
+            raise InvalidArgumentError(
+                f"requester: at most {MAX_REQUESTER_CHARS} characters and no control characters, got {requester!r:.200}"
+            )
         names = list(skill_names)
         snapshot = self._snapshot  # the library as it is now, to the end, whatever writers publish meanwhile
         missing = sorted(set(names) - snapshot.views.keys())
         if missing:
             raise NotFoundError(f"skill_names: not in the library: {', '.join(missing)}")
-        hydration = await self._off_loop(hydrate, snapshot.library, query, budget, names, snapshot.macros)
+        hydration = await self._off_loop(hydrate, snapshot.library, query, budget, names, snapshot.macros, requester)
         kept = KeptHydration.of(hydration, snapshot.library)
         await self._store.keep_hydration(StoredHydration(kept.hydration_id, kept.to_json()), KEPT_HYDRATIONS)
         self._remember(kept, set(), snapshot.library)

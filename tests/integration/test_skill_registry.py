@@ -150,6 +150,26 @@ async def test_expand_and_report_outcome_revise_a_shared_routine(server_address:
             await skills.report_outcome(hydrations[-1].hydration_id, success=False, failed_macro_ids=["m-nope"])
 
 
+async def test_each_requester_of_one_context_gets_a_hydration_of_its_own_to_report_once(server_address: str) -> None:
+    library = generate_library(10, seed=5)
+    async with SkillRegistryClient(server_address) as skills:
+        for skill in library:
+            await skills.register_skill(skill.files, folder=skill.folder)
+        query = library[0].task.rsplit(" (", 1)[0]
+        shared = [await skills.hydrate(query) for _ in range(2)]
+        ada, bob = [await skills.hydrate(query, requester=agent) for agent in ("ada", "bob")]
+        assert shared[0].hydration_id == shared[1].hydration_id  # no requester: one hydration for both
+        assert len({shared[0].hydration_id, ada.hydration_id, bob.hydration_id}) == 3
+        assert {(h.context, h.sections, h.macros) for h in (*shared, ada, bob)} == {
+            (ada.context, ada.sections, ada.macros)
+        }
+        for hydrated in (ada, bob, shared[0]):  # each reported once, whichever went first
+            await skills.report_outcome(hydrated.hydration_id, success=True)
+            with pytest.raises(NotFoundError, match="expired"):
+                await skills.report_outcome(hydrated.hydration_id, success=True)
+        assert (await skills.hydrate(query, requester="ada")).hydration_id == ada.hydration_id  # deterministic
+
+
 async def test_a_restart_keeps_what_evidence_decided(restartable: RestartableServer) -> None:
     library = generate_library(40, seed=5)
     async with SkillRegistryClient(restartable.address) as skills:

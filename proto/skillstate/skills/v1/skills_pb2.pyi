@@ -236,14 +236,16 @@ class RemoveSkillResponse(_message.Message):
     def __init__(self, removed_version: _Optional[int] = ...) -> None: ...
 
 class HydrateRequest(_message.Message):
-    __slots__ = ("query", "budget_tokens", "skill_names")
+    __slots__ = ("query", "budget_tokens", "skill_names", "requester")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     BUDGET_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SKILL_NAMES_FIELD_NUMBER: _ClassVar[int]
+    REQUESTER_FIELD_NUMBER: _ClassVar[int]
     query: str
     budget_tokens: int
     skill_names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, query: _Optional[str] = ..., budget_tokens: _Optional[int] = ..., skill_names: _Optional[_Iterable[str]] = ...) -> None: ...
+    requester: str
+    def __init__(self, query: _Optional[str] = ..., budget_tokens: _Optional[int] = ..., skill_names: _Optional[_Iterable[str]] = ..., requester: _Optional[str] = ...) -> None: ...
 
 class HydratedSection(_message.Message):
     __slots__ = ("skill", "index", "title", "role")
