@@ -119,6 +119,7 @@ async def test_agents_at_once_each_in_its_own_process_with_its_own_token(db_path
         run = json.loads((tmp_path / "results.json").read_text())["runs"][0]
         assert (run["agents_per_skill"], run["handled_on_time"], run["duplicate_actions"]) == (1, 6, 0)
         assert run["state_drift"] == [] and "| skillstate (claims) | 1 | 6/6 |" in out
+        assert set(run["agents_ended"].values()) == {"finished"}  # not stalled by a slow exit after its report
         steps = [json.loads(line) for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
         agents = {step["agent"] for step in steps}
         assert agents <= set(tokens) - {"environment"} and len(agents) >= 2  # written by the processes themselves
