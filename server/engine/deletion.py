@@ -44,9 +44,9 @@ class Deletions:
         return await asyncio.shield(self._delete(execution_id))  # a caller's deadline leaves no half delete
 
     async def _delete(self, execution_id: str) -> int:
-        if not self._executions.holds(execution_id):  # nothing of it in memory: no need to recover it first
-            head = await self._log.delete_execution(execution_id)
-            self._executions.forget(execution_id)
+        if not self._executions.holds(execution_id):  # nothing of it in memory: no need to load it first
+            async with self._executions.changing(execution_id):  # nor may anything load it meanwhile
+                head = await self._log.delete_execution(execution_id)
         else:
             async with self._executions.use(execution_id) as execution:
                 execution.deleted = True

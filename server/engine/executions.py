@@ -45,34 +45,62 @@ class Executions:
         self._idle: collections.OrderedDict[str, Execution] = collections.OrderedDict()
         """The loaded executions nobody uses, least recently used first: the ones that may be unloaded. (A
         dict popped from the front would slow down: its iteration skips the slots left by what it popped.)"""
+        self._settling: dict[str, Execution] = {}
+        """Idle executions with a commit still pending when their turn to be unloaded came: idle again once it
+        is done (`settled`), not rotated through at every unload."""
         self._loading: dict[str, _Load] = {}
-        self._creating: set[str] = set()
+        self._changing: dict[str, asyncio.Future[None]] = {}
+        """Ids being created, or deleted while not in memory: a use or another change of one waits for it."""
         self.unloads = 0
         """Executions unloaded since the start (a metric)."""
 
     async def create(self, execution: Execution, genesis: SnapshotRecord) -> None:
         """Store a new execution with its initial state; AlreadyExistsError if the id is taken."""
         execution_id = execution.id
-        if execution_id in self.loaded or execution_id in self._loading or execution_id in self._creating:
+        while (load := self._loading.get(execution_id)) is not None:  # its outcome says whether the id is taken
+            with contextlib.suppress(NotFoundError):
+                await asyncio.shield(load.task)
+        if execution_id in self.loaded or execution_id in self._changing:
             raise AlreadyExistsError(f"execution {execution_id!r} already exists")
-        self._creating.add(execution_id)
-        try:
+        async with self.changing(execution_id):
             record = ExecutionRecord(execution_id, canonical.dumps_str(execution.schema), execution.created_at)
             await self._log.create_execution(record, genesis)
-        finally:
-            self._creating.discard(execution_id)
-        self.loaded[execution_id] = execution
+            self.loaded[execution_id] = execution
         self._make_idle(execution)
+
+    @contextlib.asynccontextmanager
+    async def changing(self, execution_id: str) -> AsyncIterator[None]:
+        """While an execution not in memory is created or deleted: nothing loads it meanwhile (a use waits for
+        the change, then finds it created, or not at all), and another change of it waits its turn."""
+        while (other := self._changing.get(execution_id)) is not None:
+            await asyncio.shield(other)
+        done = self._changing[execution_id] = asyncio.get_running_loop().create_future()
+        try:
+            yield
+        finally:
+            del self._changing[execution_id]
+            done.set_result(None)
 
     def holds(self, execution_id: str) -> bool:
         """Whether the execution is in memory or being loaded."""
         return execution_id in self.loaded or execution_id in self._loading
+
+    def touch(self, execution: Execution) -> None:
+        """A use with no await (a session's submit): the execution is now the most recently used."""
+        if execution.id in self._idle:
+            self._idle.move_to_end(execution.id)
+
+    def settled(self, execution: Execution) -> None:
+        """A commit of the execution ended (durable or rolled back): if it waited for that, it is idle again."""
+        if not execution.pending and self._settling.pop(execution.id, None) is execution:
+            self._make_idle(execution)
 
     def forget(self, execution_id: str) -> None:
         """Drop an execution the log no longer holds (deleted here or by another server); its id may be
         created again."""
         self.loaded.pop(execution_id, None)
         self._idle.pop(execution_id, None)
+        self._settling.pop(execution_id, None)
 
     @contextlib.asynccontextmanager
     async def use(self, execution_id: str) -> AsyncIterator[Execution]:
@@ -87,6 +115,7 @@ class Executions:
         """Keep a loaded execution in memory until as many `release` calls."""
         execution.users += 1
         self._idle.pop(execution.id, None)
+        self._settling.pop(execution.id, None)
 
     def release(self, execution: Execution) -> None:
         execution.users -= 1
@@ -101,19 +130,19 @@ class Executions:
 
     def _unload_idle(self) -> None:
         """Unload idle executions, least recently used first, until at most `max_loaded` are in memory. One
-        with a commit still pending stays, as the most recently used: it is idle again once that is done."""
+        with a commit still pending waits aside until it is done (`settled`)."""
         assert self.max_loaded is not None
-        for _ in range(len(self._idle)):
-            if len(self.loaded) <= self.max_loaded:
-                return
+        while self._idle and len(self.loaded) > self.max_loaded:
             execution_id, execution = self._idle.popitem(last=False)
             if execution.pending:
-                self._idle[execution_id] = execution
-                continue
-            del self.loaded[execution_id]
-            self.unloads += 1
+                self._settling[execution_id] = execution
+            else:
+                del self.loaded[execution_id]
+                self.unloads += 1
 
     async def _pinned(self, execution_id: str) -> Execution:
+        while (change := self._changing.get(execution_id)) is not None:
+            await asyncio.shield(change)
         execution = self.loaded.get(execution_id)
         if execution is not None:
             self.pin(execution)

@@ -39,7 +39,7 @@ from .replicas import Replicas
 from .requests import Submission
 from .results import SubmitResult
 from .textmerge import Deferred, TextMerges
-from .timeline import Timeline
+from .timeline import Timeline, compacted_base
 from .undo import Undo
 
 MAX_COMMIT_RACES = 100
@@ -115,7 +115,7 @@ class Patches:
         execution.owners.check(submission.patch, submission.agent_id, writer_skills)
         execution.policies.check_values(submission.patch, "patch_json")
         lag = execution.committed - base_revision
-        if not 0 <= lag <= self._limits.max_base_lag:
+        if not 0 <= lag <= self._limits.max_base_lag or base_revision < execution.compacted:
             return None  # ahead of this server (refresh from the log), or too far behind (refused there)
         if client_patch_id and not execution.key_unused(submission.key):
             return None
@@ -189,6 +189,8 @@ class Patches:
                 earlier = await self._earlier_result(execution, submission)
                 if earlier is not None:
                     return earlier
+            if base_revision < execution.compacted:
+                raise compacted_base(execution, base_revision)
             if execution.untouched_since(base_revision, submission.patch):
                 return _effective(execution.state, submission.patch), []  # nothing to merge with
             since_base = self._timeline.changes_since(execution, base_revision, submission.patch.keys())

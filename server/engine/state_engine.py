@@ -211,14 +211,15 @@ class StateEngine:
         execution = self._executions.loaded.get(execution_id)
         if execution is None:
             return None
+        self._executions.touch(execution)
         return self._patches.submit_now(execution, agent_id, base_revision, patch_json, client_patch_id,
                                         action_json, writer_skills)  # fmt: skip
 
-    @staticmethod
-    def _rolled_back(executions: list[Execution]) -> None:
+    def _rolled_back(self, executions: list[Execution]) -> None:
         """A group commit failed: what it held is not durable, so each of its executions forgets it."""
         for execution in executions:
             execution.rollback()
+            self._executions.settled(execution)
 
     def _committed(self, item: Pending[Execution]) -> None:
         execution = item.execution
@@ -235,6 +236,7 @@ class StateEngine:
                 task.add_done_callback(self._compaction_done)
         if item.observation is not None:
             self._observations.committed(execution, item.observation)
+        self._executions.settled(execution)
 
     async def compact(self, execution_id: str, up_to: int) -> int:
         """Drop history up to the newest snapshot at or before up_to; returns the new compact revision.

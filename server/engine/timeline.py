@@ -79,12 +79,7 @@ class Timeline:
             if execution.entry(base) is not None or self._replay_holding(execution, base) is not None:
                 return  # replayed while this caller waited
             if base < execution.compacted:
-                raise OutOfRangeError(
-                    f"base_revision: {base} was compacted away (the oldest retained is {execution.compacted}); "
-                    "re-read the state and retry",
-                    revision=base,
-                    oldest_revision=execution.compacted,
-                )
+                raise compacted_base(execution, base)
             snapshot = await self._log.latest_snapshot(execution.id, at_most=base)
             if snapshot is None:
                 raise OutOfRangeError(f"base_revision: no snapshot at or before {base}")
@@ -118,3 +113,14 @@ def _replayed(execution: Execution, snapshot: SnapshotRecord, records: list[Revi
     past = Execution(execution.id, execution.schema, execution.created_at, window=len(records) + 1)
     past.recover(snapshot, records)
     return past
+
+
+def compacted_base(execution: Execution, base: int) -> OutOfRangeError:
+    """The refusal of a base compacted away: whether memory still holds it or not, as what a read or a merge
+    finds must not depend on whether the execution was unloaded since."""
+    return OutOfRangeError(
+        f"base_revision: {base} was compacted away (the oldest retained is {execution.compacted}); "
+        "re-read the state and retry",
+        revision=base,
+        oldest_revision=execution.compacted,
+    )

@@ -65,14 +65,18 @@ class StateServicer(pb_grpc.StateServiceServicer):
         return messages.submit_response(result)
 
     async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.WatchResponse]:
-        async for item in self._engine.watch(request.execution_id, request.from_revision):
-            if isinstance(item, WatchSnapshot):
-                snapshot = pb.Snapshot(revision=item.revision, state_json=item.state_json, state_hash=item.state_hash)
-                yield pb.WatchResponse(snapshot=snapshot, compact_revision=item.compact_revision)
-            elif isinstance(item, WatchProgress):
-                yield pb.WatchResponse(progress=pb.Progress(head_revision=item.head_revision))
-            else:
-                yield _watch_event(item)
+        # closed when the call ends, not when collected: the watch keeps its execution in memory until then
+        async with contextlib.aclosing(self._engine.watch(request.execution_id, request.from_revision)) as items:
+            async for item in items:
+                if isinstance(item, WatchSnapshot):
+                    snapshot = pb.Snapshot(
+                        revision=item.revision, state_json=item.state_json, state_hash=item.state_hash
+                    )
+                    yield pb.WatchResponse(snapshot=snapshot, compact_revision=item.compact_revision)
+                elif isinstance(item, WatchProgress):
+                    yield pb.WatchResponse(progress=pb.Progress(head_revision=item.head_revision))
+                else:
+                    yield _watch_event(item)
 
     async def GetHistory(self, request: pb.GetHistoryRequest, context: Any) -> pb.GetHistoryResponse:
         execution_id, token = request.execution_id, request.page_token

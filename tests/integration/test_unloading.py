@@ -35,7 +35,7 @@ async def test_a_retry_of_a_write_acknowledged_before_an_unload_is_recognized(cl
     assert (view.revision, view.state_hash, view.state) == (2, second.state_hash, {"count": 2})
 
 
-async def test_streams_keep_their_execution_in_memory_and_miss_nothing(client: StateClient) -> None:
+async def test_streams_miss_nothing_while_other_executions_come_and_go(client: StateClient) -> None:
     await client.create_execution("x", initial_state={"n": 0})
     revisions: asyncio.Queue[int] = asyncio.Queue()
     observations: asyncio.Queue[int] = asyncio.Queue()

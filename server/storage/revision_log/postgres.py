@@ -214,8 +214,8 @@ class PostgresRevisionLog(RevisionLog):
         return ExecutionRecord(*rows[0]) if rows else None
 
     async def load_execution(self, execution_id: str, patch_ids: int) -> StoredExecution | None:
-        """One round of three reads, from one snapshot of the database: another server compacting meanwhile
-        cannot take away the revisions after the snapshot read."""
+        """Three reads in one repeatable-read transaction, from one snapshot of the database: another server
+        compacting meanwhile cannot take away the revisions after the snapshot read."""
         newest = "(SELECT MAX(revision) FROM snapshots WHERE execution_id = $1)"
         heads, revisions, keyed = await self._db.fetch_together(
             (

@@ -149,8 +149,9 @@ class SqliteRevisionLog(RevisionLog):
         return ExecutionRecord(*rows[0]) if rows else None
 
     async def load_execution(self, execution_id: str, patch_ids: int) -> StoredExecution | None:
-        """Two reads (three with idempotency keys from before the snapshot), where the calls one after another
-        make ten: a cold read's cost is mostly its trips to the reader's thread."""
+        """Two reads for an execution with revisions after its snapshot and no keys before it, at most five,
+        where the calls one after another make ten: a cold read's cost is mostly its trips to the reader's
+        thread."""
         rows = await self._reader.rows(
             f"SELECT {_EXECUTIONS_OF_E}, e.compact_revision, s.revision, s.state_json, s.state_hash, "
             "(SELECT COALESCE(MAX(sequence), 0) FROM observations WHERE execution_id = e.execution_id) "

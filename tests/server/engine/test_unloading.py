@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import json
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,8 @@ from skillstate.server.engine.config import EngineConfig
 from skillstate.server.engine.observations import GroupOptions
 from skillstate.server.engine.policy import MergePolicy
 from skillstate.server.engine.state_engine import StateEngine
-from skillstate.server.errors import StateError
-from skillstate.server.storage.records import StoredExecution
+from skillstate.server.errors import NotFoundError, OutOfRangeError, StateError
+from skillstate.server.storage.records import ExecutionRecord, SnapshotRecord, StoredExecution
 from skillstate.server.storage.revision_log.base import RevisionLog
 from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
@@ -95,34 +96,79 @@ async def replay(engine: StateEngine, steps: list[Step], other: str | None = Non
         except StateError as error:
             answers.append((type(error).__name__, str(error)))
     head = (await engine.get_state("x")).revision
-    answers += [await engine.get_state("x", revision) for revision in range(head + 1)]
-    history = (await engine.history("x", 1, 0, 1000)).revisions
-    answers += [dataclasses.replace(record, committed_at=0.0) for record in history]  # times differ between runs
+    history = await engine.history("x", 1, 0, 1000)
+    retained = range(history.compact_revision, head + 1)
+    answers += [history.compact_revision, *[await engine.get_state("x", revision) for revision in retained]]
+    answers += [dataclasses.replace(r, committed_at=0.0) for r in history.revisions]  # times differ between runs
     return answers
 
 
-def answers_of(log: RevisionLog, max_loaded: int | None, steps: list[Step]) -> tuple[list[Any], int]:
-    async def main() -> tuple[list[Any], int]:
-        engine = StateEngine(log, EngineConfig(max_loaded_executions=max_loaded))
+SMALL = {"window": 3, "snapshot_every": 4}
+"""A window and snapshots so small that a reload starts from a later snapshot, with idempotency keys before it
+(compaction, which runs in the background as commits go, is compared apart: its timing would differ)."""
+
+
+def counting_loads(log: RevisionLog) -> Counter[str]:
+    """The log's loads, counted by execution id as it makes them."""
+    loads: Counter[str] = Counter()
+    load = log.load_execution
+
+    async def counted(execution_id: str, patch_ids: int) -> StoredExecution | None:
+        loads[execution_id] += 1
+        return await load(execution_id, patch_ids)
+
+    log.load_execution = counted  # type: ignore[method-assign]
+    return loads
+
+
+def answers_of(log: RevisionLog, max_loaded: int | None, steps: list[Step], **config: Any) -> tuple[list[Any], int]:
+    """The engine's answers to the steps, and how many times it loaded "x" from the log."""
+    loads = counting_loads(log)
+
+    async def main() -> list[Any]:
+        engine = StateEngine(log, EngineConfig(max_loaded_executions=max_loaded, **config))
         await engine.start()
         try:
             if max_loaded is not None:
                 await engine.create_execution("other", "", "")
-            answers = await replay(engine, steps, "other" if max_loaded is not None else None)
-            return answers, engine._executions.unloads
+            return await replay(engine, steps, "other" if max_loaded is not None else None)
         finally:
             await engine.close()
 
-    return asyncio.run(main())
+    return asyncio.run(main()), loads["x"]
 
 
 @settings(max_examples=60, deadline=None)
 @given(histories())
 def test_unloaded_between_calls_an_execution_answers_as_one_that_stays_loaded(steps: list[Step]) -> None:
     expected, _ = answers_of(MemoryRevisionLog(), None, steps)
-    answers, unloads = answers_of(MemoryRevisionLog(), 0, steps)
+    answers, loads = answers_of(MemoryRevisionLog(), 0, steps)
     assert answers == expected
-    assert unloads >= len(steps)  # "x" went out of memory between every two of its calls
+    assert loads >= len(steps)  # "x" went out of memory between every two of its calls
+
+
+@settings(max_examples=40, deadline=None)
+@given(histories())
+def test_with_small_windows_and_frequent_snapshots_too(steps: list[Step]) -> None:
+    expected, never = answers_of(MemoryRevisionLog(), None, steps, **SMALL)
+    answers, loads = answers_of(MemoryRevisionLog(), 0, steps, **SMALL)
+    assert answers == expected and never == 0 and loads >= len(steps)
+
+
+@pytest.mark.parametrize("max_loaded", [None, 0])
+async def test_a_base_compacted_away_is_refused_whether_memory_still_holds_it_or_not(max_loaded: int | None) -> None:
+    engine = StateEngine(MemoryRevisionLog(), EngineConfig(max_loaded_executions=max_loaded, snapshot_every=5))
+    await engine.start()
+    try:
+        await engine.create_execution("x", json.dumps(SCHEMA), json.dumps(INITIAL))
+        for n in range(12):
+            await engine.submit_patch("x", "ada", n, json.dumps({"count": n}))
+        assert await engine.compact("x", 10) == 10
+        with pytest.raises(OutOfRangeError, match="base_revision: 2 was compacted away"):
+            await engine.submit_patch("x", "bob", 2, '{"owner": "bob"}')  # the window still holds 2 when loaded
+        assert (await engine.submit_patch("x", "bob", 10, '{"owner": "bob"}')).revision == 13
+    finally:
+        await engine.close()
 
 
 def test_on_sqlite_an_execution_loaded_again_answers_as_one_that_stays_loaded() -> None:
@@ -136,8 +182,8 @@ def test_on_sqlite_an_execution_loaded_again_answers_as_one_that_stays_loaded() 
     ]
     with tempfile.TemporaryDirectory() as folder:
         expected, _ = answers_of(SqliteRevisionLog(Path(folder, "kept.db")), None, steps)
-        answers, unloads = answers_of(SqliteRevisionLog(Path(folder, "unloaded.db")), 0, steps)
-    assert answers == expected and unloads >= len(steps)
+        answers, loads = answers_of(SqliteRevisionLog(Path(folder, "unloaded.db")), 0, steps)
+    assert answers == expected and loads >= len(steps)
     assert sum(answer[0] == "ConflictError" for answer in answers[: len(steps)]) >= 1  # a merge was refused
     assert answers[4][-1] is True  # the retry, after "x" was unloaded, was recognized as one
 
@@ -157,6 +203,85 @@ class CountingLog(MemoryRevisionLog):
         self.loading.set()
         await self.gate.wait()
         return await super().load_execution(execution_id, patch_ids)
+
+
+class SlowChanges(CountingLog):
+    """The counting log, whose creates and deletes are durable at once but answered when the test says."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answer = asyncio.Event()
+        self.changed = asyncio.Event()
+
+    async def create_execution(self, execution: ExecutionRecord, genesis: SnapshotRecord) -> None:
+        await super().create_execution(execution, genesis)
+        self.changed.set()
+        await self.answer.wait()
+
+    async def delete_execution(self, execution_id: str) -> int:
+        head = await super().delete_execution(execution_id)
+        self.changed.set()
+        await self.answer.wait()
+        return head
+
+
+@pytest.mark.parametrize("max_loaded", [None, 0])
+async def test_a_call_made_while_its_execution_is_created_waits_for_the_creation(max_loaded: int | None) -> None:
+    """The row is in the log before the creator resumes: a call must not load a second copy meanwhile."""
+    log = SlowChanges()
+    engine = StateEngine(log, EngineConfig(max_loaded_executions=max_loaded))
+    await engine.start()
+    try:
+        creating = asyncio.create_task(engine.create_execution("x", "", '{"n": 0}'))
+        await log.changed.wait()
+        writing = asyncio.create_task(engine.submit_patch("x", "ada", 0, '{"n": 1}'))
+        log.answer.set()
+        await creating
+        assert (await writing).revision == 1
+        assert (await engine.get_state("x")).state_json == '{"n":1}'
+        assert log.loads == (0 if max_loaded is None else 2)  # after the creation: each call loads it (cap 0)
+    finally:
+        await engine.close()
+
+
+async def test_a_create_waits_for_a_load_of_its_id_to_find_nothing() -> None:
+    log = CountingLog()
+    engine = StateEngine(log, EngineConfig(max_loaded_executions=0))
+    await engine.start()
+    try:
+        log.gate.clear()
+        reading = asyncio.create_task(engine.get_state("x"))
+        await log.loading.wait()
+        creating = asyncio.create_task(engine.create_execution("x", "", ""))
+        log.gate.set()
+        await creating  # not ALREADY_EXISTS: the load found no such execution
+        with pytest.raises(NotFoundError):
+            await reading
+    finally:
+        await engine.close()
+
+
+async def test_a_call_made_while_an_unloaded_execution_is_deleted_finds_it_gone() -> None:
+    log = SlowChanges()
+    log.answer.set()
+    engine = StateEngine(log, EngineConfig(max_loaded_executions=0))
+    await engine.start()
+    try:
+        await engine.create_execution("x", "", "")
+        assert "x" not in engine._executions.loaded
+        log.answer.clear()
+        log.changed.clear()
+        deleting = asyncio.create_task(engine.delete_execution("x"))
+        await log.changed.wait()
+        reading = asyncio.create_task(engine.get_state("x"))
+        log.answer.set()
+        assert await deleting == 0
+        with pytest.raises(NotFoundError):
+            await reading
+        assert "x" not in engine._executions.loaded
+        await engine.create_execution("x", "", '{"again": true}')  # its id starts fresh
+    finally:
+        await engine.close()
 
 
 @pytest.fixture
