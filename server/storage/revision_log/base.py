@@ -8,7 +8,8 @@ resolve a patch whose base is older than the in-memory window.
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from ...errors import CorruptLogError
 from ..records import (
@@ -44,6 +45,20 @@ def summary(
     if head is None:
         head, committed_at = compact_revision, created_at if compact_revision == 0 else None
     return ExecutionSummary(execution_id, created_at, head, committed_at, agents, agent_count, compact_revision)
+
+
+def load_head(execution_id: str, row: Sequence[Any]) -> tuple[ExecutionRecord, int, SnapshotRecord, int]:
+    """An SQL backend's first row of a load as values: the execution's columns, its compact revision, its newest
+    snapshot's revision, state and hash, and its last observation. CorruptLogError when it has no snapshot."""
+    *record, compacted, revision, state_json, state_hash, last_observation = row
+    if revision is None:
+        raise _no_snapshot(execution_id)
+    snapshot = SnapshotRecord(execution_id, revision, state_json, state_hash)
+    return ExecutionRecord(*record), int(compacted), snapshot, int(last_observation)
+
+
+def _no_snapshot(execution_id: str) -> CorruptLogError:
+    return CorruptLogError(f"execution {execution_id!r} has no snapshot to recover from")
 
 
 class RevisionLog(abc.ABC):
@@ -85,7 +100,7 @@ class RevisionLog(abc.ABC):
             return None
         snapshot = await self.latest_snapshot(execution_id)
         if snapshot is None:
-            raise CorruptLogError(f"execution {execution_id!r} has no snapshot to recover from")
+            raise _no_snapshot(execution_id)
         return StoredExecution(
             record,
             await self.compact_revision(execution_id),

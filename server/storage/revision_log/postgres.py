@@ -23,7 +23,6 @@ import asyncpg
 
 from ...errors import (
     AlreadyExistsError,
-    CorruptLogError,
     DuplicateRowError,
     NotFoundError,
     OutOfRangeError,
@@ -48,7 +47,7 @@ from ..records import (
     revision_row,
     snapshot_row,
 )
-from .base import FILL_AGENTS, HOLDING_EXECUTIONS, ID_CEILING, RevisionLog, summary
+from .base import FILL_AGENTS, HOLDING_EXECUTIONS, ID_CEILING, RevisionLog, load_head, summary
 
 log = logging.getLogger(__name__)
 
@@ -238,17 +237,10 @@ class PostgresRevisionLog(RevisionLog):
         )
         if not heads:
             return None
-        *record, compacted, revision, state_json, state_hash, last_observation = heads[0]
-        if revision is None:
-            raise CorruptLogError(f"execution {execution_id!r} has no snapshot to recover from")
-        return StoredExecution(
-            ExecutionRecord(*record),
-            int(compacted),
-            SnapshotRecord(execution_id, revision, state_json, state_hash),
-            [RevisionRecord(*row) for row in revisions],
-            [(row[0], row[1], row[2]) for row in keyed],
-            int(last_observation),
-        )
+        record, compacted, snapshot, last_observation = load_head(execution_id, heads[0])
+        after = [RevisionRecord(*row) for row in revisions]
+        keys = [(row[0], row[1], row[2]) for row in keyed]
+        return StoredExecution(record, compacted, snapshot, after, keys, last_observation)
 
     async def list_summaries(self, prefix: str, after: str, limit: int) -> list[ExecutionSummary]:
         rows = await self._db.fetch(

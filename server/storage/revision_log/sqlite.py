@@ -16,7 +16,6 @@ from typing import IO
 
 from ...errors import (
     AlreadyExistsError,
-    CorruptLogError,
     DuplicateRowError,
     NotFoundError,
     OutOfRangeError,
@@ -42,7 +41,7 @@ from ..records import (
 )
 from ..sqlite import Database, insert
 from ..sqlite_writer import INLINE_BUDGET, Writer
-from .base import FILL_AGENTS, HOLDING_EXECUTIONS, ID_CEILING, RevisionLog, summary
+from .base import FILL_AGENTS, HOLDING_EXECUTIONS, ID_CEILING, RevisionLog, load_head, summary
 
 SCHEMA_VERSION = 2
 """1: the tables below but execution_agents. 2: execution_agents, filled from the revisions at the upgrade."""
@@ -161,14 +160,12 @@ class SqliteRevisionLog(RevisionLog):
         )  # fmt: skip
         if not rows:
             return None
-        *record, compacted, revision, state_json, state_hash, last_observation = rows[0]
-        if revision is None:
-            raise CorruptLogError(f"execution {execution_id!r} has no snapshot to recover from")
+        record, compacted, snapshot, last_observation = load_head(execution_id, rows[0])
+        revision = snapshot.revision
         revisions = await self.read_revisions(execution_id, after=revision)
         # compaction drops the revisions up to its snapshot: none keyed before a snapshot at the compact revision
         keyed = await self.patch_ids(execution_id, revision, patch_ids) if revision > compacted else []
-        snapshot = SnapshotRecord(execution_id, revision, state_json, state_hash)
-        return StoredExecution(ExecutionRecord(*record), compacted, snapshot, revisions, keyed, last_observation)
+        return StoredExecution(record, compacted, snapshot, revisions, keyed, last_observation)
 
     async def list_summaries(self, prefix: str, after: str, limit: int) -> list[ExecutionSummary]:
         rows = await self._reader.rows(
