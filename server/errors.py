@@ -168,3 +168,26 @@ class CorruptLogError(StorageError):
     """What the log holds for an execution fails its hash chain: it was altered or damaged."""
 
     reason = "CORRUPT_LOG"
+
+
+class NotOwnerError(StateError):
+    """Another replica of a shared log owns the execution (holds its lease): the call belongs there.
+    `owner_address` is where that replica takes calls; `expires_in` the seconds its lease has left."""
+
+    reason = "NOT_OWNER"
+
+    def __init__(self, execution_id: str, owner_address: str, expires_in: float) -> None:
+        super().__init__(f"execution {execution_id!r} is owned by the replica at {owner_address}")
+        self.execution_id, self.owner_address, self.expires_in = execution_id, owner_address, expires_in
+
+
+class FencedError(StorageError):
+    """Not committed: this replica's lease on an execution of the commit was taken over by another replica
+    (its epoch is no longer the lease's), so it may no longer write it. Nothing of the commit was written."""
+
+    reason = "FENCED"
+
+    def __init__(self, execution_ids: Sequence[str]) -> None:
+        self.execution_ids = list(execution_ids)
+        named = ", ".join(map(repr, self.execution_ids))
+        super().__init__(f"not committed: this replica no longer owns execution(s) {named}")

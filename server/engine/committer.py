@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from ..errors import DuplicateRowError, NotFoundError, RolledBackError, StorageError
+from ..errors import DuplicateRowError, FencedError, NotFoundError, RolledBackError, StorageError
 from ..metrics import NO_METRICS, Metrics
 from ..storage.records import Batch, ObservationRecord, RevisionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
@@ -29,7 +29,13 @@ class Versioned(Protocol):
     """What an item is committed for: an execution whose epoch changes when it rolls back."""
 
     @property
+    def id(self) -> str: ...
+
+    @property
     def epoch(self) -> int: ...
+
+    @property
+    def lease_epoch(self) -> int | None: ...
 
 
 E = TypeVar("E", bound=Versioned)
@@ -100,6 +106,8 @@ class GroupCommitter(Generic[E]):
         self._closing = False
         self.storage_ok = True
         """False from a commit that failed until one succeeds again (losing a race to another server is no failure)."""
+        self.on_fenced: Callable[[set[str]], None] | None = None
+        """Called with the executions whose leases another replica took, when a commit finds it out."""
         self.on_storage_health: Callable[[bool], None] | None = None
         """Called with `storage_ok` each time it changes (health checking turns NOT_SERVING and back)."""
 
@@ -158,6 +166,7 @@ class GroupCommitter(Generic[E]):
             revisions=[i.revision for i in live if i.revision is not None],
             snapshots=[i.snapshot for i in live if i.snapshot is not None],
             observations=[i.observation for i in live if i.observation is not None],
+            fence={i.execution.id: i.execution.lease_epoch for i in live if i.execution.lease_epoch is not None},
         )
         if not batch:  # markers only (`drain`)
             for item in live:
@@ -167,14 +176,16 @@ class GroupCommitter(Generic[E]):
         try:
             await self._log.commit(batch)
         except Exception as e:  # any failure means nothing in the batch is durable
-            raced = isinstance(e, DuplicateRowError | NotFoundError) and self._log.shared
-            if raced:  # another server committed first, or deleted an execution of the batch
+            raced = isinstance(e, DuplicateRowError | NotFoundError | FencedError) and self._log.shared
+            if raced:  # another server committed first, deleted an execution of the batch, or took one over
                 self._metrics.race_lost()
                 log.info("group commit of %d items lost a race to another server: %s", len(live), e)
             else:
                 log.error("group commit of %d items failed: %s", len(live), e)
                 self._storage_health(False)
             self._on_failed(list({id(i.execution): i.execution for i in live}.values()))
+            if isinstance(e, FencedError) and self.on_fenced is not None:
+                self.on_fenced(set(e.execution_ids))
             if isinstance(e, NotFoundError) and raced:  # its writers merge again, and learn which was deleted
                 error: StorageError = RolledBackError(f"not committed: an execution was deleted meanwhile ({e})")
             else:

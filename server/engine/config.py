@@ -38,3 +38,7 @@ class EngineConfig:
     retain_revisions: int | None = None
     """Keep at least this many revisions of history; older ones are compacted into a snapshot after each
     snapshot commits. None keeps the whole log."""
+    lease_seconds: float | None = 3.0
+    """On a shared log (PostgreSQL replicas): how long an execution's owner keeps its lease after its last
+    heartbeat, so how soon another replica takes over from one that died. None: no leases, every replica
+    serves every execution and commits to it, racing the others for revision numbers."""

@@ -44,7 +44,8 @@ class Deletions:
         return await asyncio.shield(self._delete(execution_id))  # a caller's deadline leaves no half delete
 
     async def _delete(self, execution_id: str) -> int:
-        if not self._executions.holds(execution_id):  # nothing of it in memory: no need to load it first
+        if not self._executions.holds(execution_id) and self._executions.leaseholder is None:
+            # nothing of it in memory: no need to load it first (under leases, it is loaded to take its lease)
             async with self._executions.changing(execution_id):  # nor may anything load it meanwhile
                 head = await self._log.delete_execution(execution_id)
         else:
@@ -52,7 +53,7 @@ class Deletions:
                 execution.deleted = True
                 try:
                     await self._committer.drain(execution)
-                    head = await self._log.delete_execution(execution_id)
+                    head = await self._log.delete_execution(execution_id, execution.lease_epoch)
                 except BaseException:
                     execution.deleted = False  # still there: writes go on
                     raise

@@ -90,6 +90,8 @@ class Execution:
         self.compacted = 0
         self.epoch = 0
         """Bumped when a failed commit rolls pending revisions back, orphaning work merged on them."""
+        self.lease_epoch: int | None = None
+        """On a shared log with leases, the epoch of this replica's lease on it: every commit is fenced by it."""
         self.patch_ids: dict[tuple[str, str], int] = {}
         """(agent_id, client_patch_id) -> revision, for the revisions the log retains (the newest MAX_PATCH_IDS)."""
         self.patch_ids_complete = True

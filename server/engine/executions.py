@@ -24,6 +24,7 @@ from ..storage.records import ExecutionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
 from . import canonical
 from .execution import MAX_PATCH_IDS, Execution
+from .leaseholder import Leaseholder
 
 
 @dataclass
@@ -40,6 +41,8 @@ class Executions:
 
     def __init__(self, log: RevisionLog, window: int, max_loaded: int | None = None) -> None:
         self._log, self._window, self.max_loaded = log, window, max_loaded
+        self.leaseholder: Leaseholder | None = None
+        """On a shared log with leases: an execution is loaded or created only under this replica's lease."""
         self.loaded: dict[str, Execution] = {}
         """Executions in memory."""
         self._idle: collections.OrderedDict[str, Execution] = collections.OrderedDict()
@@ -63,6 +66,8 @@ class Executions:
         if execution_id in self.loaded or execution_id in self._changing:
             raise AlreadyExistsError(f"execution {execution_id!r} already exists")
         async with self.changing(execution_id):
+            if self.leaseholder is not None:
+                execution.lease_epoch = await self.leaseholder.take(execution_id, new=True)
             record = ExecutionRecord(execution_id, canonical.dumps_str(execution.schema), execution.created_at)
             await self._log.create_execution(record, genesis)
             self.loaded[execution_id] = execution
@@ -143,6 +148,9 @@ class Executions:
     async def _pinned(self, execution_id: str) -> Execution:
         while (change := self._changing.get(execution_id)) is not None:
             await asyncio.shield(change)
+        if self.leaseholder is not None and not self.leaseholder.alive and execution_id in self.loaded:
+            await self.leaseholder.confirm()  # its lease may have been lost meanwhile (then it is unloaded)
+            return await self._pinned(execution_id)
         execution = self.loaded.get(execution_id)
         if execution is not None:
             self.pin(execution)
@@ -173,6 +181,11 @@ class Executions:
         return execution
 
     async def _recover(self, execution_id: str) -> Execution:
+        lease_epoch = None
+        if self.leaseholder is not None:  # taken first: what the log holds then is final until this replica writes
+            lease_epoch = await self.leaseholder.take(execution_id)
+            if lease_epoch is None:
+                _raise_not_found(execution_id)
         stored = await self._log.load_execution(execution_id, MAX_PATCH_IDS + 1)
         if stored is None:
             _raise_not_found(execution_id)
@@ -182,7 +195,12 @@ class Executions:
         execution.compacted = stored.compacted
         execution.remember_older_patch_ids(stored.patch_ids)
         execution.observation_sequence = execution.observation_committed = stored.last_observation
+        execution.lease_epoch = lease_epoch
         return execution
+
+    def lease_epochs(self) -> dict[str, int]:
+        """The epochs of the leases the executions in memory are held under."""
+        return {i: e.lease_epoch for i, e in self.loaded.items() if e.lease_epoch is not None}
 
 
 def _raise_not_found(execution_id: str) -> NoReturn:

@@ -88,7 +88,7 @@ class Patches:
             try:
                 return await self._submit(execution, submission)
             except (DuplicateRowError, RolledBackError):
-                if not self._log.shared or attempt == MAX_COMMIT_RACES:
+                if not self._replicas.racing(execution) or attempt == MAX_COMMIT_RACES:
                     raise
                 await self._replicas.refresh(execution)
         raise AssertionError("unreachable")
@@ -107,9 +107,10 @@ class Patches:
         group commit at once, its result to be answered once the commit succeeds. None where `submit` would
         wait for something first (a base not committed here, an idempotency key that may have been used, a
         replay of old revisions, a text merge off the loop, a conflict to answer once its winners are
-        durable, a shared log's commit races): call `submit`, which decides as it would have. Raises what
+        durable, a shared log's commit races where no lease makes this server its only writer): call
+        `submit`, which decides as it would have. Raises what
         `submit` raises before it waits (a malformed patch, a path not owned, a schema violation)."""
-        if self._log.shared:
+        if self._replicas.racing(execution):
             return None
         submission = Submission.check(agent_id, base_revision, patch_json, client_patch_id, action_json, self._limits)
         execution.owners.check(submission.patch, submission.agent_id, writer_skills)

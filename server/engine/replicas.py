@@ -44,8 +44,9 @@ class Replicas:
         self._observations = observations
         self._follower: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        if self._log.shared:
+    def start(self, leased: bool) -> None:
+        """Follow other servers' commits on a shared log, unless leases make each execution one server's."""
+        if self._log.shared and not leased:
             self._follower = asyncio.create_task(self._follow(), name="skillstate-follow")
 
     async def close(self) -> None:
@@ -54,11 +55,16 @@ class Replicas:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._follower
 
+    def racing(self, execution: Execution) -> bool:
+        """Whether other servers may commit to the execution too: on a shared log, unless this server holds
+        its lease (then its memory is the truth, and every commit of another is fenced)."""
+        return self._log.shared and execution.lease_epoch is None
+
     async def refresh(self, execution: Execution, observations: bool = False) -> None:
         """Catch up with what other servers committed to a shared log: revisions (handed to this server's
         watchers as if committed here), and with `observations` the observations too. Nothing to do on a
-        log of this server's own."""
-        if not self._log.shared:
+        log of this server's own, or for an execution it holds the lease of."""
+        if not self.racing(execution):
             return
         try:
             await self._refresh(execution, observations)

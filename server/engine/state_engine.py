@@ -20,6 +20,7 @@ from ..errors import (
     DuplicateRowError,
     InvalidArgumentError,
     NotFoundError,
+    NotOwnerError,
     OutOfRangeError,
     RolledBackError,
 )
@@ -34,6 +35,7 @@ from .deletion import Deletions
 from .execution import Execution, genesis_hash
 from .executions import Executions
 from .hub import Hub, follow
+from .leaseholder import Leaseholder
 from .mergepatch import strip_nulls
 from .observations import GroupOptions, Observations
 from .patches import MAX_COMMIT_RACES, Committing, Patches
@@ -88,6 +90,12 @@ class StateEngine:
         self._replicas = Replicas(
             log, self._executions, self._revisions, self._observations, on_deleted=self._deletions.forget
         )
+        leases = log.leases() if config.lease_seconds is not None else None
+        self._leaseholder = None
+        if leases is not None and config.lease_seconds is not None:
+            self._leaseholder = Leaseholder(leases, config.lease_seconds, self._executions.lease_epochs, self._lost)
+            self._executions.leaseholder = self._leaseholder
+            self._committer.on_fenced = self._lost
         self._patches = Patches(log, self._committer, self._timeline, self._texts, self._replicas, config, metrics)
         metrics.watch_gauges(
             watchers=self._revisions.count,
@@ -99,20 +107,47 @@ class StateEngine:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Open the log; each execution is loaded from it on first use."""
+    async def start(self, address: str = "") -> None:
+        """Open the log; each execution is loaded from it on first use. On a shared log with leases, `address`
+        is where other replicas forward calls for the executions this one owns (see `advertise`)."""
         await self._log.open()
         self._committer.start()
-        self._replicas.start()
+        if self._leaseholder is not None:
+            await self._leaseholder.start(address)
+        self._replicas.start(leased=self._leaseholder is not None)
+
+    async def advertise(self, address: str) -> None:
+        """Tell other replicas of a shared log to forward calls for this one's executions to `address`."""
+        if self._leaseholder is not None:
+            await self._leaseholder.advertise(address)
+
+    @property
+    def replica_id(self) -> str | None:
+        """This replica's id among those of a shared log with leases (None otherwise)."""
+        return self._leaseholder.owner if self._leaseholder is not None else None
 
     async def close(self) -> None:
-        """Commit what is pending, finish compactions, then close the log."""
+        """Commit what is pending, finish compactions, hand this replica's leases over, then close the log."""
         await self._replicas.close()
         self._observations.close()
         await self._committer.close()
         await asyncio.gather(*self._compactions, return_exceptions=True)
+        if self._leaseholder is not None:
+            await self._leaseholder.close()
         self._texts.close()
         await self._log.close()
+
+    def _lost(self, execution_ids: set[str]) -> None:
+        """Another replica took these executions over: drop them, and end their streams here UNAVAILABLE (a
+        client resumes them, and this server forwards them to the new owner)."""
+        for execution_id in execution_ids:
+            execution = self._executions.loaded.get(execution_id)
+            if execution is None:
+                continue
+            self._executions.forget(execution_id)
+            moved = NotOwnerError(execution_id, "", 0.0)
+            self._revisions.cut(execution_id, moved)
+            self._observations.end(execution_id, moved)
 
     def on_storage_health(self, callback: Callable[[bool], None]) -> None:
         """Call `callback(False)` when a commit fails and `callback(True)` when one succeeds again after that."""
@@ -209,7 +244,7 @@ class StateEngine:
     ) -> Committing | None:
         """`submit_patch` without waiting where it need not wait (Patches.submit_now); None: call it."""
         execution = self._executions.loaded.get(execution_id)
-        if execution is None:
+        if execution is None or (self._leaseholder is not None and not self._leaseholder.alive):
             return None
         self._executions.touch(execution)
         return self._patches.submit_now(execution, agent_id, base_revision, patch_json, client_patch_id,
@@ -272,7 +307,7 @@ class StateEngine:
                 try:
                     return await self._observations.publish(execution, to, source, kind, payload_json)
                 except (DuplicateRowError, RolledBackError):  # another server took the sequence number
-                    if not self._log.shared or attempt == MAX_COMMIT_RACES:
+                    if not self._replicas.racing(execution) or attempt == MAX_COMMIT_RACES:
                         raise
                     await self._replicas.refresh(execution, observations=True)
             raise AssertionError("unreachable")

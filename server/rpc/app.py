@@ -35,6 +35,7 @@ from ..storage.revision_log.base import RevisionLog
 from ..storage.skill_store.base import SkillStore
 from ..storage.skill_store.memory import MemorySkillStore
 from ..storage.sqlite_writer import INLINE_BUDGET
+from .forwarding import Forwarder
 from .skills_service import SkillRegistryServicer, add_skill_registry_service
 from .state_service import StateServicer, add_state_service
 
@@ -149,6 +150,7 @@ class RunningServer:
     """The /metrics HTTP server, when there is one."""
     lag_probe: LoopLagProbe | None = None
     health: ServingHealth | None = None
+    forwarder: Forwarder | None = None
 
     @property
     def metrics_port(self) -> int | None:
@@ -165,6 +167,8 @@ class RunningServer:
         if self.lag_probe is not None:
             await self.lag_probe.stop()
         await self.server.stop(grace)
+        if self.forwarder is not None:
+            await self.forwarder.close()
         await self.engine.close()
         await self.registry.close()
         await self.credentials.close()
@@ -184,6 +188,7 @@ async def start_server(
     seats: int = DEFAULT_SEATS,
     metrics_listen: str | None = None,
     grpc_options: Sequence[tuple[str, Any]] = (),
+    advertise: str | None = None,
 ) -> RunningServer:
     """Recover the engine and the skill library and start serving on `listen` (host:port; 0 picks a port).
 
@@ -191,6 +196,8 @@ async def start_server(
     store; `auth` defaults to `auth_mode(listen)`. `extractor` replaces Sec2Graph's rule-based roles and
     contracts (server/skills/llm_extract.py). `metrics_listen` (host:port) serves Prometheus metrics.
     `grpc_options` are gRPC server options that replace the defaults of the same name (KEEPALIVE_OPTIONS).
+    `advertise` (host:port) is where other replicas of a shared log forward calls for the executions this
+    one owns; by default the address it listens on (loopback for a wildcard).
     """
     credentials = credentials or MemoryCredentialStore()
     guard = Guard(credentials, auth or auth_mode(listen), in_flight_limit=in_flight_limit, seats=seats)
@@ -205,13 +212,25 @@ async def start_server(
         undo.push_async_callback(engine.close)
         await registry.start()
         undo.push_async_callback(registry.close)
-        server, port, serving = await _serve_grpc(engine, registry, guard, metrics, listen, config, tls, grpc_options)
+        forwarder = _forwarder(engine, tls)
+        server, port, serving = await _serve_grpc(
+            engine, registry, guard, metrics, listen, config, tls, grpc_options, forwarder
+        )
+        await engine.advertise(advertise or f"{_dialable(listen.rsplit(':', 1)[0])}:{port}")
         undo.pop_all()
     http = probe = None
     if prometheus and metrics_listen:
         http, probe = prometheus.serve(metrics_listen), LoopLagProbe(prometheus)
         probe.start()
-    return RunningServer(server, engine, registry, port, guard, credentials, http, probe, serving)
+    return RunningServer(server, engine, registry, port, guard, credentials, http, probe, serving, forwarder)
+
+
+def _forwarder(engine: StateEngine, tls: ServerTLS | None) -> Forwarder | None:
+    """Replicas with leases forward calls to each other: over TLS when they serve TLS (the peers'
+    certificates checked against the system's roots)."""
+    if engine.replica_id is None:
+        return None
+    return Forwarder(engine.replica_id, grpc.ssl_channel_credentials() if tls else None)
 
 
 async def _serve_grpc(
@@ -223,6 +242,7 @@ async def _serve_grpc(
     config: EngineConfig,
     tls: ServerTLS | None,
     grpc_options: Sequence[tuple[str, Any]],
+    forwarder: Forwarder | None,
 ) -> tuple[grpc.aio.Server, int, ServingHealth]:
     size = config.limits.max_message_bytes
     options = {
@@ -233,7 +253,7 @@ async def _serve_grpc(
         **dict(grpc_options),
     }
     server = grpc.aio.server(options=list(options.items()))
-    add_state_service(StateServicer(engine, guard, config, metrics), server, guard, metrics)
+    add_state_service(StateServicer(engine, guard, config, metrics, forwarder), server, guard, metrics)
     skills = SkillRegistryServicer(registry, metrics, config.limits.max_message_bytes)
     add_skill_registry_service(skills, server, guard, metrics)
     serving = ServingHealth()

@@ -18,6 +18,7 @@ from grpc_status import rpc_status
 from ..auth.guard import CALLER, Guard, Identity
 from ..errors import InvalidArgumentError, PermissionDeniedError, StateError, UnauthenticatedError
 from ..metrics import Metrics
+from .forwarding import Forwarder, primed
 from .status_details import error_status
 
 R = TypeVar("R")
@@ -42,6 +43,37 @@ class Call:
     name: str
     guard: Guard
     metrics: Metrics
+    path: str = ""
+    """The method's full path (/package.Service/Method), for forwarding."""
+    reply: Any = None
+    """The method's response message class."""
+    forwarder: Forwarder | None = None
+    """On replicas with leases: forwards a call for an execution another replica owns (forwarding.py)."""
+
+    async def serve(self, implementation: Callable[[Any, Any], Awaitable[R]], request: Any, context: Any) -> R:
+        """A unary call's answer: from here, or from its execution's owner."""
+        if self.forwarder is None:
+            return await implementation(request, context)
+        forwarder = self.forwarder
+        return await forwarder.route(
+            lambda: implementation(request, context),
+            lambda owner: forwarder.unary(owner, self.path, request, self.reply, context),
+            context,
+        )
+
+    async def stream(
+        self, implementation: Callable[[Any, Any], AsyncIterator[R]], request: Any, context: Any
+    ) -> AsyncIterator[R]:
+        """A server stream's messages: from here, or from its execution's owner (which one is known once the
+        first message comes)."""
+        if self.forwarder is None:
+            return implementation(request, context)
+        forwarder = self.forwarder
+        return await forwarder.route(
+            lambda: primed(implementation(request, context)),
+            lambda owner: forwarder.stream(owner, self.path, request, self.reply, context),
+            context,
+        )
 
     async def admit(self, request: Any, context: grpc.aio.ServicerContext) -> Identity:
         """The caller, bound to the task (CALLER) for the handler; a request that did not decode is refused
@@ -77,7 +109,7 @@ def _unary(
         try:
             identity = await call.admit(request, context)
             async with call.guard.admitted(identity, context.peer()):
-                return await implementation(request, context)
+                return await call.serve(implementation, request, context)
         except Exception as e:
             if isinstance(e, grpc.aio.AbortError):
                 raise
@@ -97,7 +129,7 @@ def _stream(
         try:
             identity = await call.admit(request, context)
             peer = context.peer()
-            async for message in implementation(request, context):
+            async for message in await call.stream(implementation, request, context):
                 await call.guard.revalidate(identity)  # a revoked or expired credential ends its streams
                 await call.guard.turn(identity, peer)
                 yield message
@@ -146,16 +178,24 @@ def _lenient_parser(message_class: Any) -> Callable[[bytes], Any]:
 
 
 def add_service(
-    servicer: Any, server: grpc.aio.Server, module: ModuleType, service_name: str, guard: Guard, metrics: Metrics
+    servicer: Any,
+    server: grpc.aio.Server,
+    module: ModuleType,
+    service_name: str,
+    guard: Guard,
+    metrics: Metrics,
+    forwarder: Forwarder | None = None,
 ) -> None:
     """Register a servicer like the generated add_XServicer_to_server, with one layer around every method:
     the guard admits the call (identity, rights, calls in flight), an error becomes its status code, and the
-    call is measured. A request that fails to decode is answered INVALID_ARGUMENT, not UNKNOWN."""
+    call is measured. With a forwarder, a call for an execution another replica owns is served there. A
+    request that fails to decode is answered INVALID_ARGUMENT, not UNKNOWN."""
     service = module.DESCRIPTOR.services_by_name[service_name]
     handlers = {}
     for method in service.methods:
         implementation = getattr(servicer, method.name)
-        call = Call(method.name, guard, metrics)
+        reply = getattr(module, method.output_type.name)
+        call = Call(method.name, guard, metrics, f"/{service.full_name}/{method.name}", reply, forwarder)
         handler: Any
         if method.client_streaming:
             make, handler = grpc.stream_stream_rpc_method_handler, _bidi(implementation, call)
@@ -166,7 +206,7 @@ def add_service(
         handlers[method.name] = make(
             handler,
             request_deserializer=_lenient_parser(getattr(module, method.input_type.name)),
-            response_serializer=getattr(module, method.output_type.name).SerializeToString,
+            response_serializer=reply.SerializeToString,
         )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
     server.add_registered_method_handlers(service.full_name, handlers)

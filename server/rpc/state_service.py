@@ -17,23 +17,34 @@ from ..engine.config import EngineConfig
 from ..engine.observations import GroupOptions
 from ..engine.results import WatchProgress, WatchSnapshot
 from ..engine.state_engine import StateEngine
+from ..errors import NotOwnerError, StorageError
 from ..metrics import NO_METRICS, Metrics
 from ..storage.records import RevisionRecord, Right
 from . import messages
+from .forwarding import Forwarder, Rerouted
 from .handlers import add_service
 from .page_tokens import decode_page_token, encode_page_token
 from .session import Session
 
 
 def add_state_service(servicer: StateServicer, server: grpc.aio.Server, guard: Guard, metrics: Metrics) -> None:
-    add_service(servicer, server, pb, "StateService", guard, metrics)
+    add_service(servicer, server, pb, "StateService", guard, metrics, servicer.forwarder)
 
 
 class StateServicer(pb_grpc.StateServiceServicer):
     """Implements skillstate.state.v1.StateService over a StateEngine."""
 
-    def __init__(self, engine: StateEngine, guard: Guard, config: EngineConfig, metrics: Metrics = NO_METRICS) -> None:
+    def __init__(
+        self,
+        engine: StateEngine,
+        guard: Guard,
+        config: EngineConfig,
+        metrics: Metrics = NO_METRICS,
+        forwarder: Forwarder | None = None,
+    ) -> None:
+        """With `forwarder` (replicas with leases), a call for an execution another replica owns goes there."""
         self._engine, self._guard, self._config, self._metrics = engine, guard, config, metrics
+        self.forwarder = forwarder
 
     async def CreateExecution(self, request: pb.CreateExecutionRequest, context: Any) -> pb.CreateExecutionResponse:
         caller = CALLER.get()
@@ -126,9 +137,22 @@ class StateServicer(pb_grpc.StateServiceServicer):
         self, requests: AsyncIterator[pb.SessionRequest], context: Any
     ) -> AsyncIterator[pb.SessionResponse]:
         first = await anext(aiter(requests), None)
-        session = await Session.open(
-            self._engine, self._guard, self._config, self._metrics, CALLER.get(), context.peer(), first
-        )
+        try:
+            session = await Session.open(
+                self._engine, self._guard, self._config, self._metrics, CALLER.get(), context.peer(), first
+            )
+        except NotOwnerError as e:
+            if self.forwarder is None or self.forwarder.forwarded(context):
+                raise
+            try:
+                forwarded = await self.forwarder.bidi(
+                    e.owner_address, SESSION_PATH, _chained(first, requests), pb.SessionResponse, context
+                )
+            except Rerouted:  # the requests read are gone with the call: the client reopens the session
+                raise StorageError(f"the owner of execution {e.execution_id!r} cannot be reached: reopen") from e
+            async for message in forwarded:
+                yield message
+            return
         async with contextlib.aclosing(session.responses(requests)) as responses:  # its tasks end with the call
             async for message in responses:
                 yield message
@@ -155,6 +179,15 @@ class StateServicer(pb_grpc.StateServiceServicer):
             request.execution_id, request.group, request.agent_id, list(request.sequences), request.requeue
         )
         return pb.AckObservationsResponse(acknowledged=done)
+
+
+SESSION_PATH = f"/{pb.DESCRIPTOR.services_by_name['StateService'].full_name}/Session"
+
+
+async def _chained(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    yield first
+    async for request in rest:
+        yield request
 
 
 @functools.lru_cache(maxsize=4096)

@@ -26,6 +26,7 @@ from ..errors import (
     InvalidArgumentError,
     LimitExceededError,
     NotFoundError,
+    NotOwnerError,
     OutOfRangeError,
     PermissionDeniedError,
     SchemaViolationError,
@@ -51,6 +52,7 @@ STATUS_BY_ERROR: dict[type[StateError], grpc.StatusCode] = {
     UnauthenticatedError: grpc.StatusCode.UNAUTHENTICATED,
     PermissionDeniedError: grpc.StatusCode.PERMISSION_DENIED,
     StorageError: grpc.StatusCode.UNAVAILABLE,
+    NotOwnerError: grpc.StatusCode.UNAVAILABLE,
     StorageFullError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     CorruptLogError: grpc.StatusCode.DATA_LOSS,
 }
@@ -91,6 +93,8 @@ def _metadata(error: StateError) -> dict[str, str]:
         return _known(revision=error.revision, head_revision=error.head_revision, oldest_revision=error.oldest_revision)
     if isinstance(error, LimitExceededError):
         return _known(limit=error.limit, limit_value=error.limit_value)
+    if isinstance(error, NotOwnerError):
+        return {"owner_address": error.owner_address}
     return {}
 
 

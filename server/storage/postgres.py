@@ -4,7 +4,7 @@ and asyncpg's errors translated into the storage errors of server/errors.py at t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import asyncpg
@@ -30,6 +30,8 @@ ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 Statement = tuple[str, Sequence[Any]]
 """SQL and its parameters."""
+Check = tuple[Statement, Callable[[list[tuple[Any, ...]]], None]]
+"""A query run first in a transaction, and a test of its rows that raises to roll the transaction back."""
 
 
 class Database:
@@ -111,10 +113,14 @@ class Database:
         except ERRORS as e:
             raise StorageError(f"{self._what} at {self.where}: {e}") from e
 
-    async def transaction(self, *statements: Statement) -> None:
-        """Run the statements on one connection in one transaction: all of them are committed, or none."""
+    async def transaction(self, *statements: Statement, check: Check | None = None) -> None:
+        """Run the statements on one connection in one transaction: all of them are committed, or none. With
+        `check`, its query runs first and its test is given the rows: the test raising rolls everything back."""
         try:
             async with self.pool.acquire() as connection, connection.transaction():
+                if check is not None:
+                    (sql, parameters), test = check
+                    test([tuple(row) for row in await connection.fetch(sql, *parameters)])
                 for sql, parameters in statements:
                     await connection.execute(sql, *parameters)
         except asyncpg.UniqueViolationError as e:

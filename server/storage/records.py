@@ -107,6 +107,10 @@ class Batch:
     revisions: list[RevisionRecord] = field(default_factory=list)
     snapshots: list[SnapshotRecord] = field(default_factory=list)
     observations: list[ObservationRecord] = field(default_factory=list)
+    fence: dict[str, int] = field(default_factory=dict)
+    """Execution id -> the lease epoch its writer holds (server/storage/revision_log/leases.py): a shared log
+    commits nothing of the batch unless each is still the epoch of that execution's lease, held by this
+    replica (FencedError). Empty on a log of one server's own."""
 
     def __bool__(self) -> bool:
         return bool(self.revisions or self.snapshots or self.observations)

@@ -1,5 +1,6 @@
 """A replica far behind a log that another replica compacted starts over from the newest snapshot, instead
-of taking the missing revisions for data loss; its watchers are cut and resume through the snapshot."""
+of taking the missing revisions for data loss; its watchers are cut and resume through the snapshot. (Leases
+off: with them the replica behind would forward to the owner instead of serving.)"""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ async def test_a_replica_behind_a_compaction_restarts_from_the_snapshot(postgres
 
     dsn, schema = postgres_schema
     compacting = StateEngine(
-        PostgresRevisionLog(dsn, schema=schema), EngineConfig(snapshot_every=5, retain_revisions=2)
+        PostgresRevisionLog(dsn, schema=schema), EngineConfig(snapshot_every=5, retain_revisions=2, lease_seconds=None)
     )
-    behind = StateEngine(PostgresRevisionLog(dsn, schema=schema))
+    behind = StateEngine(PostgresRevisionLog(dsn, schema=schema), EngineConfig(lease_seconds=None))
     await compacting.start()
     await behind.start()
     try:

@@ -1,6 +1,7 @@
 """Replicas merge exactly as one server does: the same writes, sent in turn to two engines sharing one
 PostgreSQL log, give the same accepted and refused patches, the same states and the same hashes as one
-engine on its own log (docs/merge.md's determinism, held on this backend too)."""
+engine on its own log (docs/merge.md's determinism, held on this backend too). Leases are off: with them
+one replica would merge every write (the others forward theirs), so this holds replicas that race."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ async def replay(
     logs: list[RevisionLog], schema: dict[str, Any], initial: dict[str, Any], writes: list[Write]
 ) -> list[Any]:
     """Each write sent to engine i % len(logs) in turn; what each answered, and every revision's state."""
-    engines = [StateEngine(log, EngineConfig(window=4)) for log in logs]
+    engines = [StateEngine(log, EngineConfig(window=4, lease_seconds=None)) for log in logs]
     for engine in engines:
         await engine.start()
     try:

@@ -21,6 +21,7 @@ from ..records import (
     SnapshotRecord,
     StoredExecution,
 )
+from .leases import LeaseTable
 
 HOLDING_EXECUTIONS = ("revisions", "snapshots", "observations", "execution_agents", "executions")
 """Every table of an SQL backend with an execution's rows, the executions table last (the others refer to it)."""
@@ -116,17 +117,23 @@ class RevisionLog(abc.ABC):
         the agents of each are those of its revisions ever committed, compacted ones included."""
 
     @abc.abstractmethod
-    async def delete_execution(self, execution_id: str) -> int:
+    async def delete_execution(self, execution_id: str, lease_epoch: int | None = None) -> int:
         """Remove the execution and all it holds (revisions, snapshots, observations) in one transaction, so
         that its id may be created again; returns the head revision it removed. NotFoundError if there is
         none. On a shared log, a commit to it in flight on another server is either before the delete (and
-        removed with it) or fails NotFoundError."""
+        removed with it) or fails NotFoundError; with `lease_epoch`, the delete is refused (FencedError)
+        unless this replica still holds the execution's lease at that epoch."""
 
     async def changes(self) -> AsyncIterator[str]:
         """Ids of executions that other servers committed to, as they commit (a shared log only); may
         repeat an id and may miss one when the connection drops, so a reader also polls."""
         return
         yield
+
+    def leases(self) -> LeaseTable | None:
+        """This server's hold on the leases of a shared log's executions (leases.py); None on a log of one
+        server's own, whose executions are all its own."""
+        return None
 
     @abc.abstractmethod
     async def commit(self, batch: Batch) -> None:

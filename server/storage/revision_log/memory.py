@@ -78,7 +78,7 @@ class MemoryRevisionLog(RevisionLog):
             len(entry.agents),
         )
 
-    async def delete_execution(self, execution_id: str) -> int:
+    async def delete_execution(self, execution_id: str, lease_epoch: int | None = None) -> int:
         head = await self.head_revision(execution_id)
         del self._executions[execution_id]
         return head

@@ -48,11 +48,15 @@ from ..records import (
     snapshot_row,
 )
 from .base import FILL_AGENTS, HOLDING_EXECUTIONS, ID_CEILING, RevisionLog, load_head, summary
+from .leases import LeaseTable
+from .postgres_leases import DDL as LEASES_DDL
+from .postgres_leases import PostgresLeases, fence_check
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
-"""1: the tables below but execution_agents. 2: execution_agents, filled from the revisions at the upgrade."""
+SCHEMA_VERSION = 3
+"""1: the tables below but execution_agents. 2: execution_agents, filled from the revisions at the upgrade.
+3: leases (postgres_leases.py): the replicas and leases tables, and each revision's lease epoch."""
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS skillstate_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -105,7 +109,21 @@ CREATE TABLE IF NOT EXISTS observations (
 );
 """
 
-_REVISION_TYPES = ("text", "bigint", "text", "bigint", "text", "text", "text", "text", "text", "text", "float8")
+_REVISION_TYPES = (
+    "text",
+    "bigint",
+    "text",
+    "bigint",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "float8",
+    "bigint",
+)
+"""The revisions' columns and, last, the lease epoch they were committed under."""
 _SNAPSHOT_TYPES = ("text", "bigint", "text", "text")
 _OBSERVATION_TYPES = ("text", "bigint", "text", "text", "text", "text", "float8")
 
@@ -122,7 +140,7 @@ _EXECUTIONS = ", ".join(EXECUTION_COLUMNS)
 _EXECUTIONS_OF_E = ", ".join(f"e.{column}" for column in EXECUTION_COLUMNS)
 _INSERT_EXECUTION = f"INSERT INTO executions ({_EXECUTIONS}) VALUES ($1, $2, $3)"
 _INSERT_REVISIONS = (  # and their agents, in the same round trip, in one order (replicas lock them alike)
-    f"WITH inserted AS ({_unnest_insert('revisions', REVISION_COLUMNS, _REVISION_TYPES)} "
+    f"WITH inserted AS ({_unnest_insert('revisions', (*REVISION_COLUMNS, 'lease_epoch'), _REVISION_TYPES)} "
     "RETURNING execution_id, agent_id) "
     "INSERT INTO execution_agents SELECT DISTINCT execution_id, agent_id FROM inserted "
     "ORDER BY execution_id, agent_id ON CONFLICT DO NOTHING"
@@ -138,7 +156,7 @@ class PostgresRevisionLog(RevisionLog):
     shared = True
 
     def __init__(self, dsn: str, *, schema: str | None = None, pool_size: int = 4) -> None:
-        self._db = Database(dsn, schema, _DDL, "revision log", pool_size)
+        self._db = Database(dsn, schema, _DDL + LEASES_DDL, "revision log", pool_size)
         self._server = uuid.uuid4().hex[:12]
         """This server's name in commit notices, so that it does not follow its own commits."""
 
@@ -146,7 +164,7 @@ class PostgresRevisionLog(RevisionLog):
         await self._db.open()
         try:
             version = await self._db.value("SELECT value FROM skillstate_meta WHERE key = 'schema_version'")
-            if version not in (None, "1", str(SCHEMA_VERSION)):
+            if version not in (None, "1", "2", str(SCHEMA_VERSION)):
                 raise StorageError(f"{self._where}: schema version {version} is not {SCHEMA_VERSION}")
             upgrade: list[Statement] = [(_FILL_AGENTS, ())] if version == "1" else []  # idempotent: replicas may race
             await self._db.transaction(
@@ -259,9 +277,12 @@ class PostgresRevisionLog(RevisionLog):
             for execution_id, created_at, compacted, head, committed_at, count, agents in rows
         ]
 
-    async def delete_execution(self, execution_id: str) -> int:
+    async def delete_execution(self, execution_id: str, lease_epoch: int | None = None) -> int:
         try:
             async with self._db.pool.acquire() as connection, connection.transaction():
+                if lease_epoch is not None:
+                    (sql, parameters), test = fence_check(self._server, {execution_id: lease_epoch})
+                    test(await connection.fetch(sql, *parameters))
                 # the row lock waits for commits in flight that refer to it, and holds off later ones (which
                 # then find no execution to refer to: a lost race, see `commit`)
                 compacted = await connection.fetchval(
@@ -284,14 +305,20 @@ class PostgresRevisionLog(RevisionLog):
         statements: list[Statement] = [
             ("SELECT pg_notify($1, $2)", (self._channel, f"{self._server}:{execution_id}")) for execution_id in written
         ]
+        fence = batch.fence
+        revisions = [(*revision_row(r), fence.get(r.execution_id, 0)) for r in batch.revisions]
         for sql, rows, width in (
-            (_INSERT_REVISIONS, [revision_row(r) for r in batch.revisions], len(REVISION_COLUMNS)),
+            (_INSERT_REVISIONS, revisions, len(REVISION_COLUMNS) + 1),
             (_INSERT_SNAPSHOTS, [snapshot_row(s) for s in batch.snapshots], len(SNAPSHOT_COLUMNS)),
             (_INSERT_OBSERVATIONS, [observation_row(o) for o in batch.observations], len(OBSERVATION_COLUMNS)),
         ):
             if rows:
                 statements.append((sql, _columns(rows, width)))
-        await self._db.transaction(*statements)
+        check = fence_check(self._server, fence) if fence else None
+        await self._db.transaction(*statements, check=check)
+
+    def leases(self) -> LeaseTable:
+        return PostgresLeases(self._db, self._server)
 
     async def head_revision(self, execution_id: str) -> int:
         await self._require(execution_id)

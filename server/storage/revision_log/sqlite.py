@@ -198,7 +198,7 @@ class SqliteRevisionLog(RevisionLog):
             found.setdefault(execution_id, []).append(agent_id)
         return {execution_id: tuple(agents) for execution_id, agents in found.items()}
 
-    async def delete_execution(self, execution_id: str) -> int:
+    async def delete_execution(self, execution_id: str, lease_epoch: int | None = None) -> int:
         head = await self.head_revision(execution_id)  # one server writes this file: nothing commits meanwhile
         await self._writer.transaction(
             *((f"DELETE FROM {table} WHERE execution_id = ?", (execution_id,)) for table in HOLDING_EXECUTIONS)

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from skillstate.server.engine.config import EngineConfig
 from skillstate.server.engine.state_engine import StateEngine
 from skillstate.server.errors import CorruptLogError, NotFoundError, StorageError
 from skillstate.server.storage.records import RevisionRecord, SnapshotRecord
@@ -57,7 +58,7 @@ async def test_a_watch_that_subscribes_after_the_delete_is_refused_not_left_wait
 
 
 class FailingDelete(MemoryRevisionLog):
-    async def delete_execution(self, execution_id: str) -> int:
+    async def delete_execution(self, execution_id: str, lease_epoch: int | None = None) -> int:
         raise StorageError("the database went away")
 
 
@@ -138,7 +139,9 @@ async def test_a_write_on_a_replica_that_has_not_heard_of_the_delete_is_not_foun
             yield ""
 
     dsn, schema = postgres_schema
-    holder, deleter = StateEngine(Deaf(dsn, schema=schema)), StateEngine(PostgresRevisionLog(dsn, schema=schema))
+    racing = EngineConfig(lease_seconds=None)  # both serve it (with leases, the deleter would forward)
+    holder = StateEngine(Deaf(dsn, schema=schema), racing)
+    deleter = StateEngine(PostgresRevisionLog(dsn, schema=schema), racing)
     await holder.start()
     await deleter.start()
     try:

@@ -218,7 +218,7 @@ class SlowChanges(CountingLog):
         self.changed.set()
         await self.answer.wait()
 
-    async def delete_execution(self, execution_id: str) -> int:
+    async def delete_execution(self, execution_id: str, lease_epoch: int | None = None) -> int:
         head = await super().delete_execution(execution_id)
         self.changed.set()
         await self.answer.wait()
