@@ -152,6 +152,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="keep at least N revisions of history per execution, compacting older ones into snapshots "
         "(default: keep everything)",
     )
+    serve.add_argument(
+        "--lease-seconds", type=float, default=3.0, metavar="SECONDS",
+        help="replicas on PostgreSQL: each execution has one owner, which keeps its lease this long after its "
+        "last heartbeat (a dead owner is taken over after it); 0 turns leases off, and every replica then "
+        "commits to every execution, racing the others (default: %(default)s)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--advertise", default=None, metavar="HOST:PORT",
+        help="replicas on PostgreSQL: where the others forward calls for the executions this one owns "
+        "(default: the --listen address, loopback for a wildcard)",
+    )  # fmt: skip
 
     serve.add_argument(
         "--console", default=None, metavar="HOST:PORT",
@@ -216,6 +227,8 @@ def run(args: argparse.Namespace) -> None:
         raise UsageError("--ack-deadline: must be more than 0 and at most 3600 seconds")
     if not 0 < args.progress_interval <= 3600:
         raise UsageError("--progress-interval: must be more than 0 and at most 3600 seconds")
+    if not (args.lease_seconds == 0 or 0.5 <= args.lease_seconds <= 600):
+        raise UsageError("--lease-seconds: must be 0 (no leases) or from 0.5 to 600 seconds")
     config = EngineConfig(
         max_loaded_executions=args.max_loaded_executions,
         retain_revisions=args.retain_revisions,
@@ -224,6 +237,7 @@ def run(args: argparse.Namespace) -> None:
         ack_deadline=args.ack_deadline,
         progress_interval=args.progress_interval,
         max_stream_in_flight=args.max_stream_in_flight,
+        lease_seconds=args.lease_seconds or None,
     )
     try:
         tls = _server_tls(args)
@@ -234,7 +248,7 @@ def run(args: argparse.Namespace) -> None:
                 insecure_no_auth=args.insecure_no_auth, tls=tls, in_flight_limit=args.max_in_flight,
                 seats=args.seats,
                 max_db_bytes=args.max_db_bytes, inline_commit_budget=inline_commit_budget,
-                metrics_listen=args.metrics_listen, alongside=alongside,
+                metrics_listen=args.metrics_listen, alongside=alongside, advertise=args.advertise,
             )
         )  # fmt: skip
     except (OSError, StorageError) as e:

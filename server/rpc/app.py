@@ -212,7 +212,7 @@ async def start_server(
         undo.push_async_callback(engine.close)
         await registry.start()
         undo.push_async_callback(registry.close)
-        forwarder = _forwarder(engine, tls)
+        forwarder = _forwarder(engine, config, tls)
         server, port, serving = await _serve_grpc(
             engine, registry, guard, metrics, listen, config, tls, grpc_options, forwarder
         )
@@ -225,12 +225,14 @@ async def start_server(
     return RunningServer(server, engine, registry, port, guard, credentials, http, probe, serving, forwarder)
 
 
-def _forwarder(engine: StateEngine, tls: ServerTLS | None) -> Forwarder | None:
+def _forwarder(engine: StateEngine, config: EngineConfig, tls: ServerTLS | None) -> Forwarder | None:
     """Replicas with leases forward calls to each other: over TLS when they serve TLS (the peers'
-    certificates checked against the system's roots)."""
+    certificates checked against the system's roots). A unary call waits twice the lease for the owner (an
+    owner stalled that long has lost its lease), then is routed again."""
     if engine.replica_id is None:
         return None
-    return Forwarder(engine.replica_id, grpc.ssl_channel_credentials() if tls else None)
+    patience = 2 * (config.lease_seconds or 0)
+    return Forwarder(engine.replica_id, max(patience, 2.0), grpc.ssl_channel_credentials() if tls else None)
 
 
 async def _serve_grpc(
@@ -286,6 +288,7 @@ async def serve(
     inline_commit_budget: float = INLINE_BUDGET,
     metrics_listen: str | None = None,
     alongside: Callable[[str], Coroutine[Any, Any, None]] | None = None,
+    advertise: str | None = None,
 ) -> None:
     """Run until SIGINT or SIGTERM, then shut down gracefully. `alongside`, given the address to call this server
     at, runs beside it (the web console) from when it listens until it stops; if it fails, the server stops too
@@ -294,7 +297,7 @@ async def serve(
     running = await start_server(
         open_log(db, max_db_bytes, inline_commit_budget), listen, config, open_skill_store(db), extractor,
         credentials=open_credential_store(db), auth=auth_mode(listen, insecure_no_auth), tls=tls,
-        in_flight_limit=in_flight_limit, seats=seats, metrics_listen=metrics_listen,
+        in_flight_limit=in_flight_limit, seats=seats, metrics_listen=metrics_listen, advertise=advertise,
     )  # fmt: skip
     host = listen.rsplit(":", 1)[0]
     scheme = "TLS" + (" with client certificates" if tls and tls.client_ca else "") if tls else "plaintext"

@@ -42,8 +42,10 @@ class Rerouted(Exception):
 class Forwarder:
     """Calls owners on behalf of this replica's callers, over one channel per owner address."""
 
-    def __init__(self, replica_id: str, credentials: grpc.ChannelCredentials | None = None) -> None:
-        self._replica_id, self._credentials = replica_id, credentials
+    def __init__(self, replica_id: str, patience: float, credentials: grpc.ChannelCredentials | None = None) -> None:
+        """`patience`: seconds a unary call waits for an owner's answer before it routes again (an owner that
+        stalls past its lease loses it to the next replica that asks)."""
+        self._replica_id, self._patience, self._credentials = replica_id, patience, credentials
         self._channels: dict[str, grpc.aio.Channel] = {}
 
     @staticmethod
@@ -75,9 +77,15 @@ class Forwarder:
 
     async def unary(self, address: str, path: str, request: Any, reply: type[R], context: Any) -> R:
         call = self._channel(address).unary_unary(path, _serialize, reply.FromString)  # type: ignore[attr-defined]
+        remaining = context.time_remaining()
+        patient = remaining is None or remaining > self._patience
         try:
-            return await call(request, metadata=self._metadata(context), timeout=context.time_remaining())  # type: ignore[no-any-return]
+            return await call(  # type: ignore[no-any-return]
+                request, metadata=self._metadata(context), timeout=self._patience if patient else remaining
+            )
         except grpc.aio.AioRpcError as e:
+            if patient and e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise Rerouted(f"the owner at {address} did not answer in {self._patience:g} s") from e
             await self._relay(e, context)
             raise
 
