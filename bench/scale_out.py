@@ -24,13 +24,13 @@ own client_patch_id; after a second, A gets SIGKILL (one more run: SIGTERM, whic
 The writers use the raw stub, not the SDK: each call has a 10 s deadline, and a failed call is sent again
 unchanged (same client_patch_id) after 20 ms, so what is measured is the servers' takeover, not a client's
 backoff (B itself keeps a call looking for the owner, up to 15 s). "Takeover" is the time from the signal to
-the acknowledgement of the first revision committed after it (by the history's commit_time); "longest
-stall" is the longest time any writer waited for an acknowledgement. Then the history is read through
-replica C and checked: every acknowledged (revision, state hash, client_patch_id) is in it, no
-client_patch_id is in it twice, every revision in it was acknowledged (writers send each patch until it is),
-revisions run 1..head without a hole, and the head state holds each writer's last acknowledged value. The
-lease table shows the owner before and after. The replicas log at INFO to temporary files; their warnings
-and errors are counted (and the first ones printed).
+the acknowledgement of the first revision the new owner committed (the first under a later lease epoch, read
+from the revisions table); "longest stall" is the longest time any writer waited for an acknowledgement.
+Then the history is read through replica C and checked: every acknowledged (revision, state hash,
+client_patch_id) is in it, no client_patch_id is in it twice, every revision in it was acknowledged (writers
+send each patch until it is), revisions run 1..head without a hole, and the head state holds each writer's
+last acknowledged value. The lease table shows the owner before and after. The replicas log at INFO to
+temporary files; their warnings and errors are counted (and the first ones printed).
 
 This machine has 2 cores shared by the load, the replicas and PostgreSQL, so the three-replica rows show what
 replicas cost here, not what they add on machines of their own.
@@ -220,6 +220,27 @@ async def lease_of(db: str, schema: str, execution: str) -> tuple[str, int] | No
     return None if row is None else (row[0], row[1])
 
 
+async def first_revision_after(db: str, schema: str, execution: str, epoch: int | None) -> int | None:
+    """The first revision committed under a later lease epoch than `epoch` (by the new owner): after SIGTERM
+    the old owner may still commit the calls it had (by the history's commit_time they would count)."""
+    if epoch is None:
+        return None
+    try:
+        connection = await asyncpg.connect(db)
+    except (OSError, asyncpg.PostgresError):
+        return None
+    try:
+        return await connection.fetchval(  # type: ignore[no-any-return]
+            f"SELECT min(revision) FROM {schema}.revisions WHERE execution_id = $1 AND lease_epoch > $2",
+            execution,
+            epoch,
+        )
+    except asyncpg.PostgresError:
+        return None
+    finally:
+        await connection.close()
+
+
 async def write(
     stub: pb_grpc.StateServiceStub, execution: str, writer: int, stop: asyncio.Event, acks: list[Ack], failed: Failover
 ) -> None:
@@ -312,9 +333,11 @@ async def failover(db: str, how: signal.Signals, logs: Path) -> Failover:
         head = orjson.loads(state.state_json)
         result.final_state_ok = all(head.get(f"w{k}") == n for k, n in last.items())
 
-        first_after = next((e for e in events if e.commit_time.ToNanoseconds() / 1e9 > killed_wall), None)
-        if first_after is not None:
-            result.takeover = min(ack.at for ack in acks if ack.revision == first_after.revision) - killed_at
+        taken = await first_revision_after(db, schema, execution, before[1] if before else None)
+        if taken is None:  # the lease table could not be read: the first revision committed after the signal
+            taken = next((e.revision for e in events if e.commit_time.ToNanoseconds() / 1e9 > killed_wall), None)
+        if taken is not None:
+            result.takeover = min(ack.at for ack in acks if ack.revision == taken) - killed_at
         for k in range(WRITERS):
             mine = sorted((ack for ack in acks if ack.writer == k), key=lambda ack: ack.at)
             result.stall = max([result.stall, *(ack.at - ack.sent for ack in mine)])

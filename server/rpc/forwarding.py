@@ -32,6 +32,17 @@ ROUTING_SECONDS = 15.0
 UNAVAILABLE (the client's retry policy may try again)."""
 MOVED = frozenset({NotOwnerError.reason, FencedError.reason})
 """The reasons an owner's answer means the execution has moved: route the call again."""
+REPEATABLE = frozenset({"GetState", "GetHistory", "Compact", "Watch", "StreamObservations", "AckObservations"})
+"""Methods a second call of which changes nothing the first did not (reads, a compaction to a revision, an
+acknowledgement); SubmitPatch too when it carries an idempotency key."""
+CHANNEL_OPTIONS = (
+    # a replica restarted at its address is reached again within 0.1-1 s (gRPC's default waits 1 s and more)
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+MAX_CHANNELS = 64
+"""Channels to owners kept open at most (one per address: replicas restarted on new ports leave old ones)."""
 _NOT_FORWARDED = ("user-agent", "content-type", "te", FORWARDED_BY)
 
 
@@ -47,6 +58,7 @@ class Forwarder:
         stalls past its lease loses it to the next replica that asks)."""
         self._replica_id, self._patience, self._credentials = replica_id, patience, credentials
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self._closing: set[asyncio.Future[None]] = set()
 
     @staticmethod
     def forwarded(context: grpc.aio.ServicerContext) -> bool:
@@ -60,6 +72,7 @@ class Forwarder:
     ) -> R:
         """Serve the call here, or forward it to its execution's owner, until one of them answers."""
         give_up_at = asyncio.get_running_loop().time() + ROUTING_SECONDS
+        failed: str | None = None
         while True:
             try:
                 return await serve()
@@ -69,13 +82,19 @@ class Forwarder:
             except NotOwnerError as e:
                 if self.forwarded(context) or asyncio.get_running_loop().time() > give_up_at:
                     raise
+                if e.owner_address == failed:  # still the owner that failed: taken once its heartbeat expires
+                    await asyncio.sleep(min(max(e.expires_in, 0.05), 1.0))
+                    failed = None
+                    continue
                 try:
                     return await forward(e.owner_address)
                 except Rerouted:
-                    # a dead owner's executions may be taken once its heartbeat expires: look again then
-                    await asyncio.sleep(min(max(e.expires_in, 0.05), 1.0))
+                    failed = e.owner_address  # look again at once: it may have handed its leases over
 
     async def unary(self, address: str, path: str, request: Any, reply: type[R], context: Any) -> R:
+        """The owner's answer. A call that may have taken effect there before the owner failed is routed again
+        only if taking effect twice is impossible (`repeatable`); else the caller hears UNAVAILABLE, the
+        status whose outcome is unknown, as from a server that died under its call."""
         call = self._channel(address).unary_unary(path, _serialize, reply.FromString)  # type: ignore[attr-defined]
         remaining = context.time_remaining()
         patient = remaining is None or remaining > self._patience
@@ -84,35 +103,36 @@ class Forwarder:
                 request, metadata=self._metadata(context), timeout=self._patience if patient else remaining
             )
         except grpc.aio.AioRpcError as e:
-            if patient and e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise Rerouted(f"the owner at {address} did not answer in {self._patience:g} s") from e
-            await self._relay(e, context)
+            gave_up = patient and e.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            await self._relay(e, context, repeatable(path, request), gave_up)
             raise
 
     async def stream(self, address: str, path: str, request: Any, reply: type[R], context: Any) -> AsyncIterator[R]:
         """The owner's stream; Rerouted if it fails before its first message for a reason that re-routes."""
         call = self._channel(address).unary_stream(path, _serialize, reply.FromString)  # type: ignore[attr-defined]
-        return await self._relayed(call(request, metadata=self._metadata(context)), context)
+        return await self._relayed(call(request, metadata=self._metadata(context)), context, repeatable=True)
 
     async def bidi(
         self, address: str, path: str, requests: AsyncIterator[Any], reply: type[R], context: Any
     ) -> AsyncIterator[R]:
         call = self._channel(address).stream_stream(path, _serialize, reply.FromString)  # type: ignore[attr-defined]
-        return await self._relayed(call(requests, metadata=self._metadata(context)), context)
+        # a session's submits read by a failed call are gone with it: never routed again
+        return await self._relayed(call(requests, metadata=self._metadata(context)), context, repeatable=False)
 
     async def close(self) -> None:
         channels, self._channels = self._channels, {}
         for channel in channels.values():
             await channel.close()
 
-    async def _relayed(self, call: Any, context: Any) -> AsyncIterator[R]:
-        """The owner's stream once its first message came (so that a failure to reach it may still re-route);
-        a failure after that ends the caller's stream with the owner's status (a client resumes it)."""
+    async def _relayed(self, call: Any, context: Any, repeatable: bool) -> AsyncIterator[R]:
+        """The owner's stream once its first message came (so that a failure to reach it may still re-route,
+        when the stream is `repeatable`); a failure after that ends the caller's stream with the owner's
+        status (a client resumes it)."""
         iterator = call.__aiter__()
         try:
             first = await anext(iterator, None)
         except grpc.aio.AioRpcError as e:
-            await self._relay(e, context)
+            await self._relay(e, context, repeatable)
             raise
 
         async def relayed() -> AsyncIterator[R]:
@@ -129,10 +149,19 @@ class Forwarder:
 
         return relayed()
 
-    async def _relay(self, error: grpc.aio.AioRpcError, context: Any) -> None:
-        """Answer the caller with the owner's status, or raise Rerouted when the call should look again."""
-        if error.code() == grpc.StatusCode.UNAVAILABLE and (_reason(error) in MOVED or _reason(error) is None):
-            raise Rerouted(error.details()) from error  # moved, or not reached (an answer would say why)
+    async def _relay(self, error: grpc.aio.AioRpcError, context: Any, repeatable: bool, gave_up: bool = False) -> None:
+        """Answer the caller with the owner's status, or raise Rerouted when the call should look again: the
+        execution moved (nothing was done), the owner was not reached at all, or it failed under a call that
+        may be repeated (gone, stalled past `patience`, or cancelled by its shutdown)."""
+        code, reason = error.code(), _reason(error)
+        if reason in MOVED or (code == grpc.StatusCode.UNAVAILABLE and _never_sent(error)):
+            raise Rerouted(error.details()) from error
+        failed = gave_up or (reason is None and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED))
+        if failed and repeatable:
+            raise Rerouted(error.details()) from error
+        if failed:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the owner of the execution failed under the call: "
+                                f"it may or may not have taken effect ({error.details()})")  # fmt: skip
         await _abort_as(error, context)
 
     def _metadata(self, context: Any) -> list[tuple[str, str | bytes]]:
@@ -140,13 +169,17 @@ class Forwarder:
         return [*kept, (FORWARDED_BY, self._replica_id)]
 
     def _channel(self, address: str) -> grpc.aio.Channel:
-        channel = self._channels.get(address)
+        channel = self._channels.pop(address, None)
         if channel is None:
+            if len(self._channels) >= MAX_CHANNELS:  # the least recently used, to an owner long gone
+                oldest = self._channels.pop(next(iter(self._channels)))
+                self._closing.add(task := asyncio.ensure_future(oldest.close()))
+                task.add_done_callback(self._closing.discard)
             if self._credentials is None:
-                channel = grpc.aio.insecure_channel(address)
+                channel = grpc.aio.insecure_channel(address, CHANNEL_OPTIONS)
             else:
-                channel = grpc.aio.secure_channel(address, self._credentials)
-            self._channels[address] = channel
+                channel = grpc.aio.secure_channel(address, self._credentials, CHANNEL_OPTIONS)
+        self._channels[address] = channel  # the most recently used last
         return channel
 
 
@@ -172,6 +205,18 @@ async def _abort_as(error: grpc.aio.AioRpcError, context: Any) -> None:
     """End the caller's call with the owner's status: its code, message and trailers (the details)."""
     trailers = tuple((key, value) for key, value in error.trailing_metadata() or ())
     await context.abort(error.code(), error.details() or "", trailers)
+
+
+def repeatable(path: str, request: Any) -> bool:
+    """Whether calling `path` again with `request` after a failure of unknown outcome cannot do twice what
+    the first did."""
+    method = path.rsplit("/", 1)[-1]
+    return method in REPEATABLE or (method == "SubmitPatch" and bool(request.client_patch_id))
+
+
+def _never_sent(error: grpc.aio.AioRpcError) -> bool:
+    """Whether the call failed before it reached the owner (no connection could be made)."""
+    return "failed to connect" in (error.details() or "")
 
 
 def _serialize(message: Any) -> bytes:

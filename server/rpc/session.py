@@ -36,7 +36,9 @@ from ..engine.requests import check_label
 from ..engine.results import SubmitResult, WatchSnapshot
 from ..engine.state_engine import StateEngine
 from ..errors import (
+    FencedError,
     InvalidArgumentError,
+    NotOwnerError,
     PermissionDeniedError,
     StateError,
     UnauthenticatedError,
@@ -227,6 +229,9 @@ class Session:
         )
 
     def _durable(self, answer: _Answer, result: SubmitResult, error: Exception | None) -> None:
+        if isinstance(error, NotOwnerError | FencedError):
+            self._moved(error)
+            return
         if error is None:
             answer.response, answer.revision = _answered(answer.sequence, result), result.revision
         else:
@@ -246,9 +251,18 @@ class Session:
                     self._identity.skills,
                 )
             answer.response, answer.revision = _answered(answer.sequence, result), result.revision
+        except (NotOwnerError, FencedError) as moved:
+            self._moved(moved)
+            return
         except Exception as refused:
             answer.response = _refused(answer.sequence, self._refusal(refused))
         self._flush()
+
+    def _moved(self, error: StateError) -> None:
+        """The execution moved to another replica (replicas with leases): end the stream UNAVAILABLE, so that
+        the client reopens it, there or through here, and sends its unanswered submits again under their
+        idempotency keys (nothing of this one was committed)."""
+        self._outbox.put_nowait((error, None))
 
     def _refusal(self, error: BaseException) -> status_pb2.Status:
         """The status a submit failing with `error` is answered with; refusals of access are logged, and

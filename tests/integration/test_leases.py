@@ -88,6 +88,34 @@ async def test_the_owner_dies_and_another_replica_takes_over_losing_nothing(
         assert (await on_b.get_state("x")).state == {"n": 6}
 
 
+async def test_a_session_and_a_watch_through_another_replica_go_on_when_the_owner_dies(
+    postgres_url: str,  # noqa: F811
+    processes: list[asyncio.subprocess.Process],
+) -> None:
+    (a, at_a), (b, at_b) = [await replica(postgres_url, "--lease-seconds", "1") for _ in range(2)]
+    processes += [a, b]
+    async with StateClient(at_a) as on_a, StateClient(at_b) as on_b:
+        await on_a.create_execution("x", schema=COUNTER, initial_state={"n": 0})
+        seen: list[int] = []
+
+        async def watch() -> None:
+            async for event in on_b.watch("x", 0):  # forwarded to a, then resumed through b's takeover
+                seen.append(event.revision)
+                if event.revision == 6:
+                    return
+
+        watching = asyncio.create_task(watch())
+        async with on_b.session("x", agent_id="w", receive_observations=False) as session:
+            first = [await session.submit({"n": 1}, base_revision=0) for _ in range(3)]
+            a.kill()
+            await a.wait()
+            after = [await session.submit({"n": 1}, base_revision=0) for _ in range(3)]
+        await asyncio.wait_for(watching, 30)
+        assert [r.revision for r in first + after] == seen == [1, 2, 3, 4, 5, 6]
+        assert (await on_b.get_state("x")).state == {"n": 6}
+        assert [n for n, _, _ in await history(on_b, "x")] == seen
+
+
 async def test_an_owner_paused_past_its_lease_is_taken_over_and_forwards_once_it_wakes(
     postgres_url: str,  # noqa: F811
     processes: list[asyncio.subprocess.Process],
