@@ -14,9 +14,12 @@ of them write their own member of one execution. With leases, an execution's own
 created it: the hot one is created through the first replica, so two calls in three are forwarded to it; the
 many are created through the replicas in turn, independently of who writes them (as behind a load balancer
 without affinity), so owners are spread evenly and two calls in three are forwarded too. Every round is
-bracketed by the raw grpc.aio echo, as in bench/state_server.py. The targets of issue 20 are checked
-against the same run's one-replica row: the hot execution on three replicas with leases at 0.8x its
-commits/s or more and within 2x its p99; many executions with leases no slower than without.
+bracketed by the raw grpc.aio echo, as in bench/state_server.py. One more configuration has the clients
+follow owners (what `StateClient(follow_owners=True)` does, here on the same raw stubs): each agent's first
+call is redirected (`NOT_OWNER` naming the owner) and the later ones go to the owner directly. The targets of
+issue 20 are checked against the same run's one-replica row: the hot execution on three replicas with
+leases at 0.8x its commits/s or more and within 2x its p99; many executions with leases no slower than
+without.
 
 Failover: three replicas (leases on, the default 3 s), an execution created through replica A (so A owns
 it), four writers submitting patches to it through replica B (which forwards them to A), each patch with its
@@ -51,11 +54,13 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import IO
+from typing import IO, Any
 
 import asyncpg
 import grpc
 import orjson
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from postgres_schema import new_schema
 from state_server import Echo, Operation, Row, bracketed, closed_loop, running_echo, spawn
 
@@ -66,6 +71,7 @@ IN_FLIGHT = 64
 CLI = [sys.executable, "-m", "skillstate.cli", "serve", "--listen", "127.0.0.1:0"]
 QUIET = ("--log-level", "ERROR")
 LEASES_OFF = ("--lease-seconds", "0")
+FOLLOWING = "PostgreSQL, three replicas, leases, clients follow owners"
 
 WRITERS = 4
 CALL_DEADLINE = 10.0
@@ -79,7 +85,45 @@ GIVE_UP = 30.0
 TAKEOVER_TARGET = 5.0
 
 
-def submit(stubs: list[pb_grpc.StateServiceStub], executions: list[str]) -> Operation:
+class Owners:
+    """Where each agent sends its calls: its replica (i % replicas), or, for clients that follow owners (as
+    `StateClient(follow_owners=True)` does, here on the raw stub), the owner a redirect named."""
+
+    def __init__(self, stubs: list[pb_grpc.StateServiceStub], follow: bool) -> None:
+        self._stubs, self._follow = stubs, follow
+        self._owner: dict[str, pb_grpc.StateServiceStub] = {}
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self.metadata = (("skillstate-route", "redirect"),) if follow else None
+
+    async def call(self, agent: int, execution: str, method: str, request: Any) -> Any:
+        while True:
+            stub = self._owner.get(execution) or self._stubs[agent % len(self._stubs)]
+            try:
+                return await getattr(stub, method)(request, metadata=self.metadata)
+            except grpc.aio.AioRpcError as e:
+                address = owner_address(e) if self._follow else None
+                if address is None:
+                    raise
+                if address not in self._channels:
+                    self._channels[address] = grpc.aio.insecure_channel(address)
+                self._owner[execution] = pb_grpc.StateServiceStub(self._channels[address])
+
+    async def close(self) -> None:
+        for channel in self._channels.values():
+            await channel.close()
+
+
+def owner_address(error: grpc.aio.AioRpcError) -> str | None:
+    """The owner a NOT_OWNER error names."""
+    status = rpc_status.from_call(error)
+    for detail in status.details if status is not None else ():
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info) and info.reason == "NOT_OWNER":
+            return str(info.metadata["owner_address"])
+    return None
+
+
+def submit(owners: Owners, executions: list[str]) -> Operation:
     """Agent i writes its own member of execution i % len(executions), through replica i % len(stubs)."""
     latest = dict.fromkeys(executions, 0)
 
@@ -91,25 +135,33 @@ def submit(stubs: list[pb_grpc.StateServiceStub], executions: list[str]) -> Oper
             base_revision=latest[execution],
             patch_json=f'{{"a{agent}":{n}}}',
         )
-        reply = await stubs[agent % len(stubs)].SubmitPatch(request)
+        reply = await owners.call(agent, execution, "SubmitPatch", request)
         latest[execution] = max(latest[execution], reply.revision)
 
     return call
 
 
-def get_state(stubs: list[pb_grpc.StateServiceStub], execution: str) -> Operation:
+def get_state(owners: Owners, execution: str) -> Operation:
     async def call(agent: int, n: int) -> None:
-        await stubs[agent % len(stubs)].GetState(pb.GetStateRequest(execution_id=execution))
+        await owners.call(agent, execution, "GetState", pb.GetStateRequest(execution_id=execution))
 
     return call
 
 
 async def measure(
-    label: str, db: str, replicas: int, echo: Echo, total: int, rounds: int, flags: tuple[str, ...] = ()
+    label: str,
+    db: str,
+    replicas: int,
+    echo: Echo,
+    total: int,
+    rounds: int,
+    flags: tuple[str, ...] = (),
+    follow: bool = False,
 ) -> list[Row]:
     servers = [await spawn(*CLI, *QUIET, *flags, "--db", db) for _ in range(replicas)]
     channels = [grpc.aio.insecure_channel(address) for _, address, _ in servers]
     stubs = [pb_grpc.StateServiceStub(channel) for channel in channels]
+    owners = Owners(stubs, follow)
     rows = [Row(f"{label}, many executions", "commits/s"), Row(f"{label}, one hot execution", "commits/s")]
     reads = Row(f"{label}, GetState at head", "reads/s")
     try:
@@ -119,13 +171,14 @@ async def measure(
                 for i, execution in enumerate(executions):  # the creator owns it: not the writer's replica only
                     creator = stubs[(i // replicas) % replicas]
                     await creator.CreateExecution(pb.CreateExecutionRequest(execution_id=execution))
-                await bracketed(row, echo.unary_rate, closed_loop(submit(stubs, executions), IN_FLIGHT, total))
+                await bracketed(row, echo.unary_rate, closed_loop(submit(owners, executions), IN_FLIGHT, total))
             print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
         for _ in range(rounds):  # a read at head catches up from the database first when replicas share it
-            await bracketed(reads, echo.unary_rate, closed_loop(get_state(stubs, executions[0]), IN_FLIGHT, total))
+            await bracketed(reads, echo.unary_rate, closed_loop(get_state(owners, executions[0]), IN_FLIGHT, total))
         print(f"  {reads.case}: {statistics.median(reads.rates):,.0f} {reads.unit}", file=sys.stderr)
         rows.append(reads)
     finally:
+        await owners.close()
         for channel in channels:
             await channel.close()
         for process, _, _ in servers:
@@ -403,13 +456,14 @@ async def main() -> None:
         async with running_echo(total) as echo:
             with TemporaryDirectory() as tmp:
                 rows += await measure("SQLite, one server", str(Path(tmp) / "bench.db"), 1, echo, total, rounds)
-            for label, replicas, flags in (
-                ("PostgreSQL, one replica", 1, ()),
-                ("PostgreSQL, three replicas, leases", 3, ()),
-                ("PostgreSQL, three replicas, no leases (today)", 3, LEASES_OFF),
+            for label, replicas, flags, follow in (
+                ("PostgreSQL, one replica", 1, (), False),
+                ("PostgreSQL, three replicas, leases", 3, (), False),
+                (FOLLOWING, 3, (), True),
+                ("PostgreSQL, three replicas, no leases (today)", 3, LEASES_OFF, False),
             ):
                 url = await new_schema(args.db, f"bench_{uuid.uuid4().hex[:10]}")
-                rows += await measure(label, url, replicas, echo, total, rounds, flags)
+                rows += await measure(label, url, replicas, echo, total, rounds, flags, follow)
     if args.part in ("all", "failover"):
         with TemporaryDirectory() as logs:
             for how in signals:
@@ -435,6 +489,8 @@ async def main() -> None:
         print(compare(by_case, f"{on}, one hot execution", f"{off}, one hot execution", None, None))
         print(compare(by_case, f"{on}, many executions", f"{off}, many executions", 1.0, None))
         print(compare(by_case, f"{on}, many executions", f"{one}, many executions", None, None))
+        print(compare(by_case, f"{FOLLOWING}, one hot execution", f"{one}, one hot execution", 0.8, 2.0))
+        print(compare(by_case, f"{FOLLOWING}, many executions", f"{off}, many executions", 1.0, None))
     if runs:
         report_failovers(runs)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self, TypeVar
@@ -14,7 +14,8 @@ import grpc
 from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
-from ._errors import UnavailableError, from_rpc_error
+from ._errors import SkillstateError, UnavailableError, from_rpc_error
+from ._owners import MAX_REDIRECTS, ROUTE_METADATA, Owners
 from ._retry import Reopenings, RetryPolicy
 from ._session import Session
 from ._types import (
@@ -143,6 +144,18 @@ class RpcClient:
         self._stub: Any = self._stub_class(self._channel)
         self._retry = retry
         self._timeout = timeout
+        self._owners: Owners | None = None
+        self._metadata: tuple[tuple[str, str], ...] | None = None
+
+    def _stub_for(self, request: Any) -> Any:
+        """The stub to send `request` to: its execution's owner's, for a client that follows owners."""
+        execution_id = getattr(request, "execution_id", "")
+        return self._owners.stub(execution_id) if self._owners is not None and execution_id else self._stub
+
+    def _followed(self, request: Any, error: SkillstateError, stub: Any) -> bool:
+        """Whether the failed call should go at once to the owner the error names."""
+        execution_id = getattr(request, "execution_id", "")
+        return self._owners is not None and bool(execution_id) and self._owners.learn(execution_id, error, stub)
 
     async def __aenter__(self) -> Self:
         return self
@@ -151,10 +164,13 @@ class RpcClient:
         await self.close()
 
     async def close(self) -> None:
+        if self._owners is not None:
+            await self._owners.close()
         if self._owns_channel:
             await self._channel.close()
 
-    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, *, retry: bool = True) -> T:
+    async def _call(self, method: str, request: Any, *, retry: bool = True) -> Any:
+        """Call the stub's `method`, retrying UNAVAILABLE within the retry policy (with `retry`)."""
         policy, loop = self._retry, asyncio.get_running_loop()
         attempts = policy.attempts if retry else 1
         give_up_at = loop.time() + policy.deadline if retry and policy.deadline is not None else None
@@ -163,10 +179,13 @@ class RpcClient:
             if give_up_at is not None:
                 left = give_up_at - loop.time()
                 timeout = left if timeout is None else min(timeout, left)
+            stub = self._stub_for(request)
             try:
-                return await method(request, timeout=timeout)
+                return await getattr(stub, method)(request, timeout=timeout, metadata=self._metadata)
             except grpc.aio.AioRpcError as e:
                 error = from_rpc_error(e)
+                if self._followed(request, error, stub) and attempt < attempts - 1:
+                    continue  # nothing was done: ask the owner now
                 if not retry or not isinstance(error, UnavailableError) or attempt == attempts - 1:
                     raise error from None
             pause = policy.backoff(attempt)
@@ -177,9 +196,36 @@ class RpcClient:
 
 
 class StateClient(RpcClient):
-    """Talks to one state server. Use as `async with StateClient("host:port") as client: ...`."""
+    """Talks to one state server. Use as `async with StateClient("host:port") as client: ...`.
+
+    Replicas on one PostgreSQL database forward a call for an execution to the replica that owns it. With
+    `follow_owners`, the client is redirected instead: it learns each execution's owner (at the address the
+    owner advertises, reached with the same token and TLS) and calls it directly, a hop less per call; an
+    owner that cannot be reached is forgotten, and the client's own target asked again.
+    """
 
     _stub_class = pb_grpc.StateServiceStub
+
+    def __init__(
+        self,
+        target: str = "127.0.0.1:50051",
+        *,
+        token: str | None = None,
+        tls: ClientTLS | None = None,
+        channel: grpc.aio.Channel | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        timeout: float | None = 30.0,
+        follow_owners: bool = False,
+    ) -> None:
+        super().__init__(target, token=token, tls=tls, channel=channel, retry=retry, timeout=timeout)
+        if follow_owners:
+
+            def owner_stub(address: str) -> tuple[Any, grpc.aio.Channel]:
+                channel = open_channel(address, token=token, tls=tls)
+                stub: Any = type(self._stub)(channel)
+                return stub, channel
+
+            self._owners, self._metadata = Owners(self._stub, owner_stub), ROUTE_METADATA
 
     async def create_execution(
         self,
@@ -194,20 +240,20 @@ class StateClient(RpcClient):
             schema_json=dumps_json(schema) if schema is not None else "",
             initial_state_json=dumps_json(initial_state) if initial_state is not None else "",
         )
-        reply = await self._call(self._stub.CreateExecution, request, retry=False)
+        reply = await self._call("CreateExecution", request, retry=False)
         return CreatedExecution(reply.execution_id, reply.revision, reply.state_hash)
 
     async def get_state(self, execution_id: str, at_revision: int | None = None) -> State:
         """The state at head, or at a committed revision."""
         request = pb.GetStateRequest(execution_id=execution_id, at_revision=at_revision)
-        reply = await self._call(self._stub.GetState, request)
+        reply = await self._call("GetState", request)
         return State(reply.revision, json.loads(reply.state_json), reply.state_hash)
 
     async def get_state_json(self, execution_id: str, at_revision: int | None = None) -> StateJSON:
         """get_state without decoding the state: decoding a 4 MiB state of small values holds the event loop
         some 50 ms, which a proxy passing the text on (the web console) need not spend."""
         request = pb.GetStateRequest(execution_id=execution_id, at_revision=at_revision)
-        reply = await self._call(self._stub.GetState, request)
+        reply = await self._call("GetState", request)
         return StateJSON(reply.revision, reply.state_json, reply.state_hash)
 
     async def submit_patch(
@@ -227,7 +273,7 @@ class StateClient(RpcClient):
         the `reject` policy: re-read the state and submit again.
         """
         request = patch_request(patch, base_revision, action, client_patch_id, execution_id, agent_id)
-        return PatchResult.from_pb(await self._call(self._stub.SubmitPatch, request))
+        return PatchResult.from_pb(await self._call("SubmitPatch", request))
 
     async def get_history(
         self,
@@ -246,7 +292,7 @@ class StateClient(RpcClient):
             page_size=page_size,
             page_token=page_token,
         )
-        reply = await self._call(self._stub.GetHistory, request)
+        reply = await self._call("GetHistory", request)
         events = [RevisionEvent.from_pb(r) for r in reply.revisions]
         return HistoryPage(events, reply.next_page_token, reply.head_revision, reply.compact_revision)
 
@@ -275,8 +321,9 @@ class StateClient(RpcClient):
         server's progress messages (sent while nothing happens) are not yielded.
         """
 
-        def open_stream(cursor: int) -> Any:
-            return self._stub.Watch(pb.WatchRequest(execution_id=execution_id, from_revision=cursor))
+        def open_stream(cursor: int) -> tuple[Any, Any]:
+            request = pb.WatchRequest(execution_id=execution_id, from_revision=cursor)
+            return request, self._stub_for(request).Watch(request, metadata=self._metadata)
 
         def decode(message: pb.WatchResponse) -> tuple[int, RevisionEvent | Snapshot] | None:
             kind = message.WhichOneof("kind")
@@ -295,7 +342,7 @@ class StateClient(RpcClient):
     async def list_executions(self, prefix: str = "", *, page_size: int = 0, page_token: str = "") -> ExecutionPage:
         """One page of the executions the caller may read whose id starts with `prefix`, by id."""
         request = pb.ListExecutionsRequest(prefix=prefix, page_size=page_size, page_token=page_token)
-        reply = await self._call(self._stub.ListExecutions, request)
+        reply = await self._call("ListExecutions", request)
         return ExecutionPage([ExecutionSummary.from_pb(e) for e in reply.executions], reply.next_page_token)
 
     async def executions(self, prefix: str = "", *, page_size: int = 0) -> AsyncIterator[ExecutionSummary]:
@@ -314,7 +361,7 @@ class StateClient(RpcClient):
         it cannot be undone. Its open watches and streams end NOT_FOUND; the id may be created again."""
         request = pb.DeleteExecutionRequest(execution_id=execution_id)
         # not retried: after a lost answer, a retry would say NOT_FOUND, or delete one created again since
-        reply: pb.DeleteExecutionResponse = await self._call(self._stub.DeleteExecution, request, retry=False)
+        reply: pb.DeleteExecutionResponse = await self._call("DeleteExecution", request, retry=False)
         return reply.head_revision
 
     async def compact(self, execution_id: str, up_to_revision: int) -> int:
@@ -324,7 +371,7 @@ class StateClient(RpcClient):
         watch from before them starts with the snapshot). Compacting to the same point again changes nothing.
         """
         request = pb.CompactRequest(execution_id=execution_id, up_to_revision=up_to_revision)
-        reply: pb.CompactResponse = await self._call(self._stub.Compact, request)
+        reply: pb.CompactResponse = await self._call("Compact", request)
         return reply.compact_revision
 
     async def publish_observation(
@@ -334,7 +381,7 @@ class StateClient(RpcClient):
         request = pb.PublishObservationRequest(
             execution_id=execution_id, to=to, source=source, kind=kind, payload_json=dumps_json(payload)
         )
-        reply: pb.PublishObservationResponse = await self._call(self._stub.PublishObservation, request, retry=False)
+        reply: pb.PublishObservationResponse = await self._call("PublishObservation", request, retry=False)
         return int(reply.sequence)
 
     async def observations(
@@ -360,18 +407,17 @@ class StateClient(RpcClient):
         """
         resumed = [after_sequence]  # the agent's own observations: a group's deliveries do not move it
 
-        def open_stream(cursor: int) -> Any:
-            return self._stub.StreamObservations(
-                pb.StreamObservationsRequest(
-                    execution_id=execution_id,
-                    agent_id=agent_id,
-                    skills=list(skills),
-                    after_sequence=cursor,
-                    group=group,
-                    ack_deadline_ms=round(ack_deadline * 1000) if ack_deadline is not None else 0,
-                    max_unacked=max_unacked,
-                )
+        def open_stream(cursor: int) -> tuple[Any, Any]:
+            request = pb.StreamObservationsRequest(
+                execution_id=execution_id,
+                agent_id=agent_id,
+                skills=list(skills),
+                after_sequence=cursor,
+                group=group,
+                ack_deadline_ms=round(ack_deadline * 1000) if ack_deadline is not None else 0,
+                max_unacked=max_unacked,
             )
+            return request, self._stub_for(request).StreamObservations(request, metadata=self._metadata)
 
         def decode(message: pb.StreamObservationsResponse) -> tuple[int, Observation]:
             if not message.observation.delivery:
@@ -391,7 +437,7 @@ class StateClient(RpcClient):
         request = pb.AckObservationsRequest(
             execution_id=execution_id, group=group, sequences=list(sequences), requeue=requeue, agent_id=agent_id
         )
-        reply: pb.AckObservationsResponse = await self._call(self._stub.AckObservations, request)
+        reply: pb.AckObservationsResponse = await self._call("AckObservations", request)
         return int(reply.acknowledged)
 
     def session(
@@ -414,8 +460,14 @@ class StateClient(RpcClient):
         only writes passes `receive_observations=False` (observations not read pile up, up to a limit that
         ends the session). A cut stream is reopened: unanswered submits are sent again under their
         idempotency keys."""
+
+        def route(opening: pb.SessionOpen) -> tuple[Any, Callable[[SkillstateError], bool]]:
+            stub = self._stub_for(opening)
+            return stub, lambda error: self._followed(opening, error, stub)
+
         return Session(
-            self._stub,
+            route,
+            self._metadata,
             self._retry,
             execution_id,
             agent_id,
@@ -430,25 +482,31 @@ class StateClient(RpcClient):
 
     async def _resumable(
         self,
-        open_stream: Callable[[int], Any],
+        open_stream: Callable[[int], tuple[Any, Any]],
         decode: Callable[[Any], tuple[int, T] | None],
         cursor: int,
         resume: bool,
     ) -> AsyncIterator[T]:
         """Yield decoded messages (skipping those `decode` returns None for), reopening the stream from the
-        last cursor after a resumable failure, within the policy's attempts and deadline."""
-        reopenings = Reopenings(self._retry)
+        last cursor after a resumable failure, within the policy's attempts and deadline. `open_stream(cursor)`
+        gives the request and its call."""
+        reopenings, redirects = Reopenings(self._retry), 0
         while True:
-            call = open_stream(cursor)
+            request, call = open_stream(cursor)
+            stub = self._stub_for(request)
             try:
                 async for message in call:
                     reopenings.reset()
+                    redirects = 0
                     decoded = decode(message)
                     if decoded is not None:
                         cursor, item = decoded
                         yield item
                 return
             except grpc.aio.AioRpcError as e:
+                if self._followed(request, from_rpc_error(e), stub) and redirects < MAX_REDIRECTS:
+                    redirects += 1
+                    continue  # nothing was sent yet: open it at the owner now
                 pause = reopenings.failed(resumable=resume and e.code() in _RESUMABLE)
                 if pause is None:
                     raise from_rpc_error(e) from None

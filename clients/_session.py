@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -20,6 +20,7 @@ import grpc
 from skillstate.state.v1 import state_pb2 as pb
 
 from ._errors import ResourceExhaustedError, SkillstateError, UnavailableError, from_rpc_error, from_status
+from ._owners import MAX_REDIRECTS
 from ._retry import Reopenings, RetryPolicy
 from ._types import JSON, Observation, PatchResult, RevisionEvent, Snapshot
 from ._wire import patch_request
@@ -57,7 +58,8 @@ class Session:
 
     def __init__(
         self,
-        stub: Any,
+        route: Callable[[pb.SessionOpen], tuple[Any, Callable[[SkillstateError], bool]]],
+        metadata: Sequence[tuple[str, str]] | None,
         retry: RetryPolicy,
         execution_id: str,
         agent_id: str,
@@ -70,7 +72,9 @@ class Session:
         from_revision: int | None = None,
         receive_observations: bool = True,
     ) -> None:
-        self._stub, self._retry = stub, retry
+        self._route, self._metadata, self._retry = route, metadata, retry
+        self._followed: Callable[[SkillstateError], bool] = lambda error: False
+        """Whether the last connection's failure named the execution's owner to call at once (`route`)."""
         self.execution_id, self.agent_id = execution_id, agent_id
         self._opening = pb.SessionOpen(
             execution_id=execution_id,
@@ -199,7 +203,7 @@ class Session:
     async def _run(self) -> None:
         """Connect, and reconnect after a cut within the retry policy's attempts and deadline (counted from
         the first of a run of failed connections)."""
-        loop, reopenings = asyncio.get_running_loop(), Reopenings(self._retry)
+        loop, reopenings, redirects = asyncio.get_running_loop(), Reopenings(self._retry), 0
         try:
             while True:
                 try:
@@ -213,6 +217,10 @@ class Session:
                     error = from_rpc_error(cut)
                     if self._received or loop.time() - self._opened_at >= self._retry.max_backoff:
                         reopenings.reset()  # that connection worked: a new run of failures
+                        redirects = 0
+                    if self._followed(error) and redirects < MAX_REDIRECTS:
+                        redirects += 1
+                        continue  # the execution's owner is named: reopen there at once
                     self._received, self._opened_at = False, float("inf")
                     pause = reopenings.failed(resumable=isinstance(error, UnavailableError) or self._write_broke)
                     if pause is None:
@@ -231,7 +239,8 @@ class Session:
         self._connection += 1
         self._by_sequence.clear()
         self._write_broke = False
-        call = self._stub.Session()
+        stub, self._followed = self._route(self._opening)
+        call = stub.Session(metadata=self._metadata)
         writer = asyncio.create_task(self._write(call, self._connection))
         try:
             while (message := await call.read()) is not grpc.aio.EOF:

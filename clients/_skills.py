@@ -34,7 +34,7 @@ class SkillRegistryClient(RpcClient):
     async def register_skill(self, files: Mapping[str, bytes], *, folder: str = "", strict: bool = False) -> Registered:
         """Register a package given as {relative path: bytes} (see docs/skills.md for the layout)."""
         request = pb.RegisterSkillRequest(files=dict(files), folder=folder, strict=strict)
-        reply = await self._call(self._stub.RegisterSkill, request)
+        reply = await self._call("RegisterSkill", request)
         warnings = tuple(Diagnostic.from_pb(d) for d in reply.warnings)
         return Registered(reply.name, reply.version, reply.section_count, warnings, reply.unchanged, reply.digest)
 
@@ -49,7 +49,7 @@ class SkillRegistryClient(RpcClient):
         token = ""
         while True:
             request = pb.ListSkillsRequest(page_size=page_size, page_token=token)
-            reply = await self._call(self._stub.ListSkills, request)
+            reply = await self._call("ListSkills", request)
             for summary in reply.skills:
                 yield SkillSummary.from_pb(summary)
             token = reply.next_page_token
@@ -58,11 +58,11 @@ class SkillRegistryClient(RpcClient):
 
     async def get_skill(self, name: str, *, version: int = 0, include_files: bool = False) -> Skill:
         request = pb.GetSkillRequest(name=name, version=version, include_files=include_files)
-        return Skill.from_pb(await self._call(self._stub.GetSkill, request))
+        return Skill.from_pb(await self._call("GetSkill", request))
 
     async def remove_skill(self, name: str) -> int:
         """Take a skill out of the library; returns the version that was current."""
-        reply = await self._call(self._stub.RemoveSkill, pb.RemoveSkillRequest(name=name), retry=False)
+        reply = await self._call("RemoveSkill", pb.RemoveSkillRequest(name=name), retry=False)
         return int(reply.removed_version)
 
     async def hydrate(
@@ -73,14 +73,14 @@ class SkillRegistryClient(RpcClient):
         request = pb.HydrateRequest(
             query=query, budget_tokens=budget_tokens, skill_names=list(skill_names), requester=requester
         )
-        return Hydrated.from_pb(await self._call(self._stub.Hydrate, request))
+        return Hydrated.from_pb(await self._call("Hydrate", request))
 
     async def expand(self, hydration_id: str, macro_id: str, level: str = "full") -> str:
         """One macro of a recent hydration at a level: name, contract, outline or full (its exact text)."""
         request = pb.ExpandRequest(
             hydration_id=hydration_id, macro_id=macro_id, level=pb.RenderLevel.Value(f"RENDER_LEVEL_{level.upper()}")
         )
-        return str((await self._call(self._stub.Expand, request)).text)
+        return str((await self._call("Expand", request)).text)
 
     async def report_outcome(
         self, hydration_id: str, *, success: bool, failed_macro_ids: Sequence[str] = ()
@@ -89,12 +89,12 @@ class SkillRegistryClient(RpcClient):
         request = pb.ReportOutcomeRequest(
             hydration_id=hydration_id, success=success, failed_macro_ids=list(failed_macro_ids)
         )
-        reply = await self._call(self._stub.ReportOutcome, request, retry=False)
+        reply = await self._call("ReportOutcome", request, retry=False)
         return [MacroRevision(r.macro_id, None if r.retired else level_name(r.level)) for r in reply.revisions]
 
     async def library_stats(self) -> LibraryStats:
         """The library's size and how well MotifZip compresses it (computed once per library change)."""
-        reply = await self._call(self._stub.GetLibraryStats, pb.GetLibraryStatsRequest())
+        reply = await self._call("GetLibraryStats", pb.GetLibraryStatsRequest())
         return LibraryStats(
             reply.skills,
             reply.sections,

@@ -40,15 +40,22 @@ class SyncStateClient:
         tls: ClientTLS | None = None,
         retry: RetryPolicy = RetryPolicy(),
         timeout: float | None = 30.0,
+        follow_owners: bool = False,
     ) -> None:
         self._runner = asyncio.Runner()
-        self._client = self._run(self._connect(target, token, tls, retry, timeout))
+        self._client = self._run(self._connect(target, token, tls, retry, timeout, follow_owners))
 
     @staticmethod
     async def _connect(
-        target: str, token: str | None, tls: ClientTLS | None, retry: RetryPolicy, timeout: float | None
+        target: str,
+        token: str | None,
+        tls: ClientTLS | None,
+        retry: RetryPolicy,
+        timeout: float | None,
+        follow_owners: bool,
     ) -> StateClient:
-        return StateClient(target, token=token, tls=tls, retry=retry, timeout=timeout)  # binds to the running loop
+        # made on the running loop, which its channels bind to
+        return StateClient(target, token=token, tls=tls, retry=retry, timeout=timeout, follow_owners=follow_owners)
 
     def __enter__(self) -> SyncStateClient:
         return self

@@ -304,6 +304,11 @@ async def serve(
     where = redact(db)
     log.info("skillstate state server listening on %s:%d (log: %s, %s)", host, running.port, where, scheme)
     await _say_how_calls_are_admitted(running.guard)
+    if running.engine.replica_id is not None and advertise is None and _dialable(host) != host:
+        log.warning(
+            "replicas on one database forward calls to this one at %s:%d; on several hosts, give each "
+            "--advertise HOST:PORT", _dialable(host), running.port,
+        )  # fmt: skip
     if metrics_listen is not None:
         log.info("Prometheus metrics on http://%s:%s/metrics", metrics_listen.rpartition(":")[0], running.metrics_port)
     print(f"skillstate serving on {host}:{running.port} (log: {where}, {scheme})", flush=True)

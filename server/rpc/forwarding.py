@@ -2,6 +2,9 @@
 or an etcd follower sends a client to the partition's leader, except that the replica asked makes the call
 itself: a client may call any replica.
 
+A client may ask to be redirected instead (REDIRECT): it is answered UNAVAILABLE `NOT_OWNER` naming the
+owner's address, and calls the owner itself from then on (the SDK's `StateClient(follow_owners=True)`).
+
 The forwarded call carries the caller's own metadata (its `authorization` credential included), so the owner
 admits it as the original caller's, with the same identity and rights, and its answer (status, message and
 details) is relayed unchanged. A forwarded call is marked (FORWARDED_BY): one hop at most, so two replicas
@@ -27,6 +30,9 @@ R = TypeVar("R")
 
 FORWARDED_BY = "skillstate-forwarded-by"
 """Metadata of a forwarded call: the id of the replica that forwarded it."""
+REDIRECT = ("skillstate-route", "redirect")
+"""Metadata of a client that follows owners (the SDK's `follow_owners`): a replica that does not own the
+execution answers UNAVAILABLE `NOT_OWNER` with `owner_address` instead of forwarding."""
 ROUTING_SECONDS = 15.0
 """How long one call keeps looking for its execution's owner (past a dead owner's lease) before it fails
 UNAVAILABLE (the client's retry policy may try again)."""
@@ -62,7 +68,11 @@ class Forwarder:
 
     @staticmethod
     def forwarded(context: grpc.aio.ServicerContext) -> bool:
-        return any(key == FORWARDED_BY for key, _ in context.invocation_metadata() or ())
+        """Whether the call must not be forwarded: it was already, or its client asked to be redirected (it
+        is then answered NOT_OWNER with the owner's address)."""
+        return any(
+            key == FORWARDED_BY or (key, value) == REDIRECT for key, value in context.invocation_metadata() or ()
+        )
 
     async def route(
         self,

@@ -206,3 +206,36 @@ async def test_a_forwarded_call_is_checked_as_the_original_callers(
             await anonymous.get_state("x")
         assert (await as_reader.get_state("x")).state == {"n": 1, "m": 2}
     assert await owner_of(url, "x") == owner.engine.replica_id != other.engine.replica_id  # served by the owner
+
+
+async def test_a_client_that_follows_owners_calls_the_owner_directly_and_finds_the_next_one(
+    postgres_url: str,  # noqa: F811
+    processes: list[asyncio.subprocess.Process],
+) -> None:
+    (a, at_a), (b, at_b) = [await replica(postgres_url, "--lease-seconds", "1") for _ in range(2)]
+    processes += [a, b]
+    async with StateClient(at_a) as on_a, StateClient(at_b, follow_owners=True) as following:
+        await on_a.create_execution("x", schema=COUNTER, initial_state={"n": 0})
+        seen: list[int] = []
+
+        async def watch() -> None:
+            async for event in following.watch("x", 0):
+                seen.append(event.revision)
+                if event.revision == 4:
+                    return
+
+        watching = asyncio.create_task(watch())
+        assert (await following.submit_patch("x", {"n": 1}, agent_id="w", base_revision=0)).revision == 1
+        os.kill(b.pid, signal.SIGSTOP)  # the client's own target stops answering: it calls the owner itself
+        try:
+            async with following.session("x", agent_id="w", receive_observations=False) as session:
+                assert (await session.submit({"n": 1}, base_revision=0)).revision == 2
+            assert (await asyncio.wait_for(following.get_state("x"), 5)).state == {"n": 2}
+        finally:
+            os.kill(b.pid, signal.SIGCONT)
+        a.kill()
+        await a.wait()
+        results = [await following.submit_patch("x", {"n": 1}, agent_id="w", base_revision=0) for _ in range(2)]
+        assert [r.revision for r in results] == [3, 4]  # b took x over; the client found it through b
+        await asyncio.wait_for(watching, 30)
+        assert seen == [1, 2, 3, 4]

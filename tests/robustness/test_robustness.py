@@ -83,8 +83,10 @@ def test_a_seeded_run_unloading_its_execution_whenever_it_is_idle_breaks_no_guar
 @pytest.mark.timeout(300)
 def test_a_seeded_run_on_three_replicas_breaks_no_guarantee(postgres_url: str, tmp_path: Path) -> None:  # noqa: F811
     """Three servers on one PostgreSQL database; agents, watchers and streams spread over them; each SIGKILL
-    takes one down. Reads on one replica must still see what another acknowledged."""
+    takes one down, and with it the executions it owns, which others take over. Reads on one replica must
+    still see what another acknowledged."""
     history, counts = asyncio.run(run(RunConfig(7, DURATION, database=postgres_url, replicas=3), tmp_path))
+    assert asyncio.run(taken_over(postgres_url)) > 0, "no SIGKILL took an owner down"
     found = violations(history)
     if found:
         history.write(tmp_path / "failed.jsonl")
@@ -106,6 +108,18 @@ def test_a_run_without_faults_in_its_traffic_fails_the_fault_guards(tmp_path: Pa
     (traffic,) = history.of("traffic")
     after = [f["what"] for f in history.of("fault") if f["at"] > traffic["end"]]
     assert "sigkill" in after and "stream cut" in after
+
+
+async def taken_over(url: str) -> int:
+    """Executions whose lease changed hands (an owner died, or restarted under a new id) in the schema of a run."""
+    import asyncpg
+
+    dsn, _, schema = url.partition("?search_path=")
+    connection = await asyncpg.connect(dsn, server_settings={"search_path": schema})
+    try:
+        return int(await connection.fetchval("SELECT count(*) FROM leases WHERE epoch > 1"))
+    finally:
+        await connection.close()
 
 
 def saved_and_read_back(history: History, tmp_path: Path) -> History:
