@@ -106,8 +106,9 @@ class GroupCommitter(Generic[E]):
         self._closing = False
         self.storage_ok = True
         """False from a commit that failed until one succeeds again (losing a race to another server is no failure)."""
-        self.on_fenced: Callable[[set[str]], None] | None = None
-        """Called with the executions whose leases another replica took, when a commit finds it out."""
+        self.on_fenced: Callable[[dict[str, int]], None] | None = None
+        """Called with the executions whose leases another replica took (id -> the epoch this replica had),
+        when a commit finds it out."""
         self.on_storage_health: Callable[[bool], None] | None = None
         """Called with `storage_ok` each time it changes (health checking turns NOT_SERVING and back)."""
 
@@ -175,17 +176,27 @@ class GroupCommitter(Generic[E]):
         started = time.perf_counter()
         try:
             await self._log.commit(batch)
+        except FencedError as e:  # nothing is durable; what was merged into executions still owned goes again
+            fenced = {i: batch.fence[i] for i in e.execution_ids if i in batch.fence}
+            lost = [item for item in live if item.execution.id in fenced]
+            self._metrics.race_lost()
+            log.info("a group commit held %d executions another replica took over", len(fenced))
+            self._on_failed(list({id(i.execution): i.execution for i in lost}.values()))
+            if self.on_fenced is not None:
+                self.on_fenced(fenced)
+            for item in lost:
+                item.resolve(e)
+            await self._commit([item for item in live if item.execution.id not in fenced])
+            return
         except Exception as e:  # any failure means nothing in the batch is durable
-            raced = isinstance(e, DuplicateRowError | NotFoundError | FencedError) and self._log.shared
-            if raced:  # another server committed first, deleted an execution of the batch, or took one over
+            raced = isinstance(e, DuplicateRowError | NotFoundError) and self._log.shared
+            if raced:  # another server committed first, or deleted an execution of the batch
                 self._metrics.race_lost()
                 log.info("group commit of %d items lost a race to another server: %s", len(live), e)
             else:
                 log.error("group commit of %d items failed: %s", len(live), e)
                 self._storage_health(False)
             self._on_failed(list({id(i.execution): i.execution for i in live}.values()))
-            if isinstance(e, FencedError) and self.on_fenced is not None:
-                self.on_fenced(set(e.execution_ids))
             if isinstance(e, NotFoundError) and raced:  # its writers merge again, and learn which was deleted
                 error: StorageError = RolledBackError(f"not committed: an execution was deleted meanwhile ({e})")
             else:

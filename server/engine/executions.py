@@ -66,10 +66,14 @@ class Executions:
         if execution_id in self.loaded or execution_id in self._changing:
             raise AlreadyExistsError(f"execution {execution_id!r} already exists")
         async with self.changing(execution_id):
-            if self.leaseholder is not None:
-                execution.lease_epoch = await self.leaseholder.take(execution_id, new=True)
+            lease = self.leaseholder
+            if lease is not None:
+                expiries = lease.expiries
+                execution.lease_epoch = await lease.take(execution_id, new=True)
             record = ExecutionRecord(execution_id, canonical.dumps_str(execution.schema), execution.created_at)
             await self._log.create_execution(record, genesis)
+            if lease is not None and not await lease.still_held(execution_id, execution.lease_epoch or 0, expiries):
+                return  # created, and already another replica's: it serves the execution from the log
             self.loaded[execution_id] = execution
         self._make_idle(execution)
 
@@ -181,12 +185,16 @@ class Executions:
         return execution
 
     async def _recover(self, execution_id: str) -> Execution:
-        lease_epoch = None
-        if self.leaseholder is not None:  # taken first: what the log holds then is final until this replica writes
-            lease_epoch = await self.leaseholder.take(execution_id)
-            if lease_epoch is None:
-                _raise_not_found(execution_id)
-        stored = await self._log.load_execution(execution_id, MAX_PATCH_IDS + 1)
+        lease, lease_epoch = self.leaseholder, None
+        while True:
+            if lease is not None:  # taken first: what the log holds then is final until this replica writes
+                expiries = lease.expiries
+                lease_epoch = await lease.take(execution_id)
+                if lease_epoch is None:
+                    _raise_not_found(execution_id)
+            stored = await self._log.load_execution(execution_id, MAX_PATCH_IDS + 1)
+            if lease is None or lease_epoch is None or await lease.still_held(execution_id, lease_epoch, expiries):
+                break  # (else: the heartbeat expired meanwhile and the lease moved: look again)
         if stored is None:
             _raise_not_found(execution_id)
         record = stored.record

@@ -35,13 +35,16 @@ class Leaseholder:
         table: LeaseTable,
         seconds: float,
         epochs: Callable[[], Mapping[str, int]],
-        on_lost: Callable[[set[str]], None],
+        on_lost: Callable[[dict[str, int]], None],
     ) -> None:
         self._table, self._seconds, self._epochs, self._on_lost = table, seconds, epochs, on_lost
         self._alive_until = 0.0
         self._address = ""
         self._beating: asyncio.Task[None] | None = None
         self._renewal: asyncio.Task[None] | None = None
+        self.expiries = 0
+        """Renewals that found this replica's heartbeat expired: a lease taken before one may have been lost
+        without that renewal knowing of it (`still_held`)."""
 
     @property
     def owner(self) -> str:
@@ -94,6 +97,11 @@ class Leaseholder:
             raise NotOwnerError(execution_id, lease.address, lease.expires_in)
         return lease.epoch
 
+    async def still_held(self, execution_id: str, epoch: int, expiries: int) -> bool:
+        """Whether a lease taken at `epoch` when `expiries` was the count is still this replica's: for an
+        execution loaded or created meanwhile, which the renewals that counted an expiry did not check."""
+        return expiries == self.expiries or execution_id in await self._table.held({execution_id: epoch})
+
     async def _beat(self) -> None:
         while True:
             await asyncio.sleep(self._seconds / 4)
@@ -112,9 +120,10 @@ class Leaseholder:
         started = time.monotonic()
         if not await self._table.heartbeat(self._seconds):  # expired or gone: some leases may have been taken
             await self._table.join(self._address, self._seconds)  # alive again first: no more can be taken
+            self.expiries += 1
             relied_on = dict(self._epochs())
             lost = set(relied_on) - await self._table.held(relied_on)
             if lost:
                 log.warning("this replica's heartbeat had expired: %d executions were taken over", len(lost))
-                self._on_lost(lost)
+                self._on_lost({execution_id: relied_on[execution_id] for execution_id in lost})
         self._alive_until = started + self._seconds * DRIFT

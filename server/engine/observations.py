@@ -14,7 +14,14 @@ import time
 from collections.abc import AsyncGenerator, Collection, Sequence
 from dataclasses import dataclass
 
-from ..errors import InvalidArgumentError, LimitExceededError, NotFoundError, StateError, WatcherTooSlowError
+from ..errors import (
+    InvalidArgumentError,
+    LimitExceededError,
+    NotFoundError,
+    NotOwnerError,
+    StateError,
+    WatcherTooSlowError,
+)
 from ..limits import Limits
 from ..storage.records import ObservationRecord
 from ..storage.revision_log.base import RevisionLog
@@ -237,7 +244,7 @@ class Observations:
                 reading = None
                 continue
             except Exception as error:
-                if not isinstance(error, NotFoundError):  # else the execution was deleted
+                if not isinstance(error, NotFoundError | NotOwnerError):  # else it was deleted, or moved
                     log.exception("consumer group %r of execution %r stopped reading", group.name, execution.id)
                 if self._groups.get(group.key) is group:
                     self._remove(group)

@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import (
@@ -86,7 +86,9 @@ class StateEngine:
             config.group_idle,
         )
         self._compactions: set[asyncio.Task[int]] = set()
-        self._deletions = Deletions(log, self._executions, self._committer, self._revisions, self._observations)
+        self._deletions = Deletions(
+            log, self._executions, self._committer, self._revisions, self._observations, on_fenced=self._lost
+        )
         self._replicas = Replicas(
             log, self._executions, self._revisions, self._observations, on_deleted=self._deletions.forget
         )
@@ -121,6 +123,16 @@ class StateEngine:
         if self._leaseholder is not None:
             await self._leaseholder.advertise(address)
 
+    async def owns(self, execution_id: str) -> bool:
+        """Whether this replica holds the execution's lease, taken now if its owner's heartbeat expired (or it
+        has none); True on a log of this server's own."""
+        if self._leaseholder is None:
+            return True
+        try:
+            return await self._leaseholder.take(execution_id) is not None
+        except NotOwnerError:
+            return False
+
     @property
     def replica_id(self) -> str | None:
         """This replica's id among those of a shared log with leases (None otherwise)."""
@@ -137,12 +149,13 @@ class StateEngine:
         self._texts.close()
         await self._log.close()
 
-    def _lost(self, execution_ids: set[str]) -> None:
-        """Another replica took these executions over: drop them, and end their streams here UNAVAILABLE (a
-        client resumes them, and this server forwards them to the new owner)."""
-        for execution_id in execution_ids:
+    def _lost(self, epochs: Mapping[str, int]) -> None:
+        """Another replica took these executions over (id -> the epoch this replica held): drop them (unless
+        taken back since), and end their streams here UNAVAILABLE (a client resumes them, and this server
+        forwards them to the new owner)."""
+        for execution_id, epoch in epochs.items():
             execution = self._executions.loaded.get(execution_id)
-            if execution is None:
+            if execution is None or execution.lease_epoch != epoch:
                 continue
             self._executions.forget(execution_id)
             moved = NotOwnerError(execution_id, "", 0.0)

@@ -226,13 +226,18 @@ async def start_server(
 
 
 def _forwarder(engine: StateEngine, config: EngineConfig, tls: ServerTLS | None) -> Forwarder | None:
-    """Replicas with leases forward calls to each other: over TLS when they serve TLS (the peers'
-    certificates checked against the system's roots). A unary call waits twice the lease for the owner (an
-    owner stalled that long has lost its lease), then is routed again."""
+    """Replicas with leases forward calls to each other, over TLS when they serve TLS. A forwarded unary call
+    asks every lease's length whether its owner stalled past its lease (then this replica takes it over)."""
     if engine.replica_id is None:
         return None
-    patience = 2 * (config.lease_seconds or 0)
-    return Forwarder(engine.replica_id, max(patience, 2.0), grpc.ssl_channel_credentials() if tls else None)
+    patience = config.lease_seconds or 0.0
+    return Forwarder(engine.replica_id, engine.owns, patience, _peer_credentials(tls) if tls else None)
+
+
+def _peer_credentials(tls: ServerTLS) -> grpc.ChannelCredentials:
+    """How a replica calls another over TLS: presenting its own certificate (a client certificate where the
+    others ask for one) and trusting the CA that signs clients' certificates, else the system's roots."""
+    return grpc.ssl_channel_credentials(tls.client_ca, tls.private_key, tls.cert_chain)
 
 
 async def _serve_grpc(

@@ -59,10 +59,16 @@ class Rerouted(Exception):
 class Forwarder:
     """Calls owners on behalf of this replica's callers, over one channel per owner address."""
 
-    def __init__(self, replica_id: str, patience: float, credentials: grpc.ChannelCredentials | None = None) -> None:
-        """`patience`: seconds a unary call waits for an owner's answer before it routes again (an owner that
-        stalls past its lease loses it to the next replica that asks)."""
-        self._replica_id, self._patience, self._credentials = replica_id, patience, credentials
+    def __init__(
+        self,
+        replica_id: str,
+        owns: Callable[[str], Awaitable[bool]],
+        patience: float,
+        credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
+        """`owns(execution_id)` tells whether this replica holds the execution's lease, taking it if its owner's
+        heartbeat expired; it is asked every `patience` seconds an owner takes to answer a unary call."""
+        self._replica_id, self._owns, self._patience, self._credentials = replica_id, owns, patience, credentials
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._closing: set[asyncio.Future[None]] = set()
 
@@ -89,6 +95,7 @@ class Forwarder:
             except FencedError:  # taken over mid-call: nothing of it was committed; the next try finds the owner
                 if asyncio.get_running_loop().time() > give_up_at:
                     raise
+                await asyncio.sleep(0.01)
             except NotOwnerError as e:
                 if self.forwarded(context) or asyncio.get_running_loop().time() > give_up_at:
                     raise
@@ -102,20 +109,26 @@ class Forwarder:
                     failed = e.owner_address  # look again at once: it may have handed its leases over
 
     async def unary(self, address: str, path: str, request: Any, reply: type[R], context: Any) -> R:
-        """The owner's answer. A call that may have taken effect there before the owner failed is routed again
-        only if taking effect twice is impossible (`repeatable`); else the caller hears UNAVAILABLE, the
-        status whose outcome is unknown, as from a server that died under its call."""
+        """The owner's answer. An owner slow to answer is waited for as long as it holds the lease; one that
+        stalls past it loses it to this replica, and the call is routed again. A call that may have taken
+        effect at an owner that failed is routed again only if taking effect twice is impossible
+        (`repeatable`); else the caller hears UNAVAILABLE, the status whose outcome is unknown, as from a
+        server that died under its call (a deposed owner can commit nothing more: its commits are fenced)."""
         call = self._channel(address).unary_unary(path, _serialize, reply.FromString)  # type: ignore[attr-defined]
-        remaining = context.time_remaining()
-        patient = remaining is None or remaining > self._patience
+        answer = asyncio.ensure_future(
+            call(request, metadata=self._metadata(context), timeout=context.time_remaining())
+        )
         try:
-            return await call(  # type: ignore[no-any-return]
-                request, metadata=self._metadata(context), timeout=self._patience if patient else remaining
-            )
+            while not (await asyncio.wait({answer}, timeout=self._patience))[0]:
+                if await self._owns(request.execution_id):
+                    answer.cancel()
+                    await self._relay(None, context, repeatable(path, request), f"the owner at {address} stalled")
+            return answer.result()  # type: ignore[no-any-return]
         except grpc.aio.AioRpcError as e:
-            gave_up = patient and e.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-            await self._relay(e, context, repeatable(path, request), gave_up)
+            await self._relay(e, context, repeatable(path, request))
             raise
+        finally:
+            answer.cancel()
 
     async def stream(self, address: str, path: str, request: Any, reply: type[R], context: Any) -> AsyncIterator[R]:
         """The owner's stream; Rerouted if it fails before its first message for a reason that re-routes."""
@@ -159,19 +172,23 @@ class Forwarder:
 
         return relayed()
 
-    async def _relay(self, error: grpc.aio.AioRpcError, context: Any, repeatable: bool, gave_up: bool = False) -> None:
+    async def _relay(
+        self, error: grpc.aio.AioRpcError | None, context: Any, repeatable: bool, stalled: str = ""
+    ) -> None:
         """Answer the caller with the owner's status, or raise Rerouted when the call should look again: the
         execution moved (nothing was done), the owner was not reached at all, or it failed under a call that
-        may be repeated (gone, stalled past `patience`, or cancelled by its shutdown)."""
-        code, reason = error.code(), _reason(error)
-        if reason in MOVED or (code == grpc.StatusCode.UNAVAILABLE and _never_sent(error)):
-            raise Rerouted(error.details()) from error
-        failed = gave_up or (reason is None and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED))
-        if failed and repeatable:
-            raise Rerouted(error.details()) from error
-        if failed:
+        may be repeated (gone, cancelled by its shutdown, or `stalled` past its lease: error None)."""
+        code, reason = (error.code(), _reason(error)) if error is not None else (None, None)
+        details = error.details() if error is not None else stalled
+        if error is not None and (reason in MOVED or (code == grpc.StatusCode.UNAVAILABLE and _never_sent(error))):
+            raise Rerouted(details) from error
+        gone = reason is None and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+        if (error is None or gone) and repeatable:
+            raise Rerouted(details) from error
+        if error is None or gone:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"the owner of the execution failed under the call: "
-                                f"it may or may not have taken effect ({error.details()})")  # fmt: skip
+                                f"it may or may not have taken effect ({details})")  # fmt: skip
+        assert error is not None
         await _abort_as(error, context)
 
     def _metadata(self, context: Any) -> list[tuple[str, str | bytes]]:

@@ -50,13 +50,21 @@ class Call:
     forwarder: Forwarder | None = None
     """On replicas with leases: forwards a call for an execution another replica owns (forwarding.py)."""
 
-    async def serve(self, implementation: Callable[[Any, Any], Awaitable[R]], request: Any, context: Any) -> R:
-        """A unary call's answer: from here, or from its execution's owner."""
+    async def serve(
+        self, implementation: Callable[[Any, Any], Awaitable[R]], request: Any, context: Any, identity: Identity
+    ) -> R:
+        """A unary call's answer: from here, in one of this server's seats, or from its execution's owner (no
+        seat is held here meanwhile: replicas forwarding to each other must not wait for each other's seats)."""
+
+        async def here() -> R:
+            async with self.guard.admitted(identity, context.peer()):
+                return await implementation(request, context)
+
         if self.forwarder is None:
-            return await implementation(request, context)
+            return await here()
         forwarder = self.forwarder
         return await forwarder.route(
-            lambda: implementation(request, context),
+            here,
             lambda owner: forwarder.unary(owner, self.path, request, self.reply, context),
             context,
         )
@@ -108,8 +116,7 @@ def _unary(
         started = time.perf_counter()
         try:
             identity = await call.admit(request, context)
-            async with call.guard.admitted(identity, context.peer()):
-                return await call.serve(implementation, request, context)
+            return await call.serve(implementation, request, context, identity)
         except Exception as e:
             if isinstance(e, grpc.aio.AbortError):
                 raise

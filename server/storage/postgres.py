@@ -43,8 +43,18 @@ class Database:
     StorageFullError.
     """
 
-    def __init__(self, dsn: str, schema: str | None, ddl: str, what: str, pool_size: int = 2) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        schema: str | None,
+        ddl: str,
+        what: str,
+        pool_size: int = 2,
+        settings: dict[str, str] | None = None,
+    ) -> None:
+        """`settings` are PostgreSQL settings for the pool's connections."""
         self.dsn, self.schema, self._ddl, self._what, self._pool_size = dsn, schema, ddl, what, pool_size
+        self._settings = settings or {}
         self._pool: asyncpg.Pool | None = None
 
     @property
@@ -61,13 +71,14 @@ class Database:
                 self.dsn,
                 min_size=1,
                 max_size=self._pool_size,
-                server_settings={"search_path": self.schema} if self.schema else {},
+                server_settings={**self._settings, **({"search_path": self.schema} if self.schema else {})},
             )
-            async with self._pool.acquire() as connection, connection.transaction():
-                await connection.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK)
-                if self.schema:
-                    await connection.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
-                await connection.execute(self._ddl)
+            if self._ddl:  # (a pool on tables another store makes has none)
+                async with self._pool.acquire() as connection, connection.transaction():
+                    await connection.execute("SELECT pg_advisory_xact_lock($1)", SCHEMA_LOCK)
+                    if self.schema:
+                        await connection.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+                    await connection.execute(self._ddl)
         except BaseException as e:
             await self.close()
             if isinstance(e, ERRORS):

@@ -132,6 +132,7 @@ async def test_an_owner_paused_past_its_lease_is_taken_over_and_forwards_once_it
             os.kill(a.pid, signal.SIGCONT)
         assert second.revision == 2
         # a wakes up thinking it owns x: it finds it lost the lease before it serves anything of x
+        assert (await on_a.get_state("x")).revision == 2
         third = await on_a.submit_patch("x", {"n": 1}, agent_id="w", base_revision=0, client_patch_id="k3")
         assert third.revision == 3
         assert await history(on_a, "x") == await history(on_b, "x")
@@ -239,3 +240,24 @@ async def test_a_client_that_follows_owners_calls_the_owner_directly_and_finds_t
         assert [r.revision for r in results] == [3, 4]  # b took x over; the client found it through b
         await asyncio.wait_for(watching, 30)
         assert seen == [1, 2, 3, 4]
+
+
+async def test_replicas_forwarding_to_each_other_hold_no_seat_while_they_wait(
+    postgres_schema: tuple[str, str],  # noqa: F811
+) -> None:
+    """Every call to each replica is for the other's execution: with seats held while forwarding, each
+    replica's seats would all wait for a seat at the other."""
+    dsn, schema = postgres_schema
+    servers = [await start_server(PostgresRevisionLog(dsn, schema=schema), "127.0.0.1:0", seats=2) for _ in range(2)]
+    try:
+        clients = [StateClient(f"127.0.0.1:{server.port}") for server in servers]
+        async with clients[0] as on_a, clients[1] as on_b:
+            await on_a.create_execution("x", schema=COUNTER, initial_state={"n": 0})
+            await on_b.create_execution("y", schema=COUNTER, initial_state={"n": 0})
+            calls = [on_b.submit_patch("x", {"n": 1}, agent_id="w", base_revision=0) for _ in range(50)]
+            calls += [on_a.submit_patch("y", {"n": 1}, agent_id="w", base_revision=0) for _ in range(50)]
+            results = await asyncio.wait_for(asyncio.gather(*calls), 30)
+            assert sorted(r.revision for r in results) == sorted([*range(1, 51), *range(1, 51)])
+    finally:
+        for server in servers:
+            await server.stop(grace=0)

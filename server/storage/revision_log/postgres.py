@@ -127,6 +127,9 @@ _REVISION_TYPES = (
 _SNAPSHOT_TYPES = ("text", "bigint", "text", "text")
 _OBSERVATION_TYPES = ("text", "bigint", "text", "text", "text", "text", "float8")
 
+SETTINGS = {"idle_in_transaction_session_timeout": "5s"}
+"""A transaction of a replica that stalls in it (paused, its host frozen or cut off) is ended after this,
+with its row locks: a commit holds its leases' rows, which another replica's take waits for."""
 CHANNEL = "skillstate_commits"
 """Each commit notifies this channel with `<server>:<execution id>` for every execution it wrote."""
 
@@ -156,9 +159,11 @@ class PostgresRevisionLog(RevisionLog):
     shared = True
 
     def __init__(self, dsn: str, *, schema: str | None = None, pool_size: int = 4) -> None:
-        self._db = Database(dsn, schema, _DDL + LEASES_DDL, "revision log", pool_size)
+        self._db = Database(dsn, schema, _DDL + LEASES_DDL, "revision log", pool_size, SETTINGS)
         self._server = uuid.uuid4().hex[:12]
-        """This server's name in commit notices, so that it does not follow its own commits."""
+        """This server's name in commit notices (so that it does not follow its own commits), and its id as
+        the owner of leases."""
+        self._leases = PostgresLeases(self._db, self._server)
 
     async def open(self) -> None:
         await self._db.open()
@@ -188,6 +193,7 @@ class PostgresRevisionLog(RevisionLog):
         return f"{CHANNEL}_{self._db.schema}" if self._db.schema else CHANNEL
 
     async def close(self) -> None:
+        await self._leases.close()
         await self._db.close()
 
     async def changes(self) -> AsyncIterator[str]:
@@ -318,7 +324,7 @@ class PostgresRevisionLog(RevisionLog):
         await self._db.transaction(*statements, check=check)
 
     def leases(self) -> LeaseTable:
-        return PostgresLeases(self._db, self._server)
+        return self._leases
 
     async def head_revision(self, execution_id: str) -> int:
         await self._require(execution_id)

@@ -4,9 +4,10 @@ the database's clock. The commit fence is `FENCE`, run first in each group commi
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ...errors import FencedError, StorageError
-from ..postgres import Check, Database
+from ..postgres import ERRORS, Check, Database
 from .leases import Lease, LeaseTable
 
 DDL = """
@@ -25,25 +26,19 @@ ALTER TABLE revisions ADD COLUMN IF NOT EXISTS lease_epoch BIGINT NOT NULL DEFAU
 """Lease rows outlive their executions (a deleted id created again goes on from its last epoch, so a replica
 deposed before the delete cannot commit into the new one); heartbeats of replicas gone a day are dropped."""
 
-_LIVE = "EXISTS (SELECT 1 FROM replicas r WHERE r.owner = {0} AND r.expires_at > clock_timestamp())"
-
-_ACQUIRE = f"""
-INSERT INTO leases AS l (execution_id, owner, epoch)
-SELECT $1::text, $2::text, 1 WHERE $3::boolean OR EXISTS (SELECT 1 FROM executions WHERE execution_id = $1)
-ON CONFLICT (execution_id) DO UPDATE SET
-    epoch = CASE WHEN l.owner = EXCLUDED.owner THEN l.epoch ELSE l.epoch + 1 END, owner = EXCLUDED.owner
-WHERE l.owner = EXCLUDED.owner OR NOT {_LIVE.format("l.owner")}
-RETURNING epoch
-"""
 _HOLDER = """
-SELECT l.owner, r.address, l.epoch, EXTRACT(EPOCH FROM r.expires_at - clock_timestamp())::float8
-FROM leases l JOIN replicas r ON r.owner = l.owner WHERE l.execution_id = $1
+SELECT address, EXTRACT(EPOCH FROM expires_at - clock_timestamp())::float8 FROM replicas WHERE owner = $1
+FOR SHARE
 """
+"""The holder's heartbeat, read afresh after the lease row is locked (a statement of its own: a snapshot taken
+after the wait), and locked until the take commits: a holder renewing meanwhile waits, then sees the take."""
 _EXISTS = "SELECT EXISTS (SELECT 1 FROM executions WHERE execution_id = $1)"
 _HELD = """
 SELECT l.execution_id FROM leases l JOIN unnest($2::text[], $3::bigint[]) AS w(execution_id, epoch)
 ON l.execution_id = w.execution_id AND l.epoch = w.epoch WHERE l.owner = $1
 """
+_RACED = Lease("", "", "", 0, 0.0)
+"""A take that found no lease row, then another replica's: looked at again."""
 FENCE = _HELD + " ORDER BY l.execution_id FOR SHARE OF l"
 """The leases a commit writes under, locked for its transaction in one order (a take of one waits for it)."""
 
@@ -63,9 +58,14 @@ def fence_check(owner: str, epochs: Mapping[str, int]) -> Check:
 class PostgresLeases(LeaseTable):
     def __init__(self, db: Database, owner: str) -> None:
         self._db, self.owner = db, owner
+        self._seconds = 3.0
+        self._beats = Database(db.dsn, db.schema, "", "replica heartbeat", pool_size=1)
+        """A connection of its own for the heartbeat: takes waiting on row locks never hold it up."""
 
     async def join(self, address: str, seconds: float) -> None:
-        await self._db.transaction(
+        self._seconds = seconds
+        await self._beats.open()
+        await self._beats.transaction(
             ("DELETE FROM replicas WHERE expires_at < clock_timestamp() - interval '1 day'", ()),
             (
                 "INSERT INTO replicas VALUES ($1, $2, clock_timestamp() + make_interval(secs => $3)) "
@@ -75,7 +75,7 @@ class PostgresLeases(LeaseTable):
         )
 
     async def heartbeat(self, seconds: float) -> bool:
-        alive = await self._db.value(
+        alive = await self._beats.value(
             "WITH old AS (SELECT expires_at FROM replicas WHERE owner = $1 FOR UPDATE) "
             "UPDATE replicas SET expires_at = clock_timestamp() + make_interval(secs => $2) FROM old "
             "WHERE replicas.owner = $1 RETURNING old.expires_at > clock_timestamp()",
@@ -89,17 +89,48 @@ class PostgresLeases(LeaseTable):
         return {row[0] for row in rows}
 
     async def acquire(self, execution_id: str, *, new: bool = False) -> Lease | None:
-        for _ in range(3):  # the holder may expire, or a lease row appear, between the two reads
-            epoch = await self._db.value(_ACQUIRE, execution_id, self.owner, new)
-            if epoch is not None:
-                return Lease(execution_id, self.owner, "", int(epoch), float("inf"))
-            rows = await self._db.fetch(_HOLDER, execution_id)
-            if rows and rows[0][0] != self.owner and rows[0][3] > 0:
-                owner, address, held, expires_in = rows[0]
-                return Lease(execution_id, owner, address, int(held), float(expires_in))
-            if not new and not await self._db.value(_EXISTS, execution_id):
-                return None
-        raise StorageError(f"the lease of execution {execution_id!r} changed hands three times in a row: try again")
+        for _ in range(3):
+            try:
+                async with self._db.pool.acquire() as connection, connection.transaction():
+                    # waiting longer means the holder's commit is stalled: its transaction is ended by the
+                    # revision log's idle_in_transaction_session_timeout, and the caller tries again
+                    await connection.execute(f"SET LOCAL lock_timeout = {round(self._seconds * 1000)}")
+                    lease = await self._acquire(connection, execution_id, new)
+            except ERRORS as e:
+                raise StorageError(f"taking the lease of execution {execution_id!r} failed: {e}") from e
+            if lease is not _RACED:
+                return lease
+        raise StorageError(f"the lease of execution {execution_id!r} was contended three times in a row: try again")
+
+    async def _acquire(self, connection: Any, execution_id: str, new: bool) -> Lease | None:
+        held = await connection.fetchrow(
+            "SELECT owner, epoch FROM leases WHERE execution_id = $1 FOR UPDATE", execution_id
+        )  # waits for the commits in flight under the lease
+        if held is not None and held["owner"] == self.owner:
+            return Lease(execution_id, self.owner, "", int(held["epoch"]), float("inf"))
+        if held is not None:
+            holder = await connection.fetchrow(_HOLDER, held["owner"])
+            if holder is not None and holder[1] > 0:
+                return Lease(execution_id, held["owner"], holder[0], int(held["epoch"]), float(holder[1]))
+        if not new and not await connection.fetchval(_EXISTS, execution_id):
+            return None
+        if held is not None:  # its holder is gone: taken, under the row lock this transaction holds
+            epoch = await connection.fetchval(
+                "UPDATE leases SET owner = $2, epoch = epoch + 1 WHERE execution_id = $1 RETURNING epoch",
+                execution_id, self.owner,
+            )  # fmt: skip
+        else:  # nobody has held it: made, unless another replica made it meanwhile (then look again)
+            epoch = await connection.fetchval(
+                "INSERT INTO leases VALUES ($1, $2, 1) ON CONFLICT DO NOTHING RETURNING epoch", execution_id, self.owner
+            )
+            if epoch is None:
+                return _RACED
+        return Lease(execution_id, self.owner, "", int(epoch), float("inf"))
 
     async def leave(self) -> None:
-        await self._db.transaction(("DELETE FROM replicas WHERE owner = $1", (self.owner,)))
+        if self._beats.is_open:
+            await self._beats.transaction(("DELETE FROM replicas WHERE owner = $1", (self.owner,)))
+
+    async def close(self) -> None:
+        """Close the heartbeat's connection (the log closes it)."""
+        await self._beats.close()
