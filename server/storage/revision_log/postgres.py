@@ -131,7 +131,8 @@ SETTINGS = {"idle_in_transaction_session_timeout": "5s"}
 """A transaction of a replica that stalls in it (paused, its host frozen or cut off) is ended after this,
 with its row locks: a commit holds its leases' rows, which another replica's take waits for."""
 CHANNEL = "skillstate_commits"
-"""Each commit notifies this channel with `<server>:<execution id>` for every execution it wrote."""
+"""Each commit notifies this channel with `<server>:<execution id>` for every execution it wrote (but those
+it holds the lease of: replicas with leases off follow the others' commits this way)."""
 
 
 def _unnest_insert(table: str, columns: tuple[str, ...], types: tuple[str, ...]) -> str:
@@ -307,11 +308,15 @@ class PostgresRevisionLog(RevisionLog):
         return int(head) if head is not None else int(compacted)
 
     async def commit(self, batch: Batch) -> None:
+        """Commit the batch in one transaction; under leases (a fence), with no notice: nobody else holds the
+        executions it writes, so nobody follows their commits."""
+        fence = batch.fence
         written = sorted({r.execution_id for r in batch.revisions} | {o.execution_id for o in batch.observations})
         statements: list[Statement] = [
-            ("SELECT pg_notify($1, $2)", (self._channel, f"{self._server}:{execution_id}")) for execution_id in written
+            ("SELECT pg_notify($1, $2)", (self._channel, f"{self._server}:{execution_id}"))
+            for execution_id in written
+            if execution_id not in fence
         ]
-        fence = batch.fence
         revisions = [(*revision_row(r), fence.get(r.execution_id, 0)) for r in batch.revisions]
         for sql, rows, width in (
             (_INSERT_REVISIONS, revisions, len(REVISION_COLUMNS) + 1),

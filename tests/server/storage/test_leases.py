@@ -4,15 +4,18 @@ the epoch it was made under, so a deposed owner writes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
+import asyncpg
 import pytest
 
 from skillstate.server.errors import FencedError
 from skillstate.server.storage.records import Batch, ExecutionRecord, RevisionRecord, SnapshotRecord
 from skillstate.server.storage.revision_log.leases import LeaseTable
 from skillstate.server.storage.revision_log.postgres import PostgresRevisionLog
+from skillstate.server.storage.revision_log.postgres_leases import FENCE
 
 from ...postgres import postgres_schema  # noqa: F401 - a fixture
 from ...waiting import eventually
@@ -99,3 +102,49 @@ async def test_a_replica_that_leaves_hands_its_leases_over_at_once(
 async def _taken_by(table: LeaseTable, execution_id: str) -> object:
     lease = await table.acquire(execution_id)
     return lease if lease is not None and lease.owner == table.owner else None
+
+
+async def test_a_take_waiting_on_a_commit_sees_the_holder_renew_meanwhile(
+    logs: tuple[PostgresRevisionLog, PostgresRevisionLog],
+    postgres_schema: tuple[str, str],  # noqa: F811
+) -> None:
+    """A's commit holds x's lease while A's heartbeat has expired; B's take waits for the commit; A renews
+    meanwhile. The take must judge A by its heartbeat after the wait, not before: A keeps x."""
+    a, b = tables(*logs)
+    await a.join("a:1", 60)
+    await b.join("b:1", 60)
+    assert (await a.acquire("x")).epoch == 1  # type: ignore[union-attr]
+    dsn, schema = postgres_schema
+    commit = await asyncpg.connect(dsn, server_settings={"search_path": schema})
+    try:
+        in_flight = commit.transaction()
+        await in_flight.start()
+        await commit.fetch(FENCE, a.owner, ["x"], [1])  # A's commit of x, under way
+        await commit_free(
+            dsn, schema, "UPDATE replicas SET expires_at = now() - interval '1 second' WHERE owner = $1", a.owner
+        )
+        take = asyncio.create_task(b.acquire("x"))
+        await eventually(lambda: waiting_on_a_lock(dsn), timeout=10)
+        assert not await a.heartbeat(60)  # expired: A is alive again, and looks at what it holds
+        await in_flight.commit()
+        assert await a.held({"x": 1}) == {"x"}
+        taken = await take
+        assert taken is not None and (taken.owner, taken.epoch) == (a.owner, 1)
+    finally:
+        await commit.close()
+
+
+async def commit_free(dsn: str, schema: str, sql: str, *args: object) -> None:
+    connection = await asyncpg.connect(dsn, server_settings={"search_path": schema})
+    try:
+        await connection.execute(sql, *args)
+    finally:
+        await connection.close()
+
+
+async def waiting_on_a_lock(dsn: str) -> bool:
+    connection = await asyncpg.connect(dsn)
+    try:
+        return bool(await connection.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"))
+    finally:
+        await connection.close()
