@@ -47,6 +47,9 @@ CHANNEL_OPTIONS = (
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
 )
+RECHECK_SECONDS = 0.25
+"""How often a call whose owner failed looks at the lease again (a replica shutting down hands its leases
+over as soon as its last calls are done; a dead one's expire)."""
 MAX_CHANNELS = 64
 """Channels to owners kept open at most (one per address: replicas restarted on new ports leave old ones)."""
 _NOT_FORWARDED = ("user-agent", "content-type", "te", FORWARDED_BY)
@@ -100,7 +103,7 @@ class Forwarder:
                 if self.forwarded(context) or asyncio.get_running_loop().time() > give_up_at:
                     raise
                 if e.owner_address == failed:  # still the owner that failed: taken once its heartbeat expires
-                    await asyncio.sleep(min(max(e.expires_in, 0.05), 1.0))
+                    await asyncio.sleep(min(max(e.expires_in, 0.05), RECHECK_SECONDS))
                     failed = None
                     continue
                 try:
