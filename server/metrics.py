@@ -44,6 +44,9 @@ class Metrics:
     def race_lost(self) -> None:
         pass
 
+    def forwarded(self, method: str) -> None:
+        """A call sent on to the replica that owns its execution."""
+
     def conflict(self, policies: list[str]) -> None:
         pass
 
@@ -58,7 +61,7 @@ class Metrics:
 
     def watch_gauges(self, **readers: Callable[[], float]) -> None:
         """Gauges read when scraped: watchers, observation_streams, commit_queue_depth, executions_loaded,
-        executions_unloaded (since the start)."""
+        executions_unloaded and executions_lost (since the start: dropped when another replica took them)."""
 
 
 NO_METRICS = Metrics()
@@ -80,6 +83,8 @@ class PrometheusMetrics(Metrics):
         self._batch = Histogram("skillstate_commit_batch_items", "Items in one group commit", registry=r,
                                 buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))  # fmt: skip
         self._races = Counter("skillstate_commit_races", "Group commits another server's commit beat", registry=r)
+        self._forwarded = Counter("skillstate_rpc_forwarded", "Calls sent on to the replica owning their execution",
+                                  ["method"], registry=r)  # fmt: skip
         self._conflicts = Counter("skillstate_conflicts", "Patches refused ABORTED, by the policy at each conflict",
                                   ["policy"], registry=r)  # fmt: skip
         self._resolutions = Counter("skillstate_resolutions", "Concurrent writes merged, by policy and outcome",
@@ -102,6 +107,9 @@ class PrometheusMetrics(Metrics):
 
     def race_lost(self) -> None:
         self._races.inc()
+
+    def forwarded(self, method: str) -> None:
+        self._forwarded.labels(method).inc()
 
     def conflict(self, policies: list[str]) -> None:
         for policy in policies:

@@ -92,6 +92,8 @@ class StateEngine:
         self._replicas = Replicas(
             log, self._executions, self._revisions, self._observations, on_deleted=self._deletions.forget
         )
+        self._executions_lost = 0
+        """Executions dropped since the start because another replica took them over (a metric)."""
         leases = log.leases() if config.lease_seconds is not None else None
         self._leaseholder = None
         if leases is not None and config.lease_seconds is not None:
@@ -105,6 +107,7 @@ class StateEngine:
             commit_queue_depth=lambda: self._committer.queue_depth,
             executions_loaded=lambda: len(self._executions.loaded),
             executions_unloaded=lambda: self._executions.unloads,
+            executions_lost=lambda: self._executions_lost,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -157,6 +160,7 @@ class StateEngine:
             execution = self._executions.loaded.get(execution_id)
             if execution is None or execution.lease_epoch != epoch:
                 continue
+            self._executions_lost += 1
             self._executions.forget(execution_id)
             moved = NotOwnerError(execution_id, "", 0.0)
             self._revisions.cut(execution_id, moved)

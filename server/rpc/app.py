@@ -212,7 +212,7 @@ async def start_server(
         undo.push_async_callback(engine.close)
         await registry.start()
         undo.push_async_callback(registry.close)
-        forwarder = _forwarder(engine, config, tls)
+        forwarder = _forwarder(engine, config, tls, metrics)
         server, port, serving = await _serve_grpc(
             engine, registry, guard, metrics, listen, config, tls, grpc_options, forwarder
         )
@@ -225,13 +225,13 @@ async def start_server(
     return RunningServer(server, engine, registry, port, guard, credentials, http, probe, serving, forwarder)
 
 
-def _forwarder(engine: StateEngine, config: EngineConfig, tls: ServerTLS | None) -> Forwarder | None:
+def _forwarder(engine: StateEngine, config: EngineConfig, tls: ServerTLS | None, metrics: Metrics) -> Forwarder | None:
     """Replicas with leases forward calls to each other, over TLS when they serve TLS. A forwarded unary call
     asks every lease's length whether its owner stalled past its lease (then this replica takes it over)."""
     if engine.replica_id is None:
         return None
     patience = config.lease_seconds or 0.0
-    return Forwarder(engine.replica_id, engine.owns, patience, _peer_credentials(tls) if tls else None)
+    return Forwarder(engine.replica_id, engine.owns, patience, _peer_credentials(tls) if tls else None, metrics)
 
 
 def _peer_credentials(tls: ServerTLS) -> grpc.ChannelCredentials:

@@ -25,6 +25,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from ..errors import FencedError, NotOwnerError
+from ..metrics import NO_METRICS, Metrics
 
 R = TypeVar("R")
 
@@ -68,10 +69,12 @@ class Forwarder:
         owns: Callable[[str], Awaitable[bool]],
         patience: float,
         credentials: grpc.ChannelCredentials | None = None,
+        metrics: Metrics = NO_METRICS,
     ) -> None:
         """`owns(execution_id)` tells whether this replica holds the execution's lease, taking it if its owner's
         heartbeat expired; it is asked every `patience` seconds an owner takes to answer a unary call."""
         self._replica_id, self._owns, self._patience, self._credentials = replica_id, owns, patience, credentials
+        self._metrics = metrics
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._closing: set[asyncio.Future[None]] = set()
 
@@ -117,6 +120,7 @@ class Forwarder:
         effect at an owner that failed is routed again only if taking effect twice is impossible
         (`repeatable`); else the caller hears UNAVAILABLE, the status whose outcome is unknown, as from a
         server that died under its call (a deposed owner can commit nothing more: its commits are fenced)."""
+        self._metrics.forwarded(_method(path))
         call = self._channel(address).unary_unary(path, _serialize, reply.FromString)  # type: ignore[attr-defined]
         answer = asyncio.ensure_future(
             call(request, metadata=self._metadata(context), timeout=context.time_remaining())
@@ -135,12 +139,14 @@ class Forwarder:
 
     async def stream(self, address: str, path: str, request: Any, reply: type[R], context: Any) -> AsyncIterator[R]:
         """The owner's stream; Rerouted if it fails before its first message for a reason that re-routes."""
+        self._metrics.forwarded(_method(path))
         call = self._channel(address).unary_stream(path, _serialize, reply.FromString)  # type: ignore[attr-defined]
         return await self._relayed(call(request, metadata=self._metadata(context)), context, repeatable=True)
 
     async def bidi(
         self, address: str, path: str, requests: AsyncIterator[Any], reply: type[R], context: Any
     ) -> AsyncIterator[R]:
+        self._metrics.forwarded(_method(path))
         call = self._channel(address).stream_stream(path, _serialize, reply.FromString)  # type: ignore[attr-defined]
         # a session's submits read by a failed call are gone with it: never routed again
         return await self._relayed(call(requests, metadata=self._metadata(context)), context, repeatable=False)
@@ -240,8 +246,12 @@ async def _abort_as(error: grpc.aio.AioRpcError, context: Any) -> None:
 def repeatable(path: str, request: Any) -> bool:
     """Whether calling `path` again with `request` after a failure of unknown outcome cannot do twice what
     the first did."""
-    method = path.rsplit("/", 1)[-1]
+    method = _method(path)
     return method in REPEATABLE or (method == "SubmitPatch" and bool(request.client_patch_id))
+
+
+def _method(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def _never_sent(error: grpc.aio.AioRpcError) -> bool:

@@ -11,6 +11,7 @@ import re
 import signal
 import sys
 import time
+import urllib.request
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -51,6 +52,14 @@ async def processes() -> AsyncIterator[list[asyncio.subprocess.Process]]:
             os.kill(process.pid, signal.SIGCONT)
             process.kill()
             await process.wait()
+
+
+async def scrape(server: RunningServer) -> str:
+    def get() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10) as reply:
+            return str(reply.read().decode())
+
+    return await asyncio.to_thread(get)
 
 
 async def owner_of(url: str, execution_id: str) -> str:
@@ -248,7 +257,12 @@ async def test_replicas_forwarding_to_each_other_hold_no_seat_while_they_wait(
     """Every call to each replica is for the other's execution: with seats held while forwarding, each
     replica's seats would all wait for a seat at the other."""
     dsn, schema = postgres_schema
-    servers = [await start_server(PostgresRevisionLog(dsn, schema=schema), "127.0.0.1:0", seats=2) for _ in range(2)]
+    servers = [
+        await start_server(
+            PostgresRevisionLog(dsn, schema=schema), "127.0.0.1:0", seats=2, metrics_listen="127.0.0.1:0"
+        )
+        for _ in range(2)
+    ]
     try:
         clients = [StateClient(f"127.0.0.1:{server.port}") for server in servers]
         async with clients[0] as on_a, clients[1] as on_b:
@@ -258,6 +272,8 @@ async def test_replicas_forwarding_to_each_other_hold_no_seat_while_they_wait(
             calls += [on_a.submit_patch("y", {"n": 1}, agent_id="w", base_revision=0) for _ in range(50)]
             results = await asyncio.wait_for(asyncio.gather(*calls), 30)
             assert sorted(r.revision for r in results) == sorted([*range(1, 51), *range(1, 51)])
+        for server in servers:  # each forwarded its 50 calls (and the other's create was its own)
+            assert 'skillstate_rpc_forwarded_total{method="SubmitPatch"} 50.0' in await scrape(server)
     finally:
         for server in servers:
             await server.stop(grace=0)
