@@ -16,9 +16,9 @@ from ..waiting import eventually
 WRITERS = 16
 
 
-async def start_server_process(db: Path) -> tuple[asyncio.subprocess.Process, int]:
+async def start_server_process(db: Path | str, *flags: str) -> tuple[asyncio.subprocess.Process, int]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "skillstate.cli", "serve", "--db", str(db), "--listen", "127.0.0.1:0",
+        sys.executable, "-m", "skillstate.cli", "serve", "--db", str(db), "--listen", "127.0.0.1:0", *flags,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     assert process.stdout is not None

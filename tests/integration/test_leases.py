@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
-import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator
@@ -27,20 +25,23 @@ from skillstate.server.storage.records import Right
 from skillstate.server.storage.revision_log.postgres import PostgresRevisionLog
 
 from ..postgres import postgres_schema, postgres_url  # noqa: F401 - fixtures
+from .test_crash import start_server_process
 
 COUNTER = {"type": "object", "properties": {"n": {"type": "integer", "x-merge": "counter"}}}
 
 
 async def replica(url: str, *flags: str) -> tuple[asyncio.subprocess.Process, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "skillstate.cli", "serve", "--db", url, "--listen", "127.0.0.1:0", *flags,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    assert process.stdout is not None
-    line = await asyncio.wait_for(process.stdout.readline(), 30)
-    match = re.search(rb"serving on [\d.]+:(\d+)", line)
-    assert match, line
-    return process, f"127.0.0.1:{int(match.group(1))}"
+    process, port = await start_server_process(url, *flags)
+    return process, f"127.0.0.1:{port}"
+
+
+async def two_replicas(
+    url: str, processes: list[asyncio.subprocess.Process], lease_seconds: str = "1"
+) -> tuple[asyncio.subprocess.Process, str, asyncio.subprocess.Process, str]:
+    """Replicas a and b (killed at the end of the test), and where each is called."""
+    (a, at_a), (b, at_b) = [await replica(url, "--lease-seconds", lease_seconds) for _ in range(2)]
+    processes += [a, b]
+    return a, at_a, b, at_b
 
 
 @pytest.fixture
@@ -79,8 +80,7 @@ async def test_the_owner_dies_and_another_replica_takes_over_losing_nothing(
     postgres_url: str,  # noqa: F811
     processes: list[asyncio.subprocess.Process],
 ) -> None:
-    (a, at_a), (_, at_b) = [await replica(postgres_url, "--lease-seconds", "1") for _ in range(2)]
-    processes += [a, _]
+    a, at_a, _, at_b = await two_replicas(postgres_url, processes)
     async with StateClient(at_a) as on_a, StateClient(at_b) as on_b:
         await on_a.create_execution("x", schema=COUNTER, initial_state={"n": 0})  # a owns it
         owner = await owner_of(postgres_url, "x")
@@ -101,8 +101,7 @@ async def test_a_session_and_a_watch_through_another_replica_go_on_when_the_owne
     postgres_url: str,  # noqa: F811
     processes: list[asyncio.subprocess.Process],
 ) -> None:
-    (a, at_a), (b, at_b) = [await replica(postgres_url, "--lease-seconds", "1") for _ in range(2)]
-    processes += [a, b]
+    a, at_a, _b, at_b = await two_replicas(postgres_url, processes)
     async with StateClient(at_a) as on_a, StateClient(at_b) as on_b:
         await on_a.create_execution("x", schema=COUNTER, initial_state={"n": 0})
         seen: list[int] = []
@@ -129,8 +128,7 @@ async def test_an_owner_paused_past_its_lease_is_taken_over_and_forwards_once_it
     postgres_url: str,  # noqa: F811
     processes: list[asyncio.subprocess.Process],
 ) -> None:
-    (a, at_a), (b, at_b) = [await replica(postgres_url, "--lease-seconds", "1") for _ in range(2)]
-    processes += [a, b]
+    a, at_a, _b, at_b = await two_replicas(postgres_url, processes)
     async with StateClient(at_a) as on_a, StateClient(at_b) as on_b:
         await on_a.create_execution("x", schema=COUNTER, initial_state={"n": 0})
         await on_a.submit_patch("x", {"n": 1}, agent_id="w", base_revision=0, client_patch_id="k1")
@@ -153,8 +151,7 @@ async def test_a_replica_shutting_down_hands_its_executions_over_without_waiting
     postgres_url: str,  # noqa: F811
     processes: list[asyncio.subprocess.Process],
 ) -> None:
-    (a, at_a), (b, at_b) = [await replica(postgres_url, "--lease-seconds", "60") for _ in range(2)]
-    processes += [a, b]
+    a, at_a, _b, at_b = await two_replicas(postgres_url, processes, lease_seconds="60")
     async with StateClient(at_a) as on_a, StateClient(at_b) as on_b:
         await on_a.create_execution("x", schema=COUNTER, initial_state={"n": 0})
         await on_b.submit_patch("x", {"n": 1}, agent_id="w", base_revision=0)
@@ -222,8 +219,7 @@ async def test_a_client_that_follows_owners_calls_the_owner_directly_and_finds_t
     postgres_url: str,  # noqa: F811
     processes: list[asyncio.subprocess.Process],
 ) -> None:
-    (a, at_a), (b, at_b) = [await replica(postgres_url, "--lease-seconds", "1") for _ in range(2)]
-    processes += [a, b]
+    a, at_a, b, at_b = await two_replicas(postgres_url, processes)
     async with StateClient(at_a) as on_a, StateClient(at_b, follow_owners=True) as following:
         await on_a.create_execution("x", schema=COUNTER, initial_state={"n": 0})
         seen: list[int] = []
