@@ -174,7 +174,8 @@ class RpcClient:
         policy, loop = self._retry, asyncio.get_running_loop()
         attempts = policy.attempts if retry else 1
         give_up_at = loop.time() + policy.deadline if retry and policy.deadline is not None else None
-        for attempt in range(attempts):
+        attempt = redirects = 0
+        while True:
             timeout = self._timeout
             if give_up_at is not None:
                 left = give_up_at - loop.time()
@@ -184,15 +185,16 @@ class RpcClient:
                 return await getattr(stub, method)(request, timeout=timeout, metadata=self._metadata)
             except grpc.aio.AioRpcError as e:
                 error = from_rpc_error(e)
-                if self._followed(request, error, stub) and attempt < attempts - 1:
-                    continue  # nothing was done: ask the owner now
+                if redirects < MAX_REDIRECTS and self._followed(request, error, stub):
+                    redirects += 1  # nothing was done (even a call never retried may go on): ask the owner now
+                    continue
                 if not retry or not isinstance(error, UnavailableError) or attempt == attempts - 1:
                     raise error from None
             pause = policy.backoff(attempt)
             if give_up_at is not None and loop.time() + pause >= give_up_at:
                 raise error from None  # the next attempt would start after the deadline: the last error says why
             await asyncio.sleep(pause)
-        raise AssertionError("unreachable")
+            attempt += 1
 
 
 class StateClient(RpcClient):
@@ -217,6 +219,8 @@ class StateClient(RpcClient):
         timeout: float | None = 30.0,
         follow_owners: bool = False,
     ) -> None:
+        if follow_owners and channel is not None:
+            raise ValueError("follow_owners: give target, token and tls (owners are called on channels of their own)")
         super().__init__(target, token=token, tls=tls, channel=channel, retry=retry, timeout=timeout)
         if follow_owners:
 

@@ -214,9 +214,8 @@ async def start_server(
         undo.push_async_callback(registry.close)
         forwarder = _forwarder(engine, config, tls, metrics)
         server, port, serving = await _serve_grpc(
-            engine, registry, guard, metrics, listen, config, tls, grpc_options, forwarder
+            engine, registry, guard, metrics, listen, config, tls, grpc_options, forwarder, advertise
         )
-        await engine.advertise(advertise or f"{_dialable(listen.rsplit(':', 1)[0])}:{port}")
         undo.pop_all()
     http = probe = None
     if prometheus and metrics_listen:
@@ -250,6 +249,7 @@ async def _serve_grpc(
     tls: ServerTLS | None,
     grpc_options: Sequence[tuple[str, Any]],
     forwarder: Forwarder | None,
+    advertise: str | None,
 ) -> tuple[grpc.aio.Server, int, ServingHealth]:
     size = config.limits.max_message_bytes
     options = {
@@ -273,6 +273,8 @@ async def _serve_grpc(
         port = 0
     if port == 0:
         raise OSError(f"cannot listen on {listen} (address in use or not available)")
+    # known to the other replicas before any call can make this one an owner
+    await engine.advertise(advertise or f"{_dialable(listen.rsplit(':', 1)[0])}:{port}")
     await server.start()
     await serving.serve()
     engine.on_storage_health(serving.storage)

@@ -24,7 +24,7 @@ import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from ..errors import FencedError, NotOwnerError
+from ..errors import FencedError, NotOwnerError, RolledBackError, StorageError
 from ..metrics import NO_METRICS, Metrics
 
 R = TypeVar("R")
@@ -98,7 +98,7 @@ class Forwarder:
         while True:
             try:
                 return await serve()
-            except FencedError:  # taken over mid-call: nothing of it was committed; the next try finds the owner
+            except (FencedError, RolledBackError):  # taken over mid-call (nothing of it was committed): look again
                 if asyncio.get_running_loop().time() > give_up_at:
                     raise
                 await asyncio.sleep(0.01)
@@ -127,7 +127,7 @@ class Forwarder:
         )
         try:
             while not (await asyncio.wait({answer}, timeout=self._patience))[0]:
-                if await self._owns(request.execution_id):
+                if await self._took_over(request.execution_id) and not answer.done():
                     answer.cancel()
                     await self._relay(None, context, repeatable(path, request), f"the owner at {address} stalled")
             return answer.result()  # type: ignore[no-any-return]
@@ -136,6 +136,14 @@ class Forwarder:
             raise
         finally:
             answer.cancel()
+
+    async def _took_over(self, execution_id: str) -> bool:
+        """Whether this replica now holds the lease of an execution whose owner is slow to answer; not yet if
+        the take cannot tell (the owner's commit still holds the lease, or the log is unreachable)."""
+        try:
+            return await self._owns(execution_id)
+        except StorageError:
+            return False
 
     async def stream(self, address: str, path: str, request: Any, reply: type[R], context: Any) -> AsyncIterator[R]:
         """The owner's stream; Rerouted if it fails before its first message for a reason that re-routes."""

@@ -118,6 +118,15 @@ class Database:
         except ERRORS as e:
             raise StorageError(f"{self._what} at {self.where}: {e}") from e
 
+    async def value_within(self, seconds: float, sql: str, *params: Any) -> Any:
+        """`value`, or StorageError after `seconds` (a connection the network dropped without a word)."""
+        try:
+            return await self.pool.fetchval(sql, *params, timeout=seconds)
+        except TimeoutError as e:
+            raise StorageError(f"{self._what} at {self.where}: no answer in {seconds:g} s") from e
+        except ERRORS as e:
+            raise StorageError(f"{self._what} at {self.where}: {e}") from e
+
     async def value(self, sql: str, *params: Any) -> Any:
         try:
             return await self.pool.fetchval(sql, *params)

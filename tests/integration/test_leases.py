@@ -273,3 +273,18 @@ async def test_replicas_forwarding_to_each_other_hold_no_seat_while_they_wait(
     finally:
         for server in servers:
             await server.stop(grace=0)
+
+
+async def test_a_client_following_owners_rides_out_a_crash_of_the_owner_at_the_default_lease(
+    postgres_url: str,  # noqa: F811
+    processes: list[asyncio.subprocess.Process],
+) -> None:
+    a, at_a, _b, at_b = await two_replicas(postgres_url, processes, lease_seconds="3")
+    async with StateClient(at_a) as on_a, StateClient(at_b, follow_owners=True) as following:
+        await on_a.create_execution("x", schema=COUNTER, initial_state={"n": 0})
+        assert await following.publish_observation("x", "*", {"t": 1}) == 1  # never retried, yet redirected
+        a.kill()
+        await a.wait()
+        # the owner named by b until its lease expires cannot be reached: the client waits on b, which takes x
+        assert (await following.submit_patch("x", {"n": 1}, agent_id="w", base_revision=0)).revision == 1
+        assert await following.publish_observation("x", "*", {"t": 2}) == 2

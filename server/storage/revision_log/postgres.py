@@ -127,7 +127,8 @@ _REVISION_TYPES = (
 _SNAPSHOT_TYPES = ("text", "bigint", "text", "text")
 _OBSERVATION_TYPES = ("text", "bigint", "text", "text", "text", "text", "float8")
 
-SETTINGS = {"idle_in_transaction_session_timeout": "5s"}
+STALLED_TRANSACTION = 2.0
+SETTINGS = {"idle_in_transaction_session_timeout": f"{STALLED_TRANSACTION:g}s"}
 """A transaction of a replica that stalls in it (paused, its host frozen or cut off) is ended after this,
 with its row locks: a commit holds its leases' rows, which another replica's take waits for."""
 CHANNEL = "skillstate_commits"
@@ -164,7 +165,7 @@ class PostgresRevisionLog(RevisionLog):
         self._server = uuid.uuid4().hex[:12]
         """This server's name in commit notices (so that it does not follow its own commits), and its id as
         the owner of leases."""
-        self._leases = PostgresLeases(self._db, self._server)
+        self._leases = PostgresLeases(self._db, self._server, lock_wait=STALLED_TRANSACTION + 1)
 
     async def open(self) -> None:
         await self._db.open()

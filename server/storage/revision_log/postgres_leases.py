@@ -56,8 +56,10 @@ def fence_check(owner: str, epochs: Mapping[str, int]) -> Check:
 
 
 class PostgresLeases(LeaseTable):
-    def __init__(self, db: Database, owner: str) -> None:
-        self._db, self.owner = db, owner
+    def __init__(self, db: Database, owner: str, lock_wait: float) -> None:
+        """`lock_wait`: the least seconds a take waits for a lease row (longer than a stalled transaction of
+        the holder lives)."""
+        self._db, self.owner, self._lock_wait = db, owner, lock_wait
         self._seconds = 3.0
         self._beats = Database(db.dsn, db.schema, "", "replica heartbeat", pool_size=1)
         """A connection of its own for the heartbeat: takes waiting on row locks never hold it up."""
@@ -75,7 +77,8 @@ class PostgresLeases(LeaseTable):
         )
 
     async def heartbeat(self, seconds: float) -> bool:
-        alive = await self._beats.value(
+        alive = await self._beats.value_within(
+            seconds / 2,
             "WITH old AS (SELECT expires_at FROM replicas WHERE owner = $1 FOR UPDATE) "
             "UPDATE replicas SET expires_at = clock_timestamp() + make_interval(secs => $2) FROM old "
             "WHERE replicas.owner = $1 RETURNING old.expires_at > clock_timestamp()",
@@ -94,7 +97,8 @@ class PostgresLeases(LeaseTable):
                 async with self._db.pool.acquire() as connection, connection.transaction():
                     # waiting longer means the holder's commit is stalled: its transaction is ended by the
                     # revision log's idle_in_transaction_session_timeout, and the caller tries again
-                    await connection.execute(f"SET LOCAL lock_timeout = {round(self._seconds * 1000)}")
+                    wait = max(self._seconds, self._lock_wait)
+                    await connection.execute(f"SET LOCAL lock_timeout = {round(wait * 1000)}")
                     lease = await self._acquire(connection, execution_id, new)
             except ERRORS as e:
                 raise StorageError(f"taking the lease of execution {execution_id!r} failed: {e}") from e
