@@ -15,7 +15,7 @@ from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
 from ._errors import SkillstateError, UnavailableError, from_rpc_error
-from ._owners import MAX_REDIRECTS, ROUTE_METADATA, Owners
+from ._owners import MAX_REDIRECTS, Owners
 from ._retry import Reopenings, RetryPolicy
 from ._session import Session
 from ._types import (
@@ -145,12 +145,14 @@ class RpcClient:
         self._retry = retry
         self._timeout = timeout
         self._owners: Owners | None = None
-        self._metadata: tuple[tuple[str, str], ...] | None = None
 
-    def _stub_for(self, request: Any) -> Any:
-        """The stub to send `request` to: its execution's owner's, for a client that follows owners."""
+    def _route(self, request: Any) -> tuple[Any, Sequence[tuple[str, str]] | None]:
+        """The stub to send `request` to, and the metadata to send with it: for a client that follows owners,
+        its execution's owner's when known (owners.py)."""
         execution_id = getattr(request, "execution_id", "")
-        return self._owners.stub(execution_id) if self._owners is not None and execution_id else self._stub
+        if self._owners is None or not execution_id:
+            return self._stub, None
+        return self._owners.route(execution_id)
 
     def _followed(self, request: Any, error: SkillstateError, stub: Any) -> bool:
         """Whether the failed call should go at once to the owner the error names."""
@@ -180,9 +182,9 @@ class RpcClient:
             if give_up_at is not None:
                 left = give_up_at - loop.time()
                 timeout = left if timeout is None else min(timeout, left)
-            stub = self._stub_for(request)
+            stub, metadata = self._route(request)
             try:
-                return await getattr(stub, method)(request, timeout=timeout, metadata=self._metadata)
+                return await getattr(stub, method)(request, timeout=timeout, metadata=metadata)
             except grpc.aio.AioRpcError as e:
                 error = from_rpc_error(e)
                 if redirects < MAX_REDIRECTS and self._followed(request, error, stub):
@@ -229,7 +231,7 @@ class StateClient(RpcClient):
                 stub: Any = type(self._stub)(channel)
                 return stub, channel
 
-            self._owners, self._metadata = Owners(self._stub, owner_stub), ROUTE_METADATA
+            self._owners = Owners(self._stub, owner_stub)
 
     async def create_execution(
         self,
@@ -325,9 +327,10 @@ class StateClient(RpcClient):
         server's progress messages (sent while nothing happens) are not yielded.
         """
 
-        def open_stream(cursor: int) -> tuple[Any, Any]:
+        def open_stream(cursor: int) -> tuple[Any, Any, Any]:
             request = pb.WatchRequest(execution_id=execution_id, from_revision=cursor)
-            return request, self._stub_for(request).Watch(request, metadata=self._metadata)
+            stub, metadata = self._route(request)
+            return request, stub, stub.Watch(request, metadata=metadata)
 
         def decode(message: pb.WatchResponse) -> tuple[int, RevisionEvent | Snapshot] | None:
             kind = message.WhichOneof("kind")
@@ -411,7 +414,7 @@ class StateClient(RpcClient):
         """
         resumed = [after_sequence]  # the agent's own observations: a group's deliveries do not move it
 
-        def open_stream(cursor: int) -> tuple[Any, Any]:
+        def open_stream(cursor: int) -> tuple[Any, Any, Any]:
             request = pb.StreamObservationsRequest(
                 execution_id=execution_id,
                 agent_id=agent_id,
@@ -421,7 +424,8 @@ class StateClient(RpcClient):
                 ack_deadline_ms=round(ack_deadline * 1000) if ack_deadline is not None else 0,
                 max_unacked=max_unacked,
             )
-            return request, self._stub_for(request).StreamObservations(request, metadata=self._metadata)
+            stub, metadata = self._route(request)
+            return request, stub, stub.StreamObservations(request, metadata=metadata)
 
         def decode(message: pb.StreamObservationsResponse) -> tuple[int, Observation]:
             if not message.observation.delivery:
@@ -465,13 +469,12 @@ class StateClient(RpcClient):
         ends the session). A cut stream is reopened: unanswered submits are sent again under their
         idempotency keys."""
 
-        def route(opening: pb.SessionOpen) -> tuple[Any, Callable[[SkillstateError], bool]]:
-            stub = self._stub_for(opening)
-            return stub, lambda error: self._followed(opening, error, stub)
+        def route(opening: pb.SessionOpen) -> tuple[Any, Any, Callable[[SkillstateError], bool]]:
+            stub, metadata = self._route(opening)
+            return stub, metadata, lambda error: self._followed(opening, error, stub)
 
         return Session(
             route,
-            self._metadata,
             self._retry,
             execution_id,
             agent_id,
@@ -486,18 +489,17 @@ class StateClient(RpcClient):
 
     async def _resumable(
         self,
-        open_stream: Callable[[int], tuple[Any, Any]],
+        open_stream: Callable[[int], tuple[Any, Any, Any]],
         decode: Callable[[Any], tuple[int, T] | None],
         cursor: int,
         resume: bool,
     ) -> AsyncIterator[T]:
         """Yield decoded messages (skipping those `decode` returns None for), reopening the stream from the
         last cursor after a resumable failure, within the policy's attempts and deadline. `open_stream(cursor)`
-        gives the request and its call."""
+        gives the request, the stub it was sent on, and the call."""
         reopenings, redirects = Reopenings(self._retry), 0
         while True:
-            request, call = open_stream(cursor)
-            stub = self._stub_for(request)
+            request, stub, call = open_stream(cursor)
             try:
                 async for message in call:
                     reopenings.reset()

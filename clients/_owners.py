@@ -9,7 +9,7 @@ import asyncio
 import collections
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
@@ -23,8 +23,8 @@ MAX_REDIRECTS = 3
 """Redirects in a row one stream follows before it counts a failure (two replicas that disagree for a moment
 about an owner must not bounce it forever)."""
 FAILED_SECONDS = 5.0
-"""How long an owner that could not be reached is not followed again (a lease outlives its owner by 3 s by
-default): calls go to the client's target, which takes the execution over."""
+"""How long an owner that could not be reached is not called again (a lease outlives its owner by 3 s by
+default): its executions' calls go through the client's target meanwhile, forwarded there."""
 MAX_CHANNELS = 16
 """Channels to owners kept open beyond those some execution is owned at."""
 MAX_KNOWN = 4096
@@ -40,31 +40,40 @@ class Owners:
         self._owner: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._stubs: dict[str, tuple[Any, grpc.aio.Channel]] = {}
         self._failed: dict[str, float] = {}
-        """Owners' addresses that could not be reached, and when: not followed again for FAILED_SECONDS."""
+        """Owners' addresses that could not be reached, and when: not called again for FAILED_SECONDS."""
+        self._forwarded: dict[str, float] = {}
+        """Executions whose calls go through the client's target, forwarded there, and since when: their owner
+        could not be reached (dead, or not reachable from this client) for FAILED_SECONDS."""
         self._closing: set[asyncio.Future[None]] = set()
 
-    def stub(self, execution_id: str) -> Any:
-        """The stub to call for the execution: its owner's when known, else the client's target."""
+    def route(self, execution_id: str) -> tuple[Any, Sequence[tuple[str, str]] | None]:
+        """The stub to call for the execution and the metadata to send: its owner's stub when known, asking to
+        be redirected; through the client's target, forwarded, while its owner cannot be reached."""
+        since = self._forwarded.get(execution_id)
+        if since is not None:
+            if time.monotonic() - since < FAILED_SECONDS:
+                return self._default, None
+            del self._forwarded[execution_id]
         address = self._owner.get(execution_id)
         if address is None:
-            return self._default
+            return self._default, ROUTE_METADATA
         self._owner.move_to_end(execution_id)
         if address not in self._stubs:
             self._stubs[address] = self._open_stub(address)
-        return self._stubs[address][0]
+        return self._stubs[address][0], ROUTE_METADATA
 
     def learn(self, execution_id: str, error: SkillstateError, stub: Any) -> bool:
-        """After a call on `stub` failed with `error`: True when it names the execution's owner, to call at
-        once. An owner that could not be reached is forgotten, and not followed again for FAILED_SECONDS (nor
-        one that names itself: restarted, it still holds the leases of its previous life for a while): calls
-        go to the client's target meanwhile, which takes the execution over once that owner's lease expires."""
-        address = error.metadata.get("owner_address") if error.reason == "NOT_OWNER" else None
+        """After a call on `stub` failed with `error`: True when it should be sent again at once, for nothing
+        was done: to the owner it names, or, when that owner could not be reached lately (or names itself: a
+        replica restarted holds the leases of its previous life for a while), through the client's target,
+        which forwards it (and takes the execution over once that owner's lease expires). An owner that
+        cannot be reached is forgotten."""
         now = time.monotonic()
-        if (
-            address
-            and address != self._address_of(stub)
-            and now - self._failed.get(address, -math.inf) >= FAILED_SECONDS
-        ):
+        address = error.metadata.get("owner_address") if error.reason == "NOT_OWNER" else None
+        if address:
+            if address == self._address_of(stub) or now - self._failed.get(address, -math.inf) < FAILED_SECONDS:
+                self._forwarded[execution_id] = now
+                return True
             self._owner[execution_id] = address
             self._owner.move_to_end(execution_id)
             while len(self._owner) > MAX_KNOWN:
@@ -75,6 +84,8 @@ class Owners:
             failed = self._owner.pop(execution_id, None)
             if failed is not None:
                 self._failed[failed] = now
+                self._forwarded[execution_id] = now
+            return "failed to connect" in str(error)  # never sent: nothing was done
         return False
 
     async def close(self) -> None:

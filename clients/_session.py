@@ -58,8 +58,7 @@ class Session:
 
     def __init__(
         self,
-        route: Callable[[pb.SessionOpen], tuple[Any, Callable[[SkillstateError], bool]]],
-        metadata: Sequence[tuple[str, str]] | None,
+        route: Callable[[pb.SessionOpen], tuple[Any, Any, Callable[[SkillstateError], bool]]],
         retry: RetryPolicy,
         execution_id: str,
         agent_id: str,
@@ -72,7 +71,9 @@ class Session:
         from_revision: int | None = None,
         receive_observations: bool = True,
     ) -> None:
-        self._route, self._metadata, self._retry = route, metadata, retry
+        self._route, self._retry = route, retry
+        """`route(opening)`: the stub to open the stream on, the metadata to send, and whether a failure of
+        that stream named the execution's owner to reopen at once (a client that follows owners)."""
         self._followed: Callable[[SkillstateError], bool] = lambda error: False
         """Whether the last connection's failure named the execution's owner to call at once (`route`)."""
         self.execution_id, self.agent_id = execution_id, agent_id
@@ -239,8 +240,8 @@ class Session:
         self._connection += 1
         self._by_sequence.clear()
         self._write_broke = False
-        stub, self._followed = self._route(self._opening)
-        call = stub.Session(metadata=self._metadata)
+        stub, metadata, self._followed = self._route(self._opening)
+        call = stub.Session(metadata=metadata)
         writer = asyncio.create_task(self._write(call, self._connection))
         try:
             while (message := await call.read()) is not grpc.aio.EOF:
