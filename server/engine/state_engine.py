@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import (
     DuplicateRowError,
+    FencedError,
     InvalidArgumentError,
     NotFoundError,
     NotOwnerError,
@@ -305,7 +306,12 @@ class StateEngine:
             snapshot = await self._log.latest_snapshot(execution.id, at_most=up_to)
             if snapshot is None or snapshot.revision <= execution.compacted:
                 return execution.compacted
-            await self._log.compact(execution.id, snapshot.revision)
+            try:
+                await self._log.compact(execution.id, snapshot.revision, execution.lease_epoch)
+            except FencedError:
+                if execution.lease_epoch is not None:
+                    self._lost({execution.id: execution.lease_epoch})
+                raise
             # another compaction may have gone further
             execution.compacted = max(execution.compacted, snapshot.revision)
             execution.forget_patch_ids(execution.compacted)

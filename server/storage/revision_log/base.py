@@ -173,8 +173,9 @@ class RevisionLog(abc.ABC):
         """The greatest observation sequence stored (0 when none)."""
 
     @abc.abstractmethod
-    async def compact(self, execution_id: str, up_to: int) -> None:
-        """Drop revisions <= up_to and older snapshots; needs a snapshot at up_to (OutOfRangeError if none)."""
+    async def compact(self, execution_id: str, up_to: int, lease_epoch: int | None = None) -> None:
+        """Drop revisions <= up_to and older snapshots; needs a snapshot at up_to (OutOfRangeError if none).
+        With `lease_epoch` (a shared log), refused (FencedError) unless this replica still holds that lease."""
 
     @abc.abstractmethod
     async def compact_revision(self, execution_id: str) -> int:

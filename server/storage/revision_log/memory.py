@@ -135,7 +135,7 @@ class MemoryRevisionLog(RevisionLog):
     async def last_observation_sequence(self, execution_id: str) -> int:
         return max(self._get(execution_id).observations, default=0)
 
-    async def compact(self, execution_id: str, up_to: int) -> None:
+    async def compact(self, execution_id: str, up_to: int, lease_epoch: int | None = None) -> None:
         entry = self._get(execution_id)
         if up_to not in entry.snapshots:
             raise OutOfRangeError(f"no snapshot at revision {up_to} to compact to")

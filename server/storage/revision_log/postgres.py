@@ -391,7 +391,7 @@ class PostgresRevisionLog(RevisionLog):
         last = await self._db.value("SELECT MAX(sequence) FROM observations WHERE execution_id = $1", execution_id)
         return int(last or 0)
 
-    async def compact(self, execution_id: str, up_to: int) -> None:
+    async def compact(self, execution_id: str, up_to: int, lease_epoch: int | None = None) -> None:
         await self._require(execution_id)
         found = await self._db.value(
             "SELECT COUNT(*) FROM snapshots WHERE execution_id = $1 AND revision = $2", execution_id, up_to
@@ -405,6 +405,7 @@ class PostgresRevisionLog(RevisionLog):
                 "UPDATE executions SET compact_revision = GREATEST(compact_revision, $1) WHERE execution_id = $2",
                 (up_to, execution_id),
             ),
+            check=fence_check(self._server, {execution_id: lease_epoch}) if lease_epoch is not None else None,
         )
 
     async def compact_revision(self, execution_id: str) -> int:

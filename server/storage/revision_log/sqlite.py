@@ -274,7 +274,7 @@ class SqliteRevisionLog(RevisionLog):
         last = await self._reader.value("SELECT MAX(sequence) FROM observations WHERE execution_id = ?", execution_id)
         return last or 0
 
-    async def compact(self, execution_id: str, up_to: int) -> None:
+    async def compact(self, execution_id: str, up_to: int, lease_epoch: int | None = None) -> None:
         await self._require(execution_id)
         found = await self._writer.value(
             "SELECT COUNT(*) FROM snapshots WHERE execution_id = ? AND revision = ?", execution_id, up_to

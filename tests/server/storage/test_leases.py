@@ -1,6 +1,6 @@
 """Leases on PostgreSQL (server/storage/revision_log/leases.py), two replicas' logs on one schema: one owner
-at a time, a take only once the owner's heartbeat expired or it left, and every commit and delete fenced by
-the epoch it was made under, so a deposed owner writes nothing."""
+at a time, a take only once the owner's heartbeat expired or it left, and every commit, delete and compaction
+fenced by the epoch it was made under, so a deposed owner writes nothing."""
 
 from __future__ import annotations
 
@@ -81,6 +81,8 @@ async def test_a_deposed_owner_can_neither_commit_nor_delete(
     assert refused.value.execution_ids == ["x"]
     with pytest.raises(FencedError):
         await log_a.delete_execution("x", lease_epoch=1)
+    with pytest.raises(FencedError):
+        await log_a.compact("x", 0, lease_epoch=1)
     await log_b.commit(Batch(revisions=[revision(2, "h2")], fence={"x": 2}))
     assert [(r.revision, r.state_hash) for r in await log_b.read_revisions("x", after=0)] == [(1, "h1"), (2, "h2")]
     assert await log_a.delete_execution("x", lease_epoch=None) == 2  # unfenced (leases off): allowed
