@@ -23,7 +23,7 @@ StateError
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 
@@ -187,7 +187,9 @@ class FencedError(StorageError):
 
     reason = "FENCED"
 
-    def __init__(self, execution_ids: Sequence[str]) -> None:
-        self.execution_ids = list(execution_ids)
+    def __init__(self, epochs: Mapping[str, int]) -> None:
+        self.epochs = dict(epochs)
+        """Each execution taken over -> the epoch this replica held it at."""
+        self.execution_ids = sorted(self.epochs)
         named = ", ".join(map(repr, self.execution_ids))
         super().__init__(f"not committed: this replica no longer owns execution(s) {named}")

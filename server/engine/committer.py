@@ -177,7 +177,7 @@ class GroupCommitter(Generic[E]):
         try:
             await self._log.commit(batch)
         except FencedError as e:  # nothing is durable; what was merged into executions still owned goes again
-            fenced = {i: batch.fence[i] for i in e.execution_ids if i in batch.fence}
+            fenced = e.epochs
             lost = [item for item in live if item.execution.id in fenced]
             self._metrics.race_lost()
             log.info("a group commit held %d executions another replica took over", len(fenced))

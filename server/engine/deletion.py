@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
-from ..errors import FencedError, NotFoundError
+from ..errors import NotFoundError
 from ..storage.records import RevisionRecord
 from ..storage.revision_log.base import RevisionLog
 from .committer import GroupCommitter
@@ -35,11 +34,8 @@ class Deletions:
         committer: GroupCommitter[Execution],
         revisions: Hub[RevisionRecord],
         observations: Observations,
-        on_fenced: Callable[[dict[str, int]], None],
     ) -> None:
-        """`on_fenced({id: epoch})` is told of a delete refused because another replica took the execution over."""
         self._log, self._executions, self._committer = log_, executions, committer
-        self._on_fenced = on_fenced
         self._revisions: Hub[RevisionRecord] = revisions
         self._observations = observations
 
@@ -58,10 +54,8 @@ class Deletions:
                 try:
                     await self._committer.drain(execution)
                     head = await self._log.delete_execution(execution_id, execution.lease_epoch)
-                except BaseException as e:
+                except BaseException:
                     execution.deleted = False  # still there: writes go on
-                    if isinstance(e, FencedError) and execution.lease_epoch is not None:
-                        self._on_fenced({execution_id: execution.lease_epoch})
                     raise
                 self.forget(execution)
         log.info("deleted execution %r at revision %d", execution_id, head)

@@ -21,8 +21,6 @@ from ..storage.revision_log.leases import LeaseTable
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LEASE_SECONDS = 3.0
-"""How long a replica's leases outlive its last heartbeat: an owner that dies is taken over after this."""
 DRIFT = 0.9
 """The share of a heartbeat's life this replica counts on (clocks may run at slightly different rates)."""
 

@@ -87,15 +87,13 @@ class StateEngine:
             config.group_idle,
         )
         self._compactions: set[asyncio.Task[int]] = set()
-        self._deletions = Deletions(
-            log, self._executions, self._committer, self._revisions, self._observations, on_fenced=self._lost
-        )
+        self._deletions = Deletions(log, self._executions, self._committer, self._revisions, self._observations)
         self._replicas = Replicas(
             log, self._executions, self._revisions, self._observations, on_deleted=self._deletions.forget
         )
         self._executions_lost = 0
         """Executions dropped since the start because another replica took them over (a metric)."""
-        leases = log.leases() if config.lease_seconds is not None else None
+        leases = log.leases()
         self._leaseholder = None
         if leases is not None and config.lease_seconds is not None:
             self._leaseholder = Leaseholder(leases, config.lease_seconds, self._executions.lease_epochs, self._lost)
@@ -212,7 +210,11 @@ class StateEngine:
         revision removed. What was merged or published into it before the call is committed (or fails)
         first, so that no commit of it can follow the delete; from the call on, nothing more is merged into
         it (deletion.py)."""
-        return await self._deletions.delete(execution_id)
+        try:
+            return await self._deletions.delete(execution_id)
+        except FencedError as e:
+            self._lost(e.epochs)
+            raise
 
     async def head_revision(self, execution_id: str) -> int:
         async with self._executions.use(execution_id) as execution:
@@ -308,9 +310,8 @@ class StateEngine:
                 return execution.compacted
             try:
                 await self._log.compact(execution.id, snapshot.revision, execution.lease_epoch)
-            except FencedError:
-                if execution.lease_epoch is not None:
-                    self._lost({execution.id: execution.lease_epoch})
+            except FencedError as e:
+                self._lost(e.epochs)
                 raise
             # another compaction may have gone further
             execution.compacted = max(execution.compacted, snapshot.revision)

@@ -50,7 +50,8 @@ def fence_check(owner: str, epochs: Mapping[str, int]) -> Check:
 
     def test(rows: list[tuple[str, ...]]) -> None:
         if len(rows) < len(ids):
-            raise FencedError(sorted(set(ids) - {row[0] for row in rows}))
+            held = {row[0] for row in rows}
+            raise FencedError({i: epochs[i] for i in ids if i not in held})
 
     return (FENCE, (owner, ids, [epochs[i] for i in ids])), test
 
