@@ -14,6 +14,7 @@ summed over the query's terms in sorted order, and ties are broken by key.
 
 from __future__ import annotations
 
+import heapq
 import math
 from array import array
 from collections import Counter
@@ -53,6 +54,8 @@ class BM25Index(Generic[Key]):
         self._slot_of: dict[Key, int] = {}
         self._keys: list[Key | None] = []
         self._lengths: npt.NDArray[np.float64] = np.zeros(64)
+        self._norms: npt.NDArray[np.float64] = np.zeros(0)
+        """Each slot's length norm, k1 * (1 - b + b * length / average length), made when settled."""
         self._free: list[int] = []
         self._total_length = 0
         self._shared = False
@@ -137,6 +140,8 @@ class BM25Index(Generic[Key]):
                 self._postings.pop(term, None)
         self._free += sorted(self._dead)
         self._added, self._dead, self._touched = {}, set(), set()
+        average = self._total_length / len(self._slot_of) if self._slot_of else 1.0
+        self._norms = self.k1 * (1 - self.b + self.b * self._lengths / average)
 
     def holds(self, term: str, where: Callable[[Key], bool] | None = None) -> bool:
         """Whether some document (satisfying `where`) holds the term."""
@@ -175,7 +180,7 @@ class BM25Index(Generic[Key]):
         count = len(self._slot_of)
         if not count or limit <= 0:
             return []
-        average = self._total_length / count
+        norms = self._norms
         scores = np.zeros(len(self._keys))
         for term in sorted(set(query)):
             if term not in self._postings:
@@ -183,14 +188,19 @@ class BM25Index(Generic[Key]):
             slots, stored = self._arrays(term)
             frequencies = stored.astype(np.float64)
             idf = self._idf(count, len(slots))
-            norms = self.k1 * (1 - self.b + self.b * self._lengths[slots] / average)
-            scores[slots] += idf * frequencies * (self.k1 + 1) / (frequencies + norms)
+            scores[slots] += idf * frequencies * (self.k1 + 1) / (frequencies + norms[slots])
         hits = np.flatnonzero(scores)
-        if len(hits) > limit:  # keep every document scoring at least the limit-th best, ties included
-            threshold = np.partition(scores[hits], len(hits) - limit)[len(hits) - limit]
-            hits = hits[scores[hits] >= threshold]
-        ranked = sorted(((self._key(int(slot)), float(scores[slot])) for slot in hits), key=lambda h: (-h[1], h[0]))
-        return ranked[:limit]
+        if len(hits) <= limit:
+            return self._ranked(hits, scores)
+        threshold = np.partition(scores[hits], len(hits) - limit)[len(hits) - limit]
+        best = self._ranked(hits[scores[hits] > threshold], scores)  # fewer than `limit`
+        # the rest score the limit-th best: those first by key (libraries repeat sections, so they may be thousands)
+        tied = heapq.nsmallest(limit - len(best), map(self._key, hits[scores[hits] == threshold].tolist()))
+        return best + [(key, float(threshold)) for key in tied]
+
+    def _ranked(self, hits: npt.NDArray[np.intp], scores: npt.NDArray[np.float64]) -> list[tuple[Key, float]]:
+        found = zip(map(self._key, hits.tolist()), scores[hits].tolist(), strict=True)
+        return sorted(found, key=lambda hit: (-hit[1], hit[0]))
 
     def _own(self) -> None:
         """Copy the tables this index shares with a fork before it writes them (the arrays stay shared)."""

@@ -82,6 +82,34 @@ def test_any_sequence_of_adds_removes_and_reads_scores_as_okapi_over_what_is_hel
             assert all(math.isclose(found[k], expected[k]) for k in expected)
 
 
+@given(documents, st.lists(words, min_size=1, max_size=4), st.integers(1, 6))
+def test_the_best_few_are_okapi_s_best_ties_broken_by_key(
+    documents: dict[int, list[str]], query: list[str], limit: int
+) -> None:
+    """A limit that cuts through documents scoring alike keeps the smallest keys among them."""
+    expected = okapi(documents, query)
+    found = index_of(documents).search(query, limit)
+    assert len(found) == min(limit, len(expected))
+    assert all(math.isclose(score, expected[key]) for key, score in found)
+    assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
+    if len(found) < limit:
+        return
+    last_key, last = found[-1]
+    left_out = expected.keys() - {key for key, _ in found}
+    assert all(expected[key] < last or math.isclose(expected[key], last) for key in left_out)
+    assert all(key > last_key for key in left_out if math.isclose(expected[key], last))
+
+
+def test_many_documents_scoring_alike_come_in_key_order() -> None:
+    index: BM25Index[str] = BM25Index()
+    for n in range(3_000):  # a library repeats a section word for word in thousands of skills
+        index.add(f"skill-{n:04d}", ["shared", "routine"] if n % 3 else ["other", "routine", "text"])
+    index.add("the-one", ["shared", "shared", "routine"])
+    found = index.search(["shared", "routine"], 5)
+    assert [key for key, _ in found] == ["the-one", "skill-0001", "skill-0002", "skill-0004", "skill-0005"]
+    assert found[1][1] == found[4][1] < found[0][1]
+
+
 @given(documents, st.lists(words, min_size=1, max_size=6))
 def test_information_is_the_sum_of_the_query_terms_idf(documents: dict[int, list[str]], query: list[str]) -> None:
     count = len(documents)
