@@ -29,11 +29,11 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from .graph import EdgeKind, SkillGraph
+from .graph import EdgeKind, SectionNode, SkillGraph
 from .library import NodeKey, SkillLibrary, skill_terms
 from .macro_index import MacroIndex
-from .macros import Level
-from .render import MacroBlock, macro_block, render_context
+from .macros import Level, Occurrence
+from .render import MacroBlock, macro_block, render_lines
 from .roles import Role
 from .text import terms
 from .tokens import count_tokens
@@ -86,7 +86,7 @@ def hydrate(
 
 def closure(graph: SkillGraph, seed: int) -> set[int]:
     """The seed, its skill's intent, and every node its dependency edges reach (see the module docstring)."""
-    return _close(graph, {seed, 0})  # the first node of a skill is its intent
+    return _Walk(graph).close({seed, 0})  # the first node of a skill is its intent
 
 
 def _direct(graph: SkillGraph, seed: int) -> set[int]:
@@ -94,29 +94,52 @@ def _direct(graph: SkillGraph, seed: int) -> set[int]:
     return {seed, 0, *graph.predecessors(seed, *BACKWARD), *graph.successors(seed, *FORWARD)}
 
 
-def _close(graph: SkillGraph, nodes: set[int]) -> set[int]:
-    found, frontier = set(nodes), list(nodes)
-    while frontier:
-        index = frontier.pop()
-        for neighbour in (
-            *graph.predecessors(index, *BACKWARD),
-            *graph.successors(index, *FORWARD),
-            *_procedure_of(graph, index),
-        ):
-            if neighbour not in found:
-                found.add(neighbour)
-                frontier.append(neighbour)
-    return found
+class _Walk:
+    """A skill's dependency neighbours, each node's found once (a hydration closes hundreds of seeds of a
+    large skill, over much the same nodes)."""
+
+    def __init__(self, graph: SkillGraph) -> None:
+        self._graph = graph
+        self._neighbours: dict[int, tuple[int, ...]] = {}
+        self._procedures: dict[tuple[tuple[str, ...], str], list[int]] | None = None
+
+    def close(self, nodes: set[int]) -> set[int]:
+        """The nodes and every node their dependency edges reach, transitively."""
+        found, frontier = set(nodes), list(nodes)
+        while frontier:
+            for neighbour in self.neighbours(frontier.pop()):
+                if neighbour not in found:
+                    found.add(neighbour)
+                    frontier.append(neighbour)
+        return found
+
+    def neighbours(self, index: int) -> tuple[int, ...]:
+        """Along `BACKWARD` edges into the node and `FORWARD` edges out of it, and a numbered step's sibling
+        steps (a procedure runs in order, so it is never shown with holes)."""
+        found = self._neighbours.get(index)
+        if found is None:
+            graph, node = self._graph, self._graph.nodes[index]
+            siblings: list[int] = []
+            if node.is_step:
+                self._procedures = _procedures(graph) if self._procedures is None else self._procedures
+                siblings = self._procedures[_procedure(node)]
+            found = (*graph.predecessors(index, *BACKWARD), *graph.successors(index, *FORWARD), *siblings)
+            self._neighbours[index] = found
+        return found
 
 
-def _procedure_of(graph: SkillGraph, index: int) -> Iterator[int]:
-    """A numbered step's sibling steps: a procedure runs in order, so it is never shown with holes."""
-    node = graph.nodes[index]
-    if node.is_step:  # a step's heading path ends with its own title; its siblings share the rest, and its file
-        parent, file = node.heading_path[:-1], node.provenance.file
-        yield from (
-            n.index for n in graph.nodes if n.is_step and n.heading_path[:-1] == parent and n.provenance.file == file
-        )
+def _procedures(graph: SkillGraph) -> dict[tuple[tuple[str, ...], str], list[int]]:
+    """The numbered steps of each procedure of a skill (`_procedure`), in order."""
+    steps: dict[tuple[tuple[str, ...], str], list[int]] = {}
+    for node in graph.nodes:
+        if node.is_step:
+            steps.setdefault(_procedure(node), []).append(node.index)
+    return steps
+
+
+def _procedure(step: SectionNode) -> tuple[tuple[str, ...], str]:
+    """What a numbered step's siblings share: its heading path but its own title, and its file."""
+    return step.heading_path[:-1], step.provenance.file
 
 
 class _Hydrator:
@@ -126,6 +149,21 @@ class _Hydrator:
         self.library, self.macros = library, macros
         self.graphs = _Graphs(library)
         self.seeds: set[NodeKey] = set()
+        self._blocks: dict[tuple[str, Occurrence, bool], MacroBlock] = {}
+        """Each block made, by macro, occurrence and whether a seed needs it in full: a hydration renders its
+        context again for every seed it weighs, and a block's level takes rendering its summary."""
+        self._words: dict[str, set[str]] = {}
+        """The terms of each line rendered (`_mentioned`)."""
+        self._walks: dict[str, _Walk] = {}
+        """Each skill's dependency neighbours, found as its seeds are closed."""
+        self._lacking: tuple[dict[str, set[int]], bool, bool] | None = None
+        """A context, and whether it lacks a procedure and a verifier (`_lacks`)."""
+
+    def _walk(self, skill: str) -> _Walk:
+        walk = self._walks.get(skill)
+        if walk is None:
+            walk = self._walks[skill] = _Walk(self.graphs[skill])
+        return walk
 
     def run(self, query: str, budget: int, only: frozenset[str] | None, requester: str = "") -> Hydration:
         library = self.library
@@ -148,10 +186,9 @@ class _Hydrator:
         rendered, fallback = "", False
         covered: set[str] = set()
         for position, (skill_name, index) in enumerate(seeds):
-            graph = self.graphs[skill_name]
-            shapes = [closure(graph, index)]
+            shapes = [self._walk(skill_name).close({index, 0})]  # its closure (`closure`)
             if position == 0:  # what the query asks for most: in, even when its whole closure is too long
-                shapes += [_direct(graph, index), {index, 0}]
+                shapes += [_direct(self.graphs[skill_name], index), {index, 0}]
             for nodes in shapes:
                 extended = self._extend(selected, (skill_name, index), nodes, anchors, covered, budget)
                 if extended is not None:
@@ -203,8 +240,9 @@ class _Hydrator:
         candidate = {name: set(chosen) for name, chosen in selected.items()}
         candidate[seed[0]] = candidate.get(seed[0], set()) | nodes
         self.seeds.add(seed)
-        text = self.render(candidate)
-        gained = _present(anchors, text)
+        lines = self._lines(candidate)
+        gained = self._mentioned(anchors, lines)
+        text = "\n".join(lines)
         if (selected and not self._adds(selected, candidate, gained - covered)) or count_tokens(text) > budget:
             self.seeds.discard(seed)  # sufficient, not filled: a seed that adds nothing the context lacks stays out
             return None
@@ -218,19 +256,46 @@ class _Hydrator:
             return None
         macro, occurrence = held
         needed = any((skill, i) in self.seeds for i in occurrence.nodes)
-        return macro_block(self.graphs[skill], macro, occurrence, Level.FULL if needed else macro.default_level)
+        made = self._blocks.get((macro.macro_id, occurrence, needed))
+        if made is None:
+            level = Level.FULL if needed else macro.default_level
+            made = macro_block(self.graphs[skill], macro, occurrence, level)
+            self._blocks[macro.macro_id, occurrence, needed] = made
+        return made
 
     def render(self, selected: dict[str, set[int]]) -> str:
-        return render_context(self.graphs, selected, lambda skill, index: self.block(skill, index, selected))
+        return "\n".join(self._lines(selected))
+
+    def _lines(self, selected: dict[str, set[int]]) -> list[str]:
+        return render_lines(self.graphs, selected, lambda skill, index: self.block(skill, index, selected))
+
+    def _mentioned(self, anchors: tuple[str, ...], lines: list[str]) -> set[str]:
+        """The anchors a context rendered as these lines mentions (`_present`), from the terms of its lines,
+        each found once a hydration: a context is rendered again for every seed weighed, mostly the same."""
+        words = set().union(*map(self._terms, lines))
+        return {a for a in anchors if a in words}
+
+    def _terms(self, line: str) -> set[str]:
+        words = self._words.get(line)
+        if words is None:
+            words = self._words[line] = set(terms(line))
+        return words
 
     def _adds(self, selected: dict[str, set[int]], candidate: dict[str, set[int]], new_anchors: set[str]) -> bool:
         """Whether a candidate brings what the context lacks: an anchor, its first procedure, or a verifier
         for its procedure."""
+        lacks_procedure, lacks_verifier = self._lacks(selected)
         return (
             bool(new_anchors)
-            or (not self._executable(selected) and self._executable(candidate))
-            or (not self._verifier_reached(selected) and self._verifier_reached(candidate))
+            or (lacks_procedure and self._executable(candidate))
+            or (lacks_verifier and self._verifier_reached(candidate))
         )
+
+    def _lacks(self, selected: dict[str, set[int]]) -> tuple[bool, bool]:
+        """Whether the context lacks a procedure, and a verifier reached from it (found once per context)."""
+        if self._lacking is None or self._lacking[0] is not selected:
+            self._lacking = (selected, not self._executable(selected), not self._verifier_reached(selected))
+        return self._lacking[1], self._lacking[2]
 
     def _executable(self, selected: dict[str, set[int]]) -> bool:
         """Whether the context holds a procedure: a state-changing operation (an output alone is not one)."""

@@ -36,11 +36,20 @@ def render_context(
     """Each skill's name and description, then its selected sections in source order (a macro occurrence as
     one block, and a macro shown once per context: later occurrences point back to it), omitted runs marked.
     Sections of a Markdown reference follow SKILL.md's under a line naming their file."""
-    parts = []
+    return "\n".join(render_lines(graphs, selected, block_of))
+
+
+def render_lines(
+    graphs: Mapping[str, SkillGraph],
+    selected: dict[str, set[int]],
+    block_of: Callable[[str, int], MacroBlock | None],
+) -> list[str]:
+    """The lines `render_context` joins with newlines (no word spans two of them)."""
+    lines: list[str] = []
     shown: set[str] = set()
     for name, chosen in selected.items():
         graph = graphs[name]
-        lines = [f"# Skill: {name}\n{graph.description}\n"]
+        lines.append(f"# Skill: {name}\n{graph.description}\n")
         previous, file = -1, graph.body_file
         for index in sorted(chosen):
             if index <= previous:
@@ -64,8 +73,7 @@ def render_context(
                     lines.append(render_macro(graph, block))
                     shown.add(block.macro.macro_id)
                 previous = block.occurrence.start + block.occurrence.length - 1
-        parts.append("\n".join(lines))
-    return "\n".join(parts)
+    return lines
 
 
 def _omitted_to_end_of_file(graph: SkillGraph, previous: int, lines: list[str]) -> None:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import random
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.synthetic import generate_library
 from skillstate.server.skills.graph import build_graph
-from skillstate.server.skills.hydrate import BACKWARD, FORWARD, closure, hydrate
+from skillstate.server.skills.hydrate import BACKWARD, FORWARD, _Hydrator, _present, closure, hydrate
 from skillstate.server.skills.library import SkillLibrary
 from skillstate.server.skills.macro_index import MacroIndex
 from skillstate.server.skills.macros import Level
 from skillstate.server.skills.package import load_package
+from skillstate.server.skills.text import terms
 from skillstate.server.skills.tokens import count_tokens
 
 TOPICS = ["invoice", "shipment", "refund", "spreadsheet", "dashboard", "migration", "release", "backup"]
@@ -235,3 +239,43 @@ def test_the_section_a_query_asks_for_is_in_even_when_its_whole_procedure_is_ove
     shown = {graph.nodes[i].title for _, i in cut.sections}
     assert {"Prerequisites", "Verification"} <= shown  # what the step itself needs and the check it reaches
     assert "omitted]" in cut.context  # and the context says where
+
+
+WITH_REFERENCES = [build_graph(load_package(s.files, s.folder)) for s in generate_library(60, seed=5, references=True)]
+REFERENCES_LIBRARY = SkillLibrary()
+for _graph in WITH_REFERENCES:
+    REFERENCES_LIBRARY.add(_graph, version=1)
+REFERENCE_MACROS = MacroIndex()
+REFERENCE_MACROS.rebuild(
+    WITH_REFERENCES,
+    {g.skill: REFERENCES_LIBRARY.get(g.skill).node_tokens for g in WITH_REFERENCES},  # type: ignore[union-attr]
+)
+
+
+VOCABULARY = sorted({t for g in WITH_REFERENCES for n in g.nodes for t in terms(n.text)})
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_anchors_a_context_mentions_are_found_from_its_lines(seed: int) -> None:
+    """Hydration finds the anchors a context mentions from its lines' terms, each line's found once a hydration:
+    for any selection (sections, reference files, macros at any level, omitted runs), they are those its text
+    mentions."""
+    rng = random.Random(seed)
+    tasks = [s.task for s in generate_library(60, seed=5, references=True)]
+    hydrator = _Hydrator(REFERENCES_LIBRARY, REFERENCE_MACROS)
+    ranking = REFERENCES_LIBRARY.rank(terms(rng.choice(tasks)), 20, 60)
+    selected: dict[str, set[int]] = {}
+    kinds: set[str] = set()
+    for skill, index in rng.sample(list(ranking.sections), min(30, len(ranking.sections))):
+        graph = REFERENCES_LIBRARY.graph(skill)
+        nodes = closure(graph, index) if rng.random() < 0.5 else {0, index, *rng.sample(range(len(graph.nodes)), 3)}
+        selected = {**selected, skill: selected.get(skill, set()) | nodes}
+        if rng.random() < 0.5:
+            hydrator.seeds.add((skill, index))
+        lines = hydrator._lines(selected)
+        text = "\n".join(lines)
+        assert text == hydrator.render(selected)
+        anchors = tuple(dict.fromkeys([*terms(text), *rng.sample(VOCABULARY, 20)]))
+        assert hydrator._mentioned(anchors, lines) == _present(anchors, text)
+        kinds |= {kind for kind in ("[from ", "omitted]", "[macro ", "as shown above") if kind in text}
+    assert kinds >= {"[from ", "omitted]", "[macro "}
