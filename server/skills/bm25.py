@@ -19,7 +19,7 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -195,7 +195,7 @@ class BM25Index(Generic[Key]):
         threshold = np.partition(scores[hits], len(hits) - limit)[len(hits) - limit]
         best = self._ranked(hits[scores[hits] > threshold], scores)  # fewer than `limit`
         # the rest score the limit-th best: those first by key (libraries repeat sections, so they may be thousands)
-        tied = heapq.nsmallest(limit - len(best), map(self._key, hits[scores[hits] == threshold].tolist()))
+        tied: list[Any] = heapq.nsmallest(limit - len(best), map(self._key, hits[scores[hits] == threshold].tolist()))
         return best + [(key, float(threshold)) for key in tied]
 
     def _ranked(self, hits: npt.NDArray[np.intp], scores: npt.NDArray[np.float64]) -> list[tuple[Key, float]]:
