@@ -36,7 +36,7 @@ from .macros import Level, Occurrence
 from .render import MacroBlock, macro_block, render_lines
 from .roles import Role
 from .text import terms
-from .tokens import count_tokens
+from .tokens import count_joined, count_tokens
 
 SEED_SKILLS = 20
 SEED_SECTIONS = 60
@@ -153,6 +153,7 @@ class _Hydrator:
         """Each block made, by macro, occurrence and whether a seed needs it in full: a hydration renders its
         context again for every seed it weighs, and a block's level takes rendering its summary."""
         self._words: dict[str, set[str]] = {}
+        self._counts: dict[str, int] = {}
         """The terms of each line rendered (`_mentioned`)."""
         self._walks: dict[str, _Walk] = {}
         """Each skill's dependency neighbours, found as its seeds are closed."""
@@ -242,11 +243,10 @@ class _Hydrator:
         self.seeds.add(seed)
         lines = self._lines(candidate)
         gained = self._mentioned(anchors, lines)
-        text = "\n".join(lines)
-        if (selected and not self._adds(selected, candidate, gained - covered)) or count_tokens(text) > budget:
+        if (selected and not self._adds(selected, candidate, gained - covered)) or self._count(lines) > budget:
             self.seeds.discard(seed)  # sufficient, not filled: a seed that adds nothing the context lacks stays out
             return None
-        return candidate, text, gained
+        return candidate, "\n".join(lines), gained
 
     def block(self, skill: str, index: int, selected: dict[str, set[int]]) -> MacroBlock | None:
         """The macro occurrence holding a node, at the level this hydration shows it; None when the node is
@@ -274,6 +274,11 @@ class _Hydrator:
         each found once a hydration: a context is rendered again for every seed weighed, mostly the same."""
         words = set().union(*map(self._terms, lines))
         return {a for a in anchors if a in words}
+
+    def _count(self, lines: list[str]) -> int:
+        """The tokens of the context rendered as these lines, counted by parts kept a hydration (`count_joined`):
+        a seed of a large skill often brings too much, and is weighed in a context much like the last."""
+        return count_joined(lines, self._counts)
 
     def _terms(self, line: str) -> set[str]:
         words = self._words.get(line)
