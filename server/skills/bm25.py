@@ -56,6 +56,8 @@ class BM25Index(Generic[Key]):
         self._lengths: npt.NDArray[np.float64] = np.zeros(64)
         self._norms: npt.NDArray[np.float64] = np.zeros(0)
         """Each slot's length norm, k1 * (1 - b + b * length / average length), made when settled."""
+        self._norms_count = 0
+        """The documents held when the norms were made."""
         self._free: list[int] = []
         self._total_length = 0
         self._shared = False
@@ -118,8 +120,8 @@ class BM25Index(Generic[Key]):
     def settle(self) -> None:
         """Turn the staged changes into postings: new arrays for the terms they touched (every read settles
         first, and the registry settles a version before readers get it)."""
-        if not (self._touched or self._added or self._dead):
-            return
+        if not (self._touched or self._added or self._dead) and self._norms_count == len(self._slot_of):
+            return  # (a document without terms stages nothing, but changes the average length)
         self._own()
         dead = np.fromiter(self._dead, dtype=np.int32, count=len(self._dead))
         for term in sorted(self._touched.union(self._added)):
@@ -140,8 +142,8 @@ class BM25Index(Generic[Key]):
                 self._postings.pop(term, None)
         self._free += sorted(self._dead)
         self._added, self._dead, self._touched = {}, set(), set()
-        average = self._total_length / len(self._slot_of) if self._slot_of else 1.0
-        self._norms = self.k1 * (1 - self.b + self.b * self._lengths / average)
+        average = self._total_length / len(self._slot_of) if self._total_length else 1.0  # (else no term is held)
+        self._norms, self._norms_count = self.k1 * (1 - self.b + self.b * self._lengths / average), len(self._slot_of)
 
     def holds(self, term: str, where: Callable[[Key], bool] | None = None) -> bool:
         """Whether some document (satisfying `where`) holds the term."""

@@ -153,8 +153,9 @@ class _Hydrator:
         """Each block made, by macro, occurrence and whether a seed needs it in full: a hydration renders its
         context again for every seed it weighs, and a block's level takes rendering its summary."""
         self._words: dict[str, set[str]] = {}
-        self._counts: dict[str, int] = {}
         """The terms of each line rendered (`_mentioned`)."""
+        self._counts: dict[str, int] = {}
+        """The tokens of each part of a rendering counted (`_count`)."""
         self._walks: dict[str, _Walk] = {}
         """Each skill's dependency neighbours, found as its seeds are closed."""
         self._lacking: tuple[dict[str, set[int]], bool, bool] | None = None
