@@ -38,7 +38,7 @@ from synthetic import generate_library, generate_queries
 
 from skillstate.clients import read_package_dir
 from skillstate.server.skills.bm25 import BM25Index
-from skillstate.server.skills.bulk import fewer_collections
+from skillstate.server.skills.bulk import fewer_collections, settle_long_lived
 from skillstate.server.skills.compressed import library_stats
 from skillstate.server.skills.graph import EdgeKind, SkillGraph, build_graph
 from skillstate.server.skills.hydrate import hydrate
@@ -160,6 +160,8 @@ def build(packages: list[SkillPackage], result: Result) -> tuple[SkillLibrary, M
         timed(result, "MotifZip", lambda: macros.rebuild(graphs, tokens))
     result.build_seconds = time.perf_counter() - started
     result.sections = sum(len(g.nodes) for g in graphs)
+    library.settle()
+    settle_long_lived()  # as the registry does once a library is built: queries are timed without full collections
     return library, macros, graphs
 
 
