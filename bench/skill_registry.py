@@ -186,6 +186,9 @@ class Methods:
         for skill in library:
             for node in skill.graph.nodes:
                 self.sections.add((skill.name, node.index), terms(f"{node.title} {node.text}"))
+        self.whole.settle()  # built, not left to the first query
+        self.sections.settle()
+        settle_long_lived()
 
     def by_name(self) -> dict[str, Callable[[str, int], Context]]:
         return {
