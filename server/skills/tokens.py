@@ -49,7 +49,7 @@ def count_joined(lines: Sequence[str], known: dict[str, int]) -> int:
     of a line that begins with neither whitespace nor `/`: only a newline run or a run of punctuation ending
     in newlines and slashes can reach a line's start, and neither takes in another character. So the text
     splits there into parts whose counts add up. Under another pre-tokenizer the whole text is counted."""
-    if getattr(_encoding(), "_pat_str", None) != _PRETOKENIZER:
+    if not _pretokenized_as_known():
         return count_tokens("\n".join(lines))
     total, start = 0, 0
     for end in range(1, len(lines) + 1):
@@ -60,3 +60,8 @@ def count_joined(lines: Sequence[str], known: dict[str, int]) -> int:
                 count = known[part] = count_tokens(part)
             total, start = total + count, end
     return total
+
+
+@cache
+def _pretokenized_as_known() -> bool:
+    return getattr(_encoding(), "_pat_str", None) == _PRETOKENIZER
