@@ -44,11 +44,26 @@ class BenchQuery:
     """(skill, file, first line) of every section in the library that makes this very query, its own
     included: a query made from text that several skills share word for word cannot tell them apart, so any
     of them answers it. Empty for a description query (its target alone answers it)."""
+    odds: tuple[float, ...] = ()
+    """For each of `makers`, the probability that the query was made from it, given the query's text: the
+    sampler picks a skill uniformly and then one of its sections, so a maker's odds are one over its skill's
+    sections, normalized. A method sees only the text, so its strict Ret@1 on this query is, in expectation
+    over which maker the sampler happened to pick, the odds of the skill it ranks first (`skill_odds`)."""
 
     @property
     def answers(self) -> frozenset[str]:
         """The skills that answer the query: those whose sections make it, or its target."""
         return frozenset(skill for skill, _, _ in self.makers) or frozenset((self.target,))
+
+    @property
+    def skill_odds(self) -> dict[str, float]:
+        """Per answering skill, the probability that it is the target, given the query's text."""
+        if not self.makers:
+            return {self.target: 1.0}
+        odds: dict[str, float] = {}
+        for (skill, _, _), chance in zip(self.makers, self.odds, strict=True):
+            odds[skill] = odds.get(skill, 0.0) + chance
+        return odds
 
 
 @dataclass(frozen=True)
@@ -69,15 +84,20 @@ def section_queries(packages: list[SkillPackage], kind: str, count: int, seed: i
     rng = random.Random(f"{seed}:{kind}")
     candidates = [(p, found) for p in packages if (found := sections_of(p, kind))]
     makers: dict[str, list[tuple[str, str, int]]] = {}
+    weights: dict[str, list[float]] = {}
+    """query -> for each of its makers, the chance that the sampler makes it from there (up to a factor)"""
     for package, found in candidates:
         for source in found:
             makers.setdefault(source.query, []).append((package.name, source.file, source.first_line))
+            weights.setdefault(source.query, []).append(1 / len(found))
     chosen = rng.sample(candidates, k=min(count, len(candidates)))
     queries = []
     for package, found in chosen:
         source = rng.choice(found)
         made = (source.file, source.first_line)
-        queries.append(BenchQuery(source.query, package.name, kind, made, tuple(makers[source.query])))
+        total = sum(weights[source.query])
+        odds = tuple(weight / total for weight in weights[source.query])
+        queries.append(BenchQuery(source.query, package.name, kind, made, tuple(makers[source.query]), odds))
     return queries
 
 
