@@ -34,7 +34,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -428,12 +428,17 @@ def _percent(value: float | None) -> str:
     return "" if value is None else f"{value:.1%}"
 
 
+def markdown_table(columns: list[str], rows: Iterable[list[str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def retrieval_table(results: list[Result]) -> str:
-    lines = [
-        "| library | queries | method | ms p50 / p95 / max | tokens p50 | Ret@1 | Ret@5 | MRR "
-        "| Ret@1 / Ret@5, any maker | holds section / identical / routine (2K) | DPR | VR | fallback | expansion |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    columns = ["library", "queries", "method", "ms p50 / p95 / max", "tokens p50", "Ret@1", "Ret@5", "MRR",
+               "Ret@1 / Ret@5, any maker", "holds section / identical / routine (2K)", "DPR", "VR", "fallback",
+               "expansion"]  # fmt: skip
+    rows = []
     for r in results:
         for (kind, method), row in r.rows.items():
             holds = (
@@ -445,27 +450,23 @@ def retrieval_table(results: list[Result]) -> str:
                 and row.containment_tokens_p50 is not None
                 else ""
             )
-            lines.append(
-                f"| {r.library} ({r.skills:,}) | {kind} ({r.queries[kind]}, {r.identifying[kind]:.0%} identifying) "
-                f"| {method} "
-                f"| {row.latency_ms_p50:.1f} / {row.latency_ms_p95:.1f} / {row.latency_ms_max:,.0f} "
-                f"| {row.tokens_p50:,.0f} "
-                f"| {row.ret1:.2f} | {row.ret5:.2f} | {row.mrr:.2f} | {row.ret1_any:.2f} / {row.ret5_any:.2f} "
-                f"| {holds} "
-                f"| {_percent(row.dependency_preservation)} | {_percent(row.verifier_reachability)} "
-                f"| {_percent(row.fallback)} | {_percent(row.expansion)} |"
-            )
-    return "\n".join(lines)
+            rows.append([
+                f"{r.library} ({r.skills:,})", f"{kind} ({r.queries[kind]}, {r.identifying[kind]:.0%} identifying)",
+                method, f"{row.latency_ms_p50:.1f} / {row.latency_ms_p95:.1f} / {row.latency_ms_max:,.0f}",
+                f"{row.tokens_p50:,.0f}", f"{row.ret1:.2f}", f"{row.ret5:.2f}", f"{row.mrr:.2f}",
+                f"{row.ret1_any:.2f} / {row.ret5_any:.2f}", holds, _percent(row.dependency_preservation),
+                _percent(row.verifier_reachability), _percent(row.fallback), _percent(row.expansion),
+            ])  # fmt: skip
+    return markdown_table(columns, rows)
 
 
 def expected_table(results: list[Result]) -> str:
     """The strict figures as sampled beside their expectation over which maker the sampler picked, and the
     ceiling no method can pass, for the query kinds that have makers."""
-    lines = [
-        "| library | queries | method | Ret@1: sampled / expected (ceiling) | Ret@5: sampled / expected (ceiling) "
-        "| MRR: sampled / expected | holds section (2K): sampled / expected |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    columns = ["library", "queries", "method", "Ret@1: sampled / expected (ceiling)",
+               "Ret@5: sampled / expected (ceiling)", "MRR: sampled / expected",
+               "holds section (2K): sampled / expected"]  # fmt: skip
+    rows = []
     for r in results:
         for (kind, method), row in r.rows.items():
             if kind == "description":
@@ -476,30 +477,28 @@ def expected_table(results: list[Result]) -> str:
                 if row.containment is not None and row.expected_containment is not None
                 else ""
             )
-            lines.append(
-                f"| {r.library} ({r.skills:,}) | {kind} ({r.queries[kind]}) | {method} "
-                f"| {row.ret1:.2f} / {row.ret1_expected:.3f} ({top1:.3f}) "
-                f"| {row.ret5:.2f} / {row.ret5_expected:.3f} ({top5:.3f}) "
-                f"| {row.mrr:.2f} / {row.mrr_expected:.3f} | {holds} |"
-            )
-    return "\n".join(lines)
+            rows.append([
+                f"{r.library} ({r.skills:,})", f"{kind} ({r.queries[kind]})", method,
+                f"{row.ret1:.2f} / {row.ret1_expected:.3f} ({top1:.3f})",
+                f"{row.ret5:.2f} / {row.ret5_expected:.3f} ({top5:.3f})",
+                f"{row.mrr:.2f} / {row.mrr_expected:.3f}", holds,
+            ])  # fmt: skip
+    return markdown_table(columns, rows)
 
 
 def library_table(results: list[Result]) -> str:
-    lines = [
-        "| library | sections | build s (Sec2Graph / indexes / MotifZip) | compression | planted "
-        "| library DPR | library VR |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    columns = ["library", "sections", "build s (Sec2Graph / indexes / MotifZip)", "compression", "planted",
+               "library DPR", "library VR"]  # fmt: skip
+    rows = []
     for r in results:
         stages = " / ".join(f"{s:.2f}" for s in r.stages.values())
         planted = f"{r.planted_compression:.2f}x" if r.planted_compression else ""
-        lines.append(
-            f"| {r.library} ({r.skills:,}) | {r.sections:,} | {r.build_seconds:.2f} ({stages}) "
-            f"| {r.compression:.2f}x ({r.macros:,} macros) | {planted} "
-            f"| {r.dependency_preservation:.1%} | {r.verifier_reachability:.1%} |"
-        )
-    return "\n".join(lines)
+        rows.append([
+            f"{r.library} ({r.skills:,})", f"{r.sections:,}", f"{r.build_seconds:.2f} ({stages})",
+            f"{r.compression:.2f}x ({r.macros:,} macros)", planted, f"{r.dependency_preservation:.1%}",
+            f"{r.verifier_reachability:.1%}",
+        ])  # fmt: skip
+    return markdown_table(columns, rows)
 
 
 def plot(results: list[Result], path: Path) -> None:
