@@ -47,7 +47,7 @@ from skillstate.server.skills.bulk import fewer_collections, settle_long_lived
 from skillstate.server.skills.compressed import library_stats
 from skillstate.server.skills.graph import EdgeKind, SkillGraph, build_graph
 from skillstate.server.skills.hydrate import hydrate
-from skillstate.server.skills.library import NodeKey, SkillLibrary
+from skillstate.server.skills.library import NodeKey, SkillLibrary, node_words
 from skillstate.server.skills.macro_index import MacroIndex
 from skillstate.server.skills.macros import REFERENCE_TOKENS, Level
 from skillstate.server.skills.package import SkillPackage, load_package
@@ -167,17 +167,30 @@ def build(packages: list[SkillPackage], result: Result) -> tuple[SkillLibrary, M
     count_tokens("")  # the tokenizer loads once per process (~0.3 s), as a server's does at start: not a build cost
     started = time.perf_counter()
     with fewer_collections():  # as the registry's rebuild does
-        graphs = timed(result, "Sec2Graph", lambda: [build_graph(p) for p in packages])
-        library = SkillLibrary()
-        timed(result, "tokens and indexes", lambda: [library.add(g, version=1) for g in graphs])
-        macros = MacroIndex()
-        tokens = {g.skill: library.get(g.skill).node_tokens for g in graphs}  # type: ignore[union-attr]
-        timed(result, "MotifZip", lambda: macros.rebuild(graphs, tokens))
+        graphs: list[SkillGraph] = []
+        timed(result, "Sec2Graph", lambda: graphs.extend(build_graph(p) for p in packages))
+        library, macros = SkillLibrary(), MacroIndex()
+        words: list[list[list[str]]] = []
+
+        def index() -> None:
+            for graph in graphs:
+                words.append(node_words(graph))  # found once, read by the indexes and by MotifZip, as the registry does
+                library.add(graph, 1, words[-1])
+            library.settle()
+
+        timed(result, "tokens and indexes", index)
+        timed(result, "MotifZip", lambda: motifzip(library, macros, graphs, words))
     result.build_seconds = time.perf_counter() - started
     result.sections = sum(len(g.nodes) for g in graphs)
-    library.settle()
     settle_long_lived()  # as the registry does once a library is built: queries are timed without full collections
     return library, macros, graphs
+
+
+def motifzip(library: SkillLibrary, macros: MacroIndex, graphs: list[SkillGraph], words: list[list[list[str]]]) -> None:
+    rebuild = macros.rebuilding()
+    for graph, graph_words in zip(graphs, words, strict=True):
+        rebuild.add(graph, library.get(graph.skill).node_tokens, graph_words)  # type: ignore[union-attr]
+    rebuild.finish()
 
 
 def timed(result: Result, stage: str, work: Callable[[], object]) -> object:
