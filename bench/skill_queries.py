@@ -47,8 +47,9 @@ class BenchQuery:
     odds: tuple[float, ...] = ()
     """For each of `makers`, the probability that the query was made from it, given the query's text: the
     sampler picks a skill uniformly and then one of its sections, so a maker's odds are one over its skill's
-    sections, normalized. A method sees only the text, so its strict Ret@1 on this query is, in expectation
-    over which maker the sampler happened to pick, the odds of the skill it ranks first (`skill_odds`)."""
+    sections, normalized (each query's draw is uniform over skills, without replacement or not). A method sees
+    only the text, so its strict Ret@1 on this query is, in expectation over which maker the sampler picked,
+    the odds of the skill it ranks first (`skill_odds`)."""
 
     @property
     def answers(self) -> frozenset[str]:

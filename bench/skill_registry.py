@@ -23,8 +23,9 @@ showing a macro below full text, fallbacks included). Results go to stdout as Ma
 
 A section query whose text several skills hold word for word is answered by a coin toss among them: which
 of them the sampler made it from is invisible to every method. Beside each strict figure (Ret@1, Ret@5, MRR,
-holds section) comes its expectation over that draw (`BenchQuery.odds`), the value the strict figure is one
-sample of, and the ceiling no method can pass: always ranking first the maker most likely to be the target.
+holds section) comes its expectation over that draw (`BenchQuery.odds`): an unbiased estimate of what the
+strict figure samples, without the toss; and the ceiling no method ranking by the query's text can pass in
+expectation: always ranking first the maker most likely to be the target.
 """
 
 from __future__ import annotations
@@ -475,7 +476,7 @@ def retrieval_table(results: list[Result]) -> str:
 
 def expected_table(results: list[Result]) -> str:
     """The strict figures as sampled beside their expectation over which maker the sampler picked, and the
-    ceiling no method can pass, for the query kinds that have makers."""
+    ceiling no method can pass in expectation, for the query kinds that have makers."""
     columns = ["library", "queries", "method", "Ret@1: sampled / expected (ceiling)",
                "Ret@5: sampled / expected (ceiling)", "MRR: sampled / expected",
                "holds section (2K): sampled / expected"]  # fmt: skip
