@@ -10,7 +10,8 @@ MotifZip, and every call waits until it is done (`SkillRegistry.ready`). The pap
 library in a fresh SQLite store (untimed), then times, in one process,
 - the restart: a new registry over that store, from `start()` until `ready()` returns;
 - its parts, on the same packages: reading the store (`current()`), loading the packages, Sec2Graph, and
-  the paper's measure (each skill's terms, token counts and indexes, then MotifZip, as the registry does).
+  the paper's measure (each skill's terms, token counts and indexes, then MotifZip, as the registry does),
+  each from cold caches, as the restart starts.
 One line of progress per step on stderr; a Markdown table on stdout.
 """
 
@@ -46,7 +47,17 @@ def progress(message: str) -> None:
     print(f"  {message}", file=sys.stderr, flush=True)
 
 
+def cold_caches() -> None:
+    """Empty the skill modules' caches (terms, titles, edges), so that no part inherits another's warm ones."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("skillstate.server.skills."):
+            for value in vars(module).values():
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
+
+
 def timed(name: str, work: Callable[[], T]) -> tuple[float, T]:
+    cold_caches()
     gc.collect()
     started = time.perf_counter()
     with fewer_collections():  # as the registry's start does
@@ -68,6 +79,7 @@ async def store_library(path: Path, packages: list[SkillPackage]) -> None:
 
 async def restart(path: Path) -> float:
     registry = SkillRegistry(SqliteSkillStore(path))
+    cold_caches()
     gc.collect()
     started = time.perf_counter()
     await registry.start()

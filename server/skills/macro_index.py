@@ -157,6 +157,10 @@ class MacroIndex:
         del self._texts[skill]
         self._promote({key for key in freed if key in self._buckets})
 
+    def __len__(self) -> int:
+        """The number of macros (`compression()` also measures them: long, at 100K skills)."""
+        return len(self._macros)
+
     def macro(self, macro_id: str) -> Macro | None:
         return self._macros.get(macro_id)
 

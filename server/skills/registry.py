@@ -206,7 +206,7 @@ class SkillRegistry:
         if gone:
             await self._store.save_evidence({key_to_json(key): None for key in gone})
         self._publish(await self._off_loop(draft.snapshot, writer=True))
-        log.info("skill library ready: %d skills, %d macros", len(views), len(self.macros.compression().macros))
+        log.info("skill library ready: %d skills, %d macros", len(views), len(self.macros))
 
     async def register(self, files: Mapping[str, bytes], folder: str = "", strict: bool = False) -> Registration:
         """Load, store and serve a package; raises SkillFormatError (INVALID_ARGUMENT) listing its errors."""

@@ -21,6 +21,7 @@ TOKENS = {g.skill: node_tokens(g) for g in GRAPHS}
 
 def assert_valid(index: MacroIndex, present: dict[str, SkillGraph]) -> None:
     compression = index.compression()
+    assert len(index) == len(compression.macros)
     held: set[tuple[str, int]] = set()
     for macro in compression.macros:
         skills = [o.skill for o in macro.occurrences]
