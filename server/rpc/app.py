@@ -102,37 +102,64 @@ def auth_mode(listen: str, insecure_no_auth: bool = False) -> Mode:
 
 class ServingHealth:
     """The grpc.health.v1 status of the server and its services: SERVING while it takes calls and its log
-    commits; NOT_SERVING from a failed commit until one succeeds again, and for good once `stop` begins."""
+    commits; NOT_SERVING from a failed commit until one succeeds again, and for good once `stop` begins. The
+    skill registry's name is NOT_SERVING too until its library is loaded (its calls wait until then: most of a
+    minute at 10,000 skills), and stays so if loading failed."""
 
     def __init__(self) -> None:
         self.servicer = health.aio.HealthServicer()
         self._storage_ok = True
+        self._library_ready = False
         self._updating: asyncio.Task[None] | None = None
+        self._loading: asyncio.Task[None] | None = None
 
-    async def serve(self) -> None:
-        await self._set(True)
+    async def serve(self, registry: SkillRegistry) -> None:
+        await self._set(self._storage_ok, self._library_ready)
+        self._loading = asyncio.create_task(self._follow_library(registry), name="skillstate-health-library")
 
     def storage(self, ok: bool) -> None:
         """The engine's storage-health hook (called on the loop, between awaits): the latest call wins."""
         self._storage_ok = ok
-        if self._updating is None or self._updating.done():
-            self._updating = asyncio.create_task(self._follow_storage(), name="skillstate-health")
+        self._changed()
 
     async def shutdown(self) -> None:
         """NOT_SERVING for every name, never SERVING again: load balancers stop sending before calls are refused."""
-        if self._updating is not None:
-            self._updating.cancel()
+        for task in (self._updating, self._loading):
+            if task is not None:
+                task.cancel()
         await self.servicer.enter_graceful_shutdown()
 
-    async def _follow_storage(self) -> None:
-        applied = None
-        while applied != self._storage_ok:
-            applied = self._storage_ok
-            await self._set(applied)
+    async def library_loaded(self) -> bool:
+        """Wait until the skill library has loaded, or failed to, and the statuses say so; whether it loaded."""
+        if self._loading is not None:
+            await self._loading
+        if self._updating is not None:  # (read after: loading may have started an update)
+            await self._updating
+        return self._library_ready
 
-    async def _set(self, serving: bool) -> None:
-        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+    async def _follow_library(self, registry: SkillRegistry) -> None:
+        try:
+            await registry.ready()
+        except Exception:
+            log.error("the skill library did not load: the skill registry reports NOT_SERVING", exc_info=True)
+            return
+        self._library_ready = True
+        self._changed()
+
+    def _changed(self) -> None:
+        if self._updating is None or self._updating.done():
+            self._updating = asyncio.create_task(self._follow(), name="skillstate-health")
+
+    async def _follow(self) -> None:
+        applied = None
+        while applied != (wanted := (self._storage_ok, self._library_ready)):
+            applied = wanted
+            await self._set(*wanted)
+
+    async def _set(self, storage_ok: bool, library_ready: bool) -> None:
         for name in HEALTH_NAMES:
+            serving = storage_ok and (library_ready or name != SKILLS_SERVICE_NAME)
+            status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
             await self.servicer.set(name, status)
 
 
@@ -276,7 +303,7 @@ async def _serve_grpc(
     # known to the other replicas before any call can make this one an owner
     await engine.advertise(advertise or f"{_dialable(listen.rsplit(':', 1)[0])}:{port}")
     await server.start()
-    await serving.serve()
+    await serving.serve(registry)
     engine.on_storage_health(serving.storage)
     return server, port, serving
 

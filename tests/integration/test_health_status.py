@@ -1,5 +1,6 @@
 """grpc.health.v1 follows what the server can do: NOT_SERVING as soon as a graceful stop begins (before the
-port closes), and while its log refuses commits, SERVING again after the next commit succeeds."""
+port closes), and while its log refuses commits, SERVING again after the next commit succeeds; for the skill
+registry, NOT_SERVING until its library is loaded."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from skillstate.clients import RetryPolicy, StateClient, UnavailableError
 from skillstate.server.errors import StorageError
 from skillstate.server.rpc.app import HEALTH_NAMES, SERVICE_NAME, SKILLS_SERVICE_NAME, start_server
-from skillstate.server.storage.records import Batch
+from skillstate.server.storage.records import Batch, SkillVersion
 from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
+from skillstate.server.storage.skill_store.memory import MemorySkillStore
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -41,14 +43,70 @@ async def statuses(channel: grpc.aio.Channel, service: str = "") -> AsyncGenerat
         call.cancel()
 
 
-async def test_every_name_is_serving_after_start() -> None:
+class GatedSkillStore(MemorySkillStore):
+    """The in-memory skill store, whose listing of the library waits for the test (as a large library's
+    loading takes its time), or fails, as a lost database would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.failing = False
+
+    async def current(self) -> list[SkillVersion]:
+        await self.gate.wait()
+        if self.failing:
+            raise StorageError("skill store lost (injected)")
+        return await super().current()
+
+
+async def check(channel: grpc.aio.Channel, name: str) -> int:
+    reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=name))
+    return int(reply.status)
+
+
+async def test_every_name_is_serving_once_the_skill_library_is_loaded() -> None:
     running = await start_server(MemoryRevisionLog(), "127.0.0.1:0")
     try:
         assert set(HEALTH_NAMES) == {"", SERVICE_NAME, SKILLS_SERVICE_NAME}
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
+            assert running.health is not None and await running.health.library_loaded()
             for name in HEALTH_NAMES:
-                assert (await stub.Check(health_pb2.HealthCheckRequest(service=name))).status == SERVING
+                assert await check(channel, name) == SERVING
+    finally:
+        await running.stop(grace=0)
+
+
+async def test_the_skill_registry_is_not_serving_while_its_library_loads_and_the_state_service_is() -> None:
+    store = GatedSkillStore()
+    running = await start_server(MemoryRevisionLog(), "127.0.0.1:0", skills=store)
+    address = f"127.0.0.1:{running.port}"
+    try:
+        async with grpc.aio.insecure_channel(address) as channel, StateClient(address) as client:
+            watched = aiter(statuses(channel, SKILLS_SERVICE_NAME))
+            assert await anext(watched) == NOT_SERVING
+            assert await check(channel, "") == SERVING
+            assert await check(channel, SERVICE_NAME) == SERVING
+            assert (await client.create_execution()).revision == 0  # the state service does not wait
+
+            store.gate.set()
+            assert await asyncio.wait_for(anext(watched), 10) == SERVING
+            await watched.aclose()
+    finally:
+        await running.stop(grace=0)
+
+
+async def test_a_library_that_failed_to_load_leaves_the_skill_registry_not_serving() -> None:
+    store = GatedSkillStore()
+    store.failing = True
+    running = await start_server(MemoryRevisionLog(), "127.0.0.1:0", skills=store)
+    try:
+        store.gate.set()
+        with pytest.raises(StorageError, match="skill store lost"):
+            await running.registry.ready()
+        assert running.health is not None and not await running.health.library_loaded()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            assert await check(channel, SKILLS_SERVICE_NAME) == NOT_SERVING
+            assert await check(channel, SERVICE_NAME) == SERVING
     finally:
         await running.stop(grace=0)
 
