@@ -131,10 +131,11 @@ class ServingHealth:
 
     async def library_loaded(self) -> bool:
         """Wait until the skill library has loaded, or failed to, and the statuses say so; whether it loaded."""
+        # waited on, not awaited: a caller cancelled must not cancel them, nor a stop that cancels them the caller
         if self._loading is not None:
-            await self._loading
+            await asyncio.wait([self._loading])
         if self._updating is not None:  # (read after: loading may have started an update)
-            await self._updating
+            await asyncio.wait([self._updating])
         return self._library_ready
 
     async def _follow_library(self, registry: SkillRegistry) -> None:

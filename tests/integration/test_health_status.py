@@ -111,9 +111,10 @@ async def test_a_library_that_failed_to_load_leaves_the_skill_registry_not_servi
         await running.stop(grace=0)
 
 
-@pytest.mark.parametrize("service", ["", SERVICE_NAME])
+@pytest.mark.parametrize("service", HEALTH_NAMES)
 async def test_a_graceful_stop_reports_not_serving_before_the_port_closes(service: str) -> None:
     running = await start_server(MemoryRevisionLog(), "127.0.0.1:0")
+    assert running.health is not None and await running.health.library_loaded()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
         watched = aiter(statuses(channel, service))
         assert await anext(watched) == SERVING
@@ -130,6 +131,7 @@ async def test_a_failed_commit_reports_not_serving_until_a_commit_succeeds() -> 
     log = FlakyLog()
     running = await start_server(log, "127.0.0.1:0")
     address = f"127.0.0.1:{running.port}"
+    assert running.health is not None and await running.health.library_loaded()
     try:
         async with (
             grpc.aio.insecure_channel(address) as channel,
@@ -152,5 +154,35 @@ async def test_a_failed_commit_reports_not_serving_until_a_commit_succeeds() -> 
             assert (await client.submit_patch(execution_id, {"a": 1}, agent_id="a", base_revision=0)).revision == 1
             assert await asyncio.wait_for(anext(watched), 10) == SERVING
             await watched.aclose()
+            await running.health.library_loaded()  # (and the status update the commit started)
+            for name in HEALTH_NAMES:
+                assert await check(channel, name) == SERVING
+    finally:
+        await running.stop(grace=0)
+
+
+async def test_a_stop_while_the_library_loads_ends_the_wait_for_it() -> None:
+    store = GatedSkillStore()
+    running = await start_server(MemoryRevisionLog(), "127.0.0.1:0", skills=store)
+    assert running.health is not None
+    waiting = asyncio.create_task(running.health.library_loaded())
+    await running.stop(grace=0)
+    assert not await asyncio.wait_for(waiting, 10)  # not loaded, and no CancelledError for a caller not cancelled
+
+
+async def test_a_caller_that_stops_waiting_for_the_library_leaves_health_following_it() -> None:
+    store = GatedSkillStore()
+    running = await start_server(MemoryRevisionLog(), "127.0.0.1:0", skills=store)
+    assert running.health is not None
+    try:
+        waiting = asyncio.create_task(running.health.library_loaded())
+        await asyncio.sleep(0)  # (a yield: it waits now)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        store.gate.set()
+        assert await running.health.library_loaded()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            assert await check(channel, SKILLS_SERVICE_NAME) == SERVING
     finally:
         await running.stop(grace=0)
