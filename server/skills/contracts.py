@@ -112,14 +112,14 @@ def extract_contract(
     changing = role not in _READ_ONLY_ROLES and (
         bool(writes) or bool(_WRITE.search(lowered)) or not _READ.search(lowered)
     )
-    return _interned(Contract(tuple(sorted(reads)), tuple(sorted(writes)), resources, guards, verifies, changing))
+    return interned(Contract(tuple(sorted(reads)), tuple(sorted(writes)), resources, guards, verifies, changing))
 
 
 _INTERNED: dict[Contract, Contract] = {}
 _MAX_INTERNED = 1 << 17
 
 
-def _interned(contract: Contract) -> Contract:
+def interned(contract: Contract) -> Contract:
     """One object for equal contracts. Libraries repeat sections, so most contracts recur (12K distinct among
     the 192K sections of 10K synthetic skills), and each takes about 270 bytes with its tuples and strings.
     The table is emptied when full: a contract met after that is shared from then on."""

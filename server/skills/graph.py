@@ -185,7 +185,7 @@ def _node(
 
 
 @lru_cache(maxsize=1 << 16)
-def _edge(source: int, target: int, kind: EdgeKind, label: str = "") -> Edge:
+def shared_edge(source: int, target: int, kind: EdgeKind, label: str = "") -> Edge:
     """One object per distinct edge: skills repeat the same few thousand (`3 -> 5, requires`), so the 7 million
     edges of 100,000 synthetic skills are about 10,000 objects (0.45 GB less)."""
     return Edge(source, target, kind, label)
@@ -197,35 +197,35 @@ def _edges(nodes: tuple[SectionNode, ...]) -> Iterator[Edge]:
     by_role = {role: [n.index for n in nodes if n.role is role] for role in Role}
     outputs_of = {n.index: set(n.contract.outputs) for n in nodes}
     for node in nodes[1:]:
-        yield _edge(node.index - 1, node.index, EdgeKind.ORDER)
+        yield shared_edge(node.index - 1, node.index, EdgeKind.ORDER)
     nearest: dict[Signature, int] = {}  # each artifact's producer nearest before the node
     for node in nodes:
         for signature in node.contract.inputs:
             if signature in nearest:
-                yield _edge(nearest[signature], node.index, EdgeKind.DATA, signature.name)
+                yield shared_edge(nearest[signature], node.index, EdgeKind.DATA, signature.name)
         nearest.update(dict.fromkeys(node.contract.outputs, node.index))
     for gate in by_role[Role.PRECONDITION] + by_role[Role.INPUT]:
         for later in changing + by_role[Role.VERIFIER]:
             if later > gate:
-                yield _edge(gate, later, EdgeKind.REQUIRES)
+                yield shared_edge(gate, later, EdgeKind.REQUIRES)
     inputs_of = {n.index: set(n.contract.inputs) for n in nodes}
     for index in changing:
         first_after = next((v for v in by_role[Role.VERIFIER] if v > index), None)
         if first_after is not None:
-            yield _edge(index, first_after, EdgeKind.VERIFIES)
+            yield shared_edge(index, first_after, EdgeKind.VERIFIES)
         for verifier in by_role[Role.VERIFIER]:
             if outputs_of[index] & inputs_of[verifier]:
-                yield _edge(index, verifier, EdgeKind.VERIFIES)
+                yield shared_edge(index, verifier, EdgeKind.VERIFIES)
         for handler in by_role[Role.FAILURE]:
-            yield _edge(index, handler, EdgeKind.HANDLES)
+            yield shared_edge(index, handler, EdgeKind.HANDLES)
         for output in by_role[Role.OUTPUT]:
             if output > index:
-                yield _edge(index, output, EdgeKind.PRODUCES)
+                yield shared_edge(index, output, EdgeKind.PRODUCES)
     resources_of = {n.index: set(n.contract.resources) for n in nodes}
     for resource in by_role[Role.RESOURCE]:
         for node in nodes:
             if node.index != resource and resources_of[resource] & resources_of[node.index]:
-                yield _edge(node.index, resource, EdgeKind.USES)
+                yield shared_edge(node.index, resource, EdgeKind.USES)
 
 
 def _reference_edges(body: tuple[SectionNode, ...], reference: tuple[SectionNode, ...]) -> Iterator[Edge]:
@@ -242,12 +242,12 @@ def _reference_edges(body: tuple[SectionNode, ...], reference: tuple[SectionNode
     for node in reference:
         changing = node.contract.state_changing
         if changing or node.role is Role.VERIFIER:
-            yield from (_edge(gate, node.index, EdgeKind.REQUIRES) for gate in gates)
+            yield from (shared_edge(gate, node.index, EdgeKind.REQUIRES) for gate in gates)
         for signature in node.contract.inputs:
             if signature not in written and signature in last_producer:
-                yield _edge(last_producer[signature], node.index, EdgeKind.DATA, signature.name)
+                yield shared_edge(last_producer[signature], node.index, EdgeKind.DATA, signature.name)
         written.update(node.contract.outputs)
         if changing:
-            yield from (_edge(node.index, handler, EdgeKind.HANDLES) for handler in handlers)
+            yield from (shared_edge(node.index, handler, EdgeKind.HANDLES) for handler in handlers)
             if body_verifiers and not any(v > node.index for v in verifiers):
-                yield _edge(node.index, body_verifiers[-1], EdgeKind.VERIFIES)
+                yield shared_edge(node.index, body_verifiers[-1], EdgeKind.VERIFIES)

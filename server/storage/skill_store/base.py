@@ -4,7 +4,9 @@ Every version keeps its files, so a restart rebuilds the library from what was r
 deterministic) and any version can be read back. Removing a skill marks its current version removed;
 its history stays, and registering the name again continues its numbering.
 
-Beside the versions, what ReZip needs to go on after a restart: the levels execution evidence decided per
+Beside the versions, each current version's graph record (server/skills/records.py: its loaded package and
+graph, under the tag of the code that made them), so that a restart need not load and build them again; and
+what ReZip needs to go on after a restart: the levels execution evidence decided per
 macro key, the evidence counted since (per macro key), and the newest hydrations, which Expand and
 ReportOutcome refer to. Their tables are made on open like the others (`CREATE TABLE IF NOT EXISTS`), so a
 database of an earlier schema gains them as it is opened; no table of it changes.
@@ -70,6 +72,15 @@ class SkillStore(abc.ABC):
     @abc.abstractmethod
     async def newest_version(self, name: str) -> int:
         """The highest version ever stored under the name (removed or not); 0 if none."""
+
+    @abc.abstractmethod
+    async def graph_records(self, tag: str) -> dict[tuple[str, int], bytes]:
+        """{(name, version): record} of the current versions' graph records made under `tag`."""
+
+    @abc.abstractmethod
+    async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
+        """Keep these (name, version, record) under `tag` (replacing any of the same version), and forget the
+        records made under any other tag and those of versions no longer current."""
 
     @abc.abstractmethod
     async def macro_revisions(self) -> dict[str, int | None]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ...errors import DuplicateRowError
@@ -17,6 +17,8 @@ class MemorySkillStore(SkillStore):
         self._revisions: dict[str, int | None] = {}
         self._evidence: dict[str, Counts] = {}
         self._hydrations: OrderedDict[str, StoredHydration] = OrderedDict()
+        self._records: dict[tuple[str, int], tuple[str, bytes]] = {}
+        """(name, version) -> (tag, graph record)"""
 
     async def open(self) -> None:
         pass
@@ -45,6 +47,15 @@ class MemorySkillStore(SkillStore):
 
     async def newest_version(self, name: str) -> int:
         return max((number for (n, number) in self._versions if n == name), default=0)
+
+    async def graph_records(self, tag: str) -> dict[tuple[str, int], bytes]:
+        current = {(v.name, v.version) for v in await self.current()}
+        return {key: record for key, (made, record) in self._records.items() if made == tag and key in current}
+
+    async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
+        current = {(v.name, v.version) for v in await self.current()}
+        self._records = {key: kept for key, kept in self._records.items() if kept[0] == tag and key in current}
+        self._records.update(((name, version), (tag, record)) for name, version, record in records)
 
     async def macro_revisions(self) -> dict[str, int | None]:
         return dict(self._revisions)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import DuplicateRowError
@@ -27,6 +27,13 @@ CREATE TABLE IF NOT EXISTS skill_files (
     content BYTEA NOT NULL,
     PRIMARY KEY (name, version, path),
     FOREIGN KEY (name, version) REFERENCES skill_versions (name, version)
+);
+CREATE TABLE IF NOT EXISTS skill_graph_records (
+    name    TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    tag     TEXT NOT NULL,
+    record  BYTEA NOT NULL,
+    PRIMARY KEY (name, version)
 );
 CREATE TABLE IF NOT EXISTS macro_revisions (key_json TEXT PRIMARY KEY, level BIGINT);
 CREATE TABLE IF NOT EXISTS macro_evidence (
@@ -95,6 +102,26 @@ class PostgresSkillStore(SkillStore):
     async def newest_version(self, name: str) -> int:
         rows = await self._db.fetch("SELECT COALESCE(MAX(version), 0) FROM skill_versions WHERE name = $1", name)
         return int(rows[0][0])
+
+    async def graph_records(self, tag: str) -> dict[tuple[str, int], bytes]:
+        rows = await self._db.fetch(
+            f"SELECT r.name, r.version, r.record FROM skill_graph_records AS r JOIN ({CURRENT_VERSIONS}) AS c "
+            "ON r.name = c.name AND r.version = c.version WHERE r.tag = $1",
+            tag,
+        )
+        return {(name, int(version)): bytes(record) for name, version, record in rows}
+
+    async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
+        await self._db.transaction(
+            ("DELETE FROM skill_graph_records WHERE tag <> $1", (tag,)),
+            (f"DELETE FROM skill_graph_records WHERE (name, version) NOT IN ({CURRENT_VERSIONS})", ()),
+            (
+                "INSERT INTO skill_graph_records (name, version, tag, record) "
+                "SELECT n, v, $4::text, r FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (n, v, r) "
+                "ON CONFLICT (name, version) DO UPDATE SET tag = excluded.tag, record = excluded.record",
+                ([n for n, _, _ in records], [v for _, v, _ in records], [r for _, _, r in records], tag),
+            ),
+        )
 
     async def macro_revisions(self) -> dict[str, int | None]:
         return {key: level for key, level in await self._db.fetch("SELECT key_json, level FROM macro_revisions")}

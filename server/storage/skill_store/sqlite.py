@@ -29,6 +29,13 @@ CREATE TABLE IF NOT EXISTS skill_files (
     PRIMARY KEY (name, version, path),
     FOREIGN KEY (name, version) REFERENCES skill_versions (name, version)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS skill_graph_records (
+    name    TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    tag     TEXT NOT NULL,
+    record  BLOB NOT NULL,
+    PRIMARY KEY (name, version)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS macro_revisions (
     key_json TEXT PRIMARY KEY,
     level    INTEGER
@@ -97,6 +104,25 @@ class SqliteSkillStore(SkillStore):
 
     async def newest_version(self, name: str) -> int:
         return int(await self._db.value("SELECT COALESCE(MAX(version), 0) FROM skill_versions WHERE name = ?", name))
+
+    async def graph_records(self, tag: str) -> dict[tuple[str, int], bytes]:
+        rows = await self._db.rows(
+            f"SELECT r.name, r.version, r.record FROM skill_graph_records AS r JOIN ({CURRENT_VERSIONS}) AS c "
+            "ON r.name = c.name AND r.version = c.version WHERE r.tag = ?",
+            tag,
+        )
+        return {(name, int(version)): bytes(record) for name, version, record in rows}
+
+    async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
+        await self._db.transaction(
+            ("DELETE FROM skill_graph_records WHERE tag <> ?", (tag,)),
+            (
+                f"DELETE FROM skill_graph_records WHERE (name, version) NOT IN ({CURRENT_VERSIONS})",
+                (),
+            ),
+            *_each("INSERT OR REPLACE INTO skill_graph_records VALUES {}", "(?, ?, ?, ?)",
+                   [(name, version, tag, record) for name, version, record in records]),
+        )  # fmt: skip
 
     async def macro_revisions(self) -> dict[str, int | None]:
         return {key: level for key, level in await self._db.rows("SELECT key_json, level FROM macro_revisions")}

@@ -170,3 +170,24 @@ async def test_a_postgres_schema_of_the_previous_version_is_opened_and_gains_the
         await assert_upgraded(store)
     finally:
         await store.close()
+
+
+async def test_graph_records_are_kept_per_current_version_under_one_tag(store: SkillStore) -> None:
+    await store.add(version("a", 1))
+    await store.add(version("b", 1))
+    await store.save_graph_records("t1", [("a", 1, b"a1"), ("b", 1, b"b1")])
+    assert await store.graph_records("t1") == {("a", 1): b"a1", ("b", 1): b"b1"}
+    assert await store.graph_records("t2") == {}  # made by other code: not read back
+
+    await store.add(version("a", 2, b"second"))  # a's record is of a version no longer current
+    assert await store.graph_records("t1") == {("b", 1): b"b1"}
+    await store.save_graph_records("t1", [("a", 2, b"a2"), ("b", 1, b"b1 again")])
+    assert await store.graph_records("t1") == {("a", 2): b"a2", ("b", 1): b"b1 again"}
+
+    await store.mark_removed("b", 1, 2000.0)
+    await store.save_graph_records("t2", [("a", 2, b"a2 by other code")])  # forgets t1's and removed versions'
+    assert await store.graph_records("t1") == {}
+    assert await store.graph_records("t2") == {("a", 2): b"a2 by other code"}
+    await store.add(version("b", 2))  # b back: its old record is gone for good
+    await store.save_graph_records("t2", [])
+    assert await store.graph_records("t2") == {("a", 2): b"a2 by other code"}
