@@ -79,8 +79,11 @@ class SkillStore(abc.ABC):
 
     @abc.abstractmethod
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
-        """Keep these (name, version, record) under `tag` (replacing any of the same version), and forget the
-        records made under any other tag and those of versions no longer current."""
+        """Keep these (name, version, record) under `tag`, replacing any of the same version."""
+
+    @abc.abstractmethod
+    async def forget_graph_records(self, tag: str) -> None:
+        """Forget the records made under any other tag, and those of versions no longer current."""
 
     @abc.abstractmethod
     async def macro_revisions(self) -> dict[str, int | None]:

@@ -53,9 +53,11 @@ class MemorySkillStore(SkillStore):
         return {key: record for key, (made, record) in self._records.items() if made == tag and key in current}
 
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
+        self._records.update(((name, version), (tag, record)) for name, version, record in records)
+
+    async def forget_graph_records(self, tag: str) -> None:
         current = {(v.name, v.version) for v in await self.current()}
         self._records = {key: kept for key, kept in self._records.items() if kept[0] == tag and key in current}
-        self._records.update(((name, version), (tag, record)) for name, version, record in records)
 
     async def macro_revisions(self) -> dict[str, int | None]:
         return dict(self._revisions)

@@ -112,15 +112,17 @@ class PostgresSkillStore(SkillStore):
         return {(name, int(version)): bytes(record) for name, version, record in rows}
 
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
+        await self._db.fetch(
+            "INSERT INTO skill_graph_records (name, version, tag, record) "
+            "SELECT n, v, $4::text, r FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (n, v, r) "
+            "ON CONFLICT (name, version) DO UPDATE SET tag = excluded.tag, record = excluded.record",
+            [n for n, _, _ in records], [v for _, v, _ in records], [r for _, _, r in records], tag,
+        )  # fmt: skip
+
+    async def forget_graph_records(self, tag: str) -> None:
         await self._db.transaction(
             ("DELETE FROM skill_graph_records WHERE tag <> $1", (tag,)),
             (f"DELETE FROM skill_graph_records WHERE (name, version) NOT IN ({CURRENT_VERSIONS})", ()),
-            (
-                "INSERT INTO skill_graph_records (name, version, tag, record) "
-                "SELECT n, v, $4::text, r FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (n, v, r) "
-                "ON CONFLICT (name, version) DO UPDATE SET tag = excluded.tag, record = excluded.record",
-                ([n for n, _, _ in records], [v for _, v, _ in records], [r for _, _, r in records], tag),
-            ),
         )
 
     async def macro_revisions(self) -> dict[str, int | None]:

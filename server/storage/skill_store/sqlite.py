@@ -114,15 +114,14 @@ class SqliteSkillStore(SkillStore):
         return {(name, int(version)): bytes(record) for name, version, record in rows}
 
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
+        rows = [(name, version, tag, record) for name, version, record in records]
+        await self._db.transaction(*_each("INSERT OR REPLACE INTO skill_graph_records VALUES {}", "(?, ?, ?, ?)", rows))
+
+    async def forget_graph_records(self, tag: str) -> None:
         await self._db.transaction(
             ("DELETE FROM skill_graph_records WHERE tag <> ?", (tag,)),
-            (
-                f"DELETE FROM skill_graph_records WHERE (name, version) NOT IN ({CURRENT_VERSIONS})",
-                (),
-            ),
-            *_each("INSERT OR REPLACE INTO skill_graph_records VALUES {}", "(?, ?, ?, ?)",
-                   [(name, version, tag, record) for name, version, record in records]),
-        )  # fmt: skip
+            (f"DELETE FROM skill_graph_records WHERE (name, version) NOT IN ({CURRENT_VERSIONS})", ()),
+        )
 
     async def macro_revisions(self) -> dict[str, int | None]:
         return {key: level for key, level in await self._db.rows("SELECT key_json, level FROM macro_revisions")}
