@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from ..errors import DuplicateRowError, InvalidArgumentError, NotFoundError, StorageError
 from ..storage.records import Counts, SkillVersion, StoredHydration
 from ..storage.skill_store.base import SkillStore
+from . import records
 from .bulk import fewer_collections, settle_long_lived
 from .compressed import LibraryStats, library_stats
 from .graph import Extractor, SkillGraph, build_graph
@@ -48,6 +49,8 @@ KEPT_HYDRATIONS = 1024
 """Recent hydrations kept for Expand and ReportOutcome, in memory and in the store (a restart keeps them)."""
 
 
+RECORDS_PER_SAVE = 1000
+"""Graph records a start makes before it saves them (a record is a few KB)."""
 SYNC_INTERVAL = 1.0
 """Seconds between looks at a shared store for skills other servers registered or removed."""
 
@@ -195,10 +198,19 @@ class SkillRegistry:
             for key, level in (await self._store.macro_revisions()).items()
         }
         rebuild = draft.macros.rebuilding()
+        tag = records.tag(self._limits) if self._extractor is None else None  # (a model's graphs are not kept)
+        kept = await self._store.graph_records(tag) if tag else {}
+        made: list[tuple[str, int, bytes]] = []
+        """graph records made by this start, saved a batch at a time"""
         with fewer_collections():
             for stored in await self._store.current():  # loaded and indexed in the writer, in one hop each
-                await self._off_loop(self._load_into, draft, stored, rebuild, writer=True)
+                record = kept.pop((stored.name, stored.version), None)
+                await self._off_loop(self._load_into, draft, stored, rebuild, record, made, writer=True)
+                if tag and len(made) >= RECORDS_PER_SAVE:
+                    await self._keep_records(tag, made)
             await self._off_loop(rebuild.finish, writer=True)
+        if tag:
+            await self._keep_records(tag, made, forget_stale=True)
         views = draft.views or {}
         counted = await self._store.macro_evidence()
         # counting goes on where it stopped, for the keys that are still macros
@@ -402,9 +414,33 @@ class SkillRegistry:
         executor = self._writer if writer else self._worker
         return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(work, *args))
 
-    def _load_into(self, draft: Draft, stored: SkillVersion, rebuild: Rebuild) -> None:
-        package, graph = self._load(stored.files, stored.folder, False)
-        draft.serve(stored, package, graph, rebuild)
+    def _load_into(
+        self, draft: Draft, stored: SkillVersion, rebuild: Rebuild, record: bytes | None, made: list[Any]
+    ) -> None:
+        """Serve a stored version from its graph record, or else loaded and built again (its record made)."""
+        loaded = None
+        if record is not None:
+            try:
+                loaded = records.decode(record, stored.files)
+            except records.RecordError as e:
+                log.warning("skill %r version %d: its graph record is damaged (%s): built again", stored.name,
+                            stored.version, e)  # fmt: skip
+        if loaded is None or loaded[0].name != stored.name:
+            loaded = self._load(stored.files, stored.folder, False)
+            if self._extractor is None:
+                made.append((stored.name, stored.version, records.encode(*loaded)))
+        draft.serve(stored, *loaded, rebuild)
+
+    async def _keep_records(self, tag: str, made: list[tuple[str, int, bytes]], forget_stale: bool = False) -> None:
+        """Save the graph records made so far (and forget stale ones): a start goes on if the store refuses."""
+        try:
+            if made:
+                await self._store.save_graph_records(tag, made)
+            if forget_stale:
+                await self._store.forget_graph_records(tag)
+        except Exception:
+            log.warning("keeping skill graph records failed: the next start builds those skills again", exc_info=True)
+        made.clear()
 
     def _load(self, files: Mapping[str, bytes], folder: str, strict: bool) -> tuple[SkillPackage, SkillGraph]:
         package = load_package(files, folder, strict=strict, limits=self._limits)

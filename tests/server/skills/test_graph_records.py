@@ -1,0 +1,149 @@
+"""Graph records: a skill version's loaded package and graph, kept in the skill store so that a restart reads
+them back instead of loading and building every skill again, and only when the same code made them."""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bench.synthetic import generate_library
+from skillstate.server.skills import records
+from skillstate.server.skills.graph import build_graph
+from skillstate.server.skills.package import PackageLimits, load_package
+from skillstate.server.skills.registry import SkillRegistry
+from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
+
+from .corpus import corpus_packages, require_corpus
+
+SKILLS = generate_library(12, seed=5, references=True)
+QUERIES = ["reconcile the invoice totals", "validate the schema before you publish", "notify the owners"]
+
+
+def test_a_record_gives_back_the_package_and_graph_it_was_made_of() -> None:
+    for skill in SKILLS:
+        package = load_package(skill.files, skill.folder)
+        graph = build_graph(package)
+        assert records.decode(records.encode(package, graph), skill.files) == (package, graph)
+
+
+def test_every_corpus_package_comes_back_from_its_record() -> None:
+    """Real packages: lenient loading's warnings, references, resources, licenses, odd texts."""
+    for loaded in corpus_packages(require_corpus()):
+        package = loaded.package
+        graph = build_graph(package)
+        assert records.decode(records.encode(package, graph), package.files) == (package, graph), loaded.folder
+
+
+def test_a_damaged_record_is_refused() -> None:
+    package = load_package(SKILLS[0].files, SKILLS[0].folder)
+    record = records.encode(package, build_graph(package))
+    for damaged in (record[: len(record) // 2], b"not a record", zlib.compress(b'{"graph": [1, 2]}')):
+        with pytest.raises(records.RecordError):
+            records.decode(damaged, package.files)
+
+
+def test_the_tag_follows_the_package_limits() -> None:
+    assert records.tag(PackageLimits()) == records.tag(PackageLimits())
+    assert records.tag(PackageLimits()) != records.tag(PackageLimits(max_reference_edges=10))
+
+
+@pytest.fixture
+async def stored(tmp_path: Path) -> AsyncIterator[Path]:
+    """A SQLite skill store holding the skills, registered through a registry that has since closed."""
+    path = tmp_path / "skills.db"
+    registry = SkillRegistry(SqliteSkillStore(path))
+    await registry.start()
+    for skill in SKILLS:
+        await registry.register(skill.files, skill.folder)
+    await registry.close()
+    yield path
+
+
+async def started(path: Path, **options: object) -> SkillRegistry:
+    registry = SkillRegistry(SqliteSkillStore(path), **options)  # type: ignore[arg-type]
+    await registry.start()
+    await registry.ready()
+    return registry
+
+
+async def kept_records(path: Path) -> dict[tuple[str, int], bytes]:
+    store = SqliteSkillStore(path)
+    await store.open()
+    try:
+        return await store.graph_records(records.tag(PackageLimits()))
+    finally:
+        await store.close()
+
+
+async def replace_record(path: Path, name: str, record: bytes) -> None:
+    store = SqliteSkillStore(path)
+    await store.open()
+    try:
+        await store.save_graph_records(records.tag(PackageLimits()), [(name, 1, record)])
+    finally:
+        await store.close()
+
+
+async def contexts(registry: SkillRegistry) -> list[tuple[str, tuple[tuple[str, int], ...]]]:
+    return [((h := await registry.hydrate(query, 2000)).context, h.sections) for query in QUERIES]
+
+
+async def test_a_start_keeps_every_skills_record_and_the_next_serves_the_same_from_them(stored: Path) -> None:
+    built = await started(stored)  # no records yet: every skill loaded and built
+    try:
+        from_scratch = await contexts(built)
+        views = {name: (view.package, view.graph) for name, view in built.snapshot.views.items()}
+    finally:
+        await built.close()
+    kept = await kept_records(stored)
+    assert set(kept) == {(name, 1) for name in views}
+    for (name, _), record in kept.items():
+        assert records.decode(record, views[name][0].files) == views[name]
+
+    from_records = await started(stored)
+    try:
+        assert await contexts(from_records) == from_scratch
+        assert {name: (v.package, v.graph) for name, v in from_records.snapshot.views.items()} == views
+    finally:
+        await from_records.close()
+
+
+async def test_a_record_is_what_a_start_serves_and_a_damaged_one_is_built_again(stored: Path) -> None:
+    await (await started(stored)).close()  # records kept
+    name = SKILLS[0].name
+    package = load_package(SKILLS[0].files, SKILLS[0].folder)
+    graph = build_graph(package)
+    marked = dataclasses.replace(graph, description="marked: served from its record")
+    await replace_record(stored, name, records.encode(package, marked))
+
+    registry = await started(stored)
+    try:
+        assert (await registry.get(name)).graph.description == "marked: served from its record"
+    finally:
+        await registry.close()
+
+    await replace_record(stored, name, b"damaged")
+    registry = await started(stored)
+    try:
+        assert (await registry.get(name)).graph == graph  # built again from its files
+    finally:
+        await registry.close()
+    assert records.decode((await kept_records(stored))[(name, 1)], SKILLS[0].files)[1] == graph  # and kept again
+
+
+async def test_with_an_extractor_records_are_neither_read_nor_kept(stored: Path) -> None:
+    name = SKILLS[0].name
+    package = load_package(SKILLS[0].files, SKILLS[0].folder)
+    graph = build_graph(package)
+    await replace_record(stored, name, records.encode(package, dataclasses.replace(graph, description="marked")))
+
+    registry = await started(stored, extractor=lambda title, text, fallback: fallback)
+    try:
+        assert (await registry.get(name)).graph == graph
+    finally:
+        await registry.close()
+    assert set(await kept_records(stored)) == {(name, 1)}  # only the one the test wrote
