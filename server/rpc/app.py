@@ -103,8 +103,8 @@ def auth_mode(listen: str, insecure_no_auth: bool = False) -> Mode:
 class ServingHealth:
     """The grpc.health.v1 status of the server and its services: SERVING while it takes calls and its log
     commits; NOT_SERVING from a failed commit until one succeeds again, and for good once `stop` begins. The
-    skill registry's name is NOT_SERVING too until its library is loaded (its calls wait until then: most of a
-    minute at 10,000 skills), and stays so if loading failed."""
+    skill registry's name is NOT_SERVING too until its library is loaded (its calls wait until then: 25 s at
+    10,000 skills), and stays so if loading failed."""
 
     def __init__(self) -> None:
         self.servicer = health.aio.HealthServicer()
