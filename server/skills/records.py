@@ -43,16 +43,22 @@ class RecordError(ValueError):
     """A record that does not decode (damaged, or not a record)."""
 
 
-def tag(limits: PackageLimits) -> str:
-    """What a record is valid for: this package's code, the YAML parser's version and the package limits."""
-    return hashlib.sha256(f"{_code_digest()} {limits!r}".encode()).hexdigest()[:32]
+def tag(limits: PackageLimits) -> str | None:
+    """What a record is valid for: this package's code, the YAML parser's version and the package limits. None
+    where the code's source cannot be read (no record is then read or kept)."""
+    code = _code_digest()
+    return None if code is None else hashlib.sha256(f"{code} {limits!r}".encode()).hexdigest()[:32]
 
 
 @cache
-def _code_digest() -> str:
+def _code_digest() -> str | None:
+    here = Path(__file__).parent
+    sources = sorted(here.rglob("*.py"))
+    if not sources:  # (installed without its source: nothing to tell two versions apart by)
+        return None
     digest = hashlib.sha256(f"{FORMAT} {metadata.version('strictyaml')}".encode())
-    for source in sorted(Path(__file__).parent.rglob("*.py")):
-        digest.update(source.relative_to(Path(__file__).parent).as_posix().encode())
+    for source in sources:
+        digest.update(source.relative_to(here).as_posix().encode())
         digest.update(source.read_bytes())
     return digest.hexdigest()
 

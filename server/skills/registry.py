@@ -205,7 +205,9 @@ class SkillRegistry:
         with fewer_collections():
             for stored in await self._store.current():  # loaded and indexed in the writer, in one hop each
                 record = kept.pop((stored.name, stored.version), None)
-                await self._off_loop(self._load_into, draft, stored, rebuild, record, made, writer=True)
+                await self._off_loop(
+                    self._load_into, draft, stored, rebuild, record, made if tag else None, writer=True
+                )
                 if tag and len(made) >= RECORDS_PER_SAVE:
                     await self._keep_records(tag, made)
             await self._off_loop(rebuild.finish, writer=True)
@@ -415,9 +417,10 @@ class SkillRegistry:
         return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(work, *args))
 
     def _load_into(
-        self, draft: Draft, stored: SkillVersion, rebuild: Rebuild, record: bytes | None, made: list[Any]
+        self, draft: Draft, stored: SkillVersion, rebuild: Rebuild, record: bytes | None, made: list[Any] | None
     ) -> None:
-        """Serve a stored version from its graph record, or else loaded and built again (its record made)."""
+        """Serve a stored version from its graph record, or else loaded and built again (its record added to
+        `made`, when given)."""
         loaded = None
         if record is not None:
             try:
@@ -427,7 +430,7 @@ class SkillRegistry:
                             stored.version, e)  # fmt: skip
         if loaded is None or loaded[0].name != stored.name:
             loaded = self._load(stored.files, stored.folder, False)
-            if self._extractor is None:
+            if made is not None:
                 made.append((stored.name, stored.version, records.encode(*loaded)))
         draft.serve(stored, *loaded, rebuild)
 
