@@ -3,10 +3,10 @@ registry reads records back instead of loading every package and building its gr
 restart at 10,000 skills, where decoding takes an eighth of that).
 
 A record is read back only by code that makes the same packages and graphs: its `tag` digests the source of
-every module of this package and the package limits, so a record made by other code, or under other limits,
-is not read (the registry builds that skill again and keeps the new record). Texts are not stored twice: a
-SKILL.md body or Markdown reference is the concatenation of its sections' texts (`SkillGraph.source`), and is
-stored only when it is not."""
+every module of this package, what they parse with and the package limits, so a record made by other code or
+under other limits is not read (the registry builds that skill again and keeps the new record). Texts are not
+stored twice: a SKILL.md body or Markdown reference is the concatenation of its sections' texts
+(`SkillGraph.source`), and is stored only when it is not."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import hashlib
 import json
 import posixpath
 import sys
+import unicodedata
 import zlib
 from collections.abc import Mapping
 from functools import cache
@@ -44,8 +45,9 @@ class RecordError(ValueError):
 
 
 def tag(limits: PackageLimits) -> str | None:
-    """What a record is valid for: this package's code, the YAML parser's version and the package limits. None
-    where the code's source cannot be read (no record is then read or kept)."""
+    """What a record is valid for: this package's code, the versions of Python, its Unicode tables and the YAML
+    parsers, and the package limits. None where the code's source cannot be read (no record is then read or
+    kept)."""
     code = _code_digest()
     return None if code is None else hashlib.sha256(f"{code} {limits!r}".encode()).hexdigest()[:32]
 
@@ -56,7 +58,8 @@ def _code_digest() -> str | None:
     sources = sorted(here.rglob("*.py"))
     if not sources:  # (installed without its source: nothing to tell two versions apart by)
         return None
-    digest = hashlib.sha256(f"{FORMAT} {metadata.version('strictyaml')}".encode())
+    parsers = f"{metadata.version('strictyaml')} {metadata.version('PyYAML')} {unicodedata.unidata_version}"
+    digest = hashlib.sha256(f"{FORMAT} {sys.version_info[:2]} {parsers}".encode())
     for source in sources:
         digest.update(source.relative_to(here).as_posix().encode())
         digest.update(source.read_bytes())
