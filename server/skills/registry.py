@@ -50,7 +50,8 @@ KEPT_HYDRATIONS = 1024
 
 
 RECORDS_PER_SAVE = 1000
-"""Graph records a start makes before it saves them (a record is a few KB)."""
+RECORD_BYTES_PER_SAVE = 16 << 20
+"""Graph records a start makes before it saves them, at most (a record is a few KB, up to a few MB)."""
 SYNC_INTERVAL = 1.0
 """Seconds between looks at a shared store for skills other servers registered or removed."""
 
@@ -198,18 +199,23 @@ class SkillRegistry:
             for key, level in (await self._store.macro_revisions()).items()
         }
         rebuild = draft.macros.rebuilding()
-        tag = records.tag(self._limits) if self._extractor is None else None  # (a model's graphs are not kept)
-        kept = await self._store.graph_records(tag) if tag else {}
+        # (a model's graphs are not kept; the tag reads the code's source, off the loop)
+        tag = await self._off_loop(records.tag, self._limits) if self._extractor is None else None
+        kept = await self._kept_records(tag) if tag else {}
         made: list[tuple[str, int, bytes]] = []
         """graph records made by this start, saved a batch at a time"""
+        unsaved = 0
+        """bytes of the records in `made`"""
         with fewer_collections():
             for stored in await self._store.current():  # loaded and indexed in the writer, in one hop each
-                record = kept.pop((stored.name, stored.version), None)
+                record, count = kept.pop((stored.name, stored.version), None), len(made)
                 await self._off_loop(
                     self._load_into, draft, stored, rebuild, record, made if tag else None, writer=True
                 )
-                if tag and len(made) >= RECORDS_PER_SAVE:
+                unsaved += sum(len(r) for *_, r in made[count:])
+                if tag and (len(made) >= RECORDS_PER_SAVE or unsaved >= RECORD_BYTES_PER_SAVE):
                     await self._keep_records(tag, made)
+                    unsaved = 0
             await self._off_loop(rebuild.finish, writer=True)
         if tag:
             await self._keep_records(tag, made, forget_stale=True)
@@ -428,11 +434,24 @@ class SkillRegistry:
             except records.RecordError as e:
                 log.warning("skill %r version %d: its graph record is damaged (%s): built again", stored.name,
                             stored.version, e)  # fmt: skip
-        if loaded is None or loaded[0].name != stored.name:
+            else:
+                if loaded[0].name != stored.name:
+                    log.warning("skill %r version %d: its graph record is skill %r's: built again", stored.name,
+                                stored.version, loaded[0].name)  # fmt: skip
+                    loaded = None
+        if loaded is None:
             loaded = self._load(stored.files, stored.folder, False)
             if made is not None:
                 made.append((stored.name, stored.version, records.encode(*loaded)))
         draft.serve(stored, *loaded, rebuild)
+
+    async def _kept_records(self, tag: str) -> dict[tuple[str, int], bytes]:
+        """The graph records kept under the tag; none when the store cannot read them (every skill built)."""
+        try:
+            return await self._store.graph_records(tag)
+        except Exception:
+            log.warning("reading skill graph records failed: every skill is loaded and built", exc_info=True)
+            return {}
 
     async def _keep_records(self, tag: str, made: list[tuple[str, int, bytes]], forget_stale: bool = False) -> None:
         """Save the graph records made so far (and forget stale ones): a start goes on if the store refuses."""

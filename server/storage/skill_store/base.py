@@ -79,11 +79,13 @@ class SkillStore(abc.ABC):
 
     @abc.abstractmethod
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
-        """Keep these (name, version, record) under `tag`, replacing any of the same version."""
+        """Keep these (name, version, record) under `tag`, replacing any of the same version and tag; each save
+        is numbered after every earlier one."""
 
     @abc.abstractmethod
     async def forget_graph_records(self, tag: str) -> None:
-        """Forget the records made under any other tag, and those of versions no longer current."""
+        """Forget the records of versions no longer current, and those made under any tag but `tag` and the
+        other one saved last: servers of two versions sharing a store (a rolling upgrade) keep each other's."""
 
     @abc.abstractmethod
     async def macro_revisions(self) -> dict[str, int | None]:

@@ -17,8 +17,8 @@ class MemorySkillStore(SkillStore):
         self._revisions: dict[str, int | None] = {}
         self._evidence: dict[str, Counts] = {}
         self._hydrations: OrderedDict[str, StoredHydration] = OrderedDict()
-        self._records: dict[tuple[str, int], tuple[str, bytes]] = {}
-        """(name, version) -> (tag, graph record)"""
+        self._records: dict[tuple[str, int, str], tuple[int, bytes]] = {}
+        """(name, version, tag) -> (the save's number, graph record)"""
 
     async def open(self) -> None:
         pass
@@ -50,14 +50,22 @@ class MemorySkillStore(SkillStore):
 
     async def graph_records(self, tag: str) -> dict[tuple[str, int], bytes]:
         current = {(v.name, v.version) for v in await self.current()}
-        return {key: record for key, (made, record) in self._records.items() if made == tag and key in current}
+        return {(n, v): record for (n, v, t), (_, record) in self._records.items() if t == tag and (n, v) in current}
 
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
-        self._records.update(((name, version), (tag, record)) for name, version, record in records)
+        number = max((saved for saved, _ in self._records.values()), default=0) + 1
+        self._records.update(((name, version, tag), (number, record)) for name, version, record in records)
 
     async def forget_graph_records(self, tag: str) -> None:
         current = {(v.name, v.version) for v in await self.current()}
-        self._records = {key: kept for key, kept in self._records.items() if kept[0] == tag and key in current}
+        last: dict[str, int] = {}
+        for (_, _, t), (saved, _) in self._records.items():
+            last[t] = max(last.get(t, 0), saved)
+        others = sorted((t for t in last if t != tag), key=lambda t: (last[t], t))
+        kept_tags = {tag, *others[-1:]}
+        self._records = {
+            (n, v, t): kept for (n, v, t), kept in self._records.items() if t in kept_tags and (n, v) in current
+        }
 
     async def macro_revisions(self) -> dict[str, int | None]:
         return dict(self._revisions)

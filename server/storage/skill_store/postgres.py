@@ -32,8 +32,9 @@ CREATE TABLE IF NOT EXISTS skill_graph_records (
     name    TEXT NOT NULL,
     version BIGINT NOT NULL,
     tag     TEXT NOT NULL,
+    saved   BIGINT NOT NULL,
     record  BYTEA NOT NULL,
-    PRIMARY KEY (name, version)
+    PRIMARY KEY (name, version, tag)
 );
 CREATE TABLE IF NOT EXISTS macro_revisions (key_json TEXT PRIMARY KEY, level BIGINT);
 CREATE TABLE IF NOT EXISTS macro_evidence (
@@ -113,16 +114,21 @@ class PostgresSkillStore(SkillStore):
 
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
         await self._db.fetch(
-            "INSERT INTO skill_graph_records (name, version, tag, record) "
-            "SELECT n, v, $4::text, r FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (n, v, r) "
-            "ON CONFLICT (name, version) DO UPDATE SET tag = excluded.tag, record = excluded.record",
+            "INSERT INTO skill_graph_records (name, version, tag, saved, record) "
+            "SELECT n, v, $4::text, (SELECT COALESCE(MAX(saved), 0) + 1 FROM skill_graph_records), r "
+            "FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (n, v, r) "
+            "ON CONFLICT (name, version, tag) DO UPDATE SET saved = excluded.saved, record = excluded.record",
             [n for n, _, _ in records], [v for _, v, _ in records], [r for _, _, r in records], tag,
         )  # fmt: skip
 
     async def forget_graph_records(self, tag: str) -> None:
         await self._db.transaction(
-            ("DELETE FROM skill_graph_records WHERE tag <> $1", (tag,)),
             (f"DELETE FROM skill_graph_records WHERE (name, version) NOT IN ({CURRENT_VERSIONS})", ()),
+            (
+                "DELETE FROM skill_graph_records WHERE tag <> $1 AND tag IS DISTINCT FROM (SELECT tag FROM "
+                "skill_graph_records WHERE tag <> $1 GROUP BY tag ORDER BY MAX(saved) DESC, tag DESC LIMIT 1)",
+                (tag,),
+            ),
         )
 
     async def macro_revisions(self) -> dict[str, int | None]:

@@ -33,8 +33,9 @@ CREATE TABLE IF NOT EXISTS skill_graph_records (
     name    TEXT NOT NULL,
     version INTEGER NOT NULL,
     tag     TEXT NOT NULL,
+    saved   INTEGER NOT NULL,
     record  BLOB NOT NULL,
-    PRIMARY KEY (name, version)
+    PRIMARY KEY (name, version, tag)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS macro_revisions (
     key_json TEXT PRIMARY KEY,
@@ -53,6 +54,10 @@ CREATE TABLE IF NOT EXISTS kept_hydrations (
     expanded     TEXT NOT NULL DEFAULT ''
 );
 """
+_LAST_OTHER_TAG = (
+    "SELECT tag FROM skill_graph_records WHERE tag <> {} GROUP BY tag ORDER BY MAX(saved) DESC, tag DESC LIMIT 1"
+)
+"""The tag other than the one given whose records were saved last (kept for another server's code)."""
 ROWS_PER_STATEMENT = 1000
 """Rows one statement writes: a report or a library change may change the evidence of many macro keys."""
 
@@ -114,14 +119,18 @@ class SqliteSkillStore(SkillStore):
         return {(name, int(version)): bytes(record) for name, version, record in rows}
 
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
-        rows = [(name, version, tag, record) for name, version, record in records]
-        await self._db.transaction(*_each("INSERT OR REPLACE INTO skill_graph_records VALUES {}", "(?, ?, ?, ?)", rows))
+        number = await self._db.value("SELECT COALESCE(MAX(saved), 0) + 1 FROM skill_graph_records")
+        rows = [(name, version, tag, number, record) for name, version, record in records]
+        await self._db.transaction(
+            *_each("INSERT OR REPLACE INTO skill_graph_records VALUES {}", "(?, ?, ?, ?, ?)", rows)
+        )
 
     async def forget_graph_records(self, tag: str) -> None:
         await self._db.transaction(
-            ("DELETE FROM skill_graph_records WHERE tag <> ?", (tag,)),
             (f"DELETE FROM skill_graph_records WHERE (name, version) NOT IN ({CURRENT_VERSIONS})", ()),
-        )
+            ("DELETE FROM skill_graph_records WHERE tag <> ? AND tag IS NOT (" + _LAST_OTHER_TAG.format("?") + ")",
+             (tag, tag)),
+        )  # fmt: skip
 
     async def macro_revisions(self) -> dict[str, int | None]:
         return {key: level for key, level in await self._db.rows("SELECT key_json, level FROM macro_revisions")}

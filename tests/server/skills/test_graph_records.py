@@ -4,13 +4,15 @@ them back instead of loading and building every skill again, and only when the s
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from bench.synthetic import generate_library
+from skillstate.server.errors import StorageError
 from skillstate.server.skills import records
 from skillstate.server.skills.graph import build_graph
 from skillstate.server.skills.package import PackageLimits, load_package
@@ -63,29 +65,45 @@ async def stored(tmp_path: Path) -> AsyncIterator[Path]:
     yield path
 
 
-async def started(path: Path, **options: object) -> SkillRegistry:
-    registry = SkillRegistry(SqliteSkillStore(path), **options)  # type: ignore[arg-type]
+async def started(path: Path, store: SqliteSkillStore | None = None, **options: object) -> SkillRegistry:
+    registry = SkillRegistry(store or SqliteSkillStore(path), **options)  # type: ignore[arg-type]
     await registry.start()
-    await registry.ready()
+    try:
+        await registry.ready()
+    except BaseException:
+        await registry.close()
+        raise
     return registry
 
 
-async def kept_records(path: Path) -> dict[tuple[str, int], bytes]:
+def tag_of(limits: PackageLimits = PackageLimits()) -> str:
+    made = records.tag(limits)
+    assert made is not None
+    return made
+
+
+async def kept_records(path: Path, limits: PackageLimits = PackageLimits()) -> dict[tuple[str, int], bytes]:
     store = SqliteSkillStore(path)
     await store.open()
     try:
-        return await store.graph_records(records.tag(PackageLimits()))
+        return await store.graph_records(tag_of(limits))
     finally:
         await store.close()
 
 
-async def replace_record(path: Path, name: str, record: bytes) -> None:
+async def replace_record(path: Path, name: str, record: bytes, limits: PackageLimits = PackageLimits()) -> None:
     store = SqliteSkillStore(path)
     await store.open()
     try:
-        await store.save_graph_records(records.tag(PackageLimits()), [(name, 1, record)])
+        await store.save_graph_records(tag_of(limits), [(name, 1, record)])
     finally:
         await store.close()
+
+
+def stored_rows(path: Path) -> list[tuple[str, int]]:
+    """Every (name, version) the store's table of graph records holds, whatever its tag or version."""
+    with sqlite3.connect(path) as db:
+        return sorted(db.execute("SELECT name, version FROM skill_graph_records"))
 
 
 async def contexts(registry: SkillRegistry) -> list[tuple[str, tuple[tuple[str, int], ...]]]:
@@ -126,13 +144,16 @@ async def test_a_record_is_what_a_start_serves_and_a_damaged_one_is_built_again(
     finally:
         await registry.close()
 
-    await replace_record(stored, name, b"damaged")
-    registry = await started(stored)
-    try:
-        assert (await registry.get(name)).graph == graph  # built again from its files
-    finally:
-        await registry.close()
-    assert records.decode((await kept_records(stored))[(name, 1)], SKILLS[0].files)[1] == graph  # and kept again
+    other = load_package(SKILLS[1].files, SKILLS[1].folder)
+    crafted = zlib.compress(b"[" * 100_000)  # nesting the JSON decoder cannot follow
+    for bad in (b"damaged", crafted, records.encode(other, build_graph(other))):  # the last: another skill's
+        await replace_record(stored, name, bad)
+        registry = await started(stored)
+        try:
+            assert (await registry.get(name)).graph == graph  # built again from its files
+        finally:
+            await registry.close()
+        assert records.decode((await kept_records(stored))[(name, 1)], SKILLS[0].files)[1] == graph  # kept again
 
 
 async def test_with_an_extractor_records_are_neither_read_nor_kept(stored: Path) -> None:
@@ -147,3 +168,74 @@ async def test_with_an_extractor_records_are_neither_read_nor_kept(stored: Path)
     finally:
         await registry.close()
     assert set(await kept_records(stored)) == {(name, 1)}  # only the one the test wrote
+
+
+async def test_records_are_kept_under_the_limits_they_were_made_with(stored: Path) -> None:
+    limits = PackageLimits(max_reference_edges=30_000)
+    await (await started(stored, limits=limits)).close()
+    assert await kept_records(stored) == {}
+    assert len(await kept_records(stored, limits)) == len(SKILLS)
+
+    name = SKILLS[0].name
+    package = load_package(SKILLS[0].files, SKILLS[0].folder, limits=limits)
+    marked = dataclasses.replace(build_graph(package), description="marked")
+    await replace_record(stored, name, records.encode(package, marked), limits)
+    registry = await started(stored, limits=limits)
+    try:
+        assert (await registry.get(name)).graph.description == "marked"
+    finally:
+        await registry.close()
+
+
+async def test_a_start_forgets_the_records_of_versions_no_longer_current(stored: Path) -> None:
+    await (await started(stored)).close()
+    assert stored_rows(stored) == sorted((skill.name, 1) for skill in SKILLS)
+    registry = await started(stored)
+    try:
+        changed = dict(SKILLS[0].files)
+        changed[f"{SKILLS[0].folder}/SKILL.md"] += b"\n## Afterword\n\nOne more section, to make a version 2.\n"
+        await registry.register(changed, SKILLS[0].folder)
+        await registry.remove(SKILLS[1].name)
+    finally:
+        await registry.close()
+    await (await started(stored)).close()
+    expected = sorted([(skill.name, 1) for skill in SKILLS[2:]] + [(SKILLS[0].name, 2)])
+    assert stored_rows(stored) == expected
+
+
+class UnreliableStore(SqliteSkillStore):
+    """The SQLite skill store, refusing to read or to keep graph records, as a store short of space or of an
+    older schema might."""
+
+    def __init__(self, path: Path, refuse: str) -> None:
+        super().__init__(path)
+        self.refuse = refuse
+
+    async def graph_records(self, tag: str) -> dict[tuple[str, int], bytes]:
+        if self.refuse == "read":
+            raise StorageError("cannot read graph records (injected)")
+        return await super().graph_records(tag)
+
+    async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
+        if self.refuse == "save":
+            raise StorageError("cannot save graph records (injected)")
+        await super().save_graph_records(tag, records)
+
+
+@pytest.mark.parametrize("refuse", ["read", "save"])
+async def test_a_store_that_refuses_graph_records_still_starts_with_every_skill(stored: Path, refuse: str) -> None:
+    if refuse == "read":
+        await (await started(stored)).close()  # records to refuse to read
+    registry = await started(stored, UnreliableStore(stored, refuse))  # to save: every record, refused
+    try:
+        assert sorted(registry.snapshot.views) == sorted(skill.name for skill in SKILLS)
+        served = await contexts(registry)
+    finally:
+        await registry.close()
+    if refuse == "save":
+        assert await kept_records(stored) == {}
+    plain = await started(stored)
+    try:
+        assert await contexts(plain) == served
+    finally:
+        await plain.close()

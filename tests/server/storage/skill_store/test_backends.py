@@ -172,7 +172,7 @@ async def test_a_postgres_schema_of_the_previous_version_is_opened_and_gains_the
         await store.close()
 
 
-async def test_graph_records_are_kept_per_current_version_under_one_tag(store: SkillStore) -> None:
+async def test_graph_records_are_kept_per_current_version_and_tag(store: SkillStore) -> None:
     await store.add(version("a", 1))
     await store.add(version("b", 1))
     await store.save_graph_records("t1", [("a", 1, b"a1"), ("b", 1, b"b1")])
@@ -185,7 +185,16 @@ async def test_graph_records_are_kept_per_current_version_under_one_tag(store: S
     assert await store.graph_records("t1") == {("a", 2): b"a2", ("b", 1): b"b1 again"}
 
     await store.mark_removed("b", 1, 2000.0)
-    await store.save_graph_records("t2", [("a", 2, b"a2 by other code")])  # replaces t1's record of a 2
-    await store.forget_graph_records("t2")  # and forgets t1's other records and b's, removed
+    await store.save_graph_records("t2", [("a", 2, b"a2 by other code")])
+    await store.forget_graph_records("t2")  # forgets b's, removed; t1's stay: the other tag saved last
+    assert await store.graph_records("t1") == {("a", 2): b"a2"}
+    assert await store.graph_records("t2") == {("a", 2): b"a2 by other code"}
+    await store.forget_graph_records("t1")  # from the other side too (a rolling upgrade)
+    assert await store.graph_records("t2") == {("a", 2): b"a2 by other code"}
+
+    await store.save_graph_records("t3", [("a", 2, b"a2 by newer code")])
+    await store.save_graph_records("t1", [])  # (an empty save numbers nothing)
+    await store.forget_graph_records("t3")  # keeps t3 and t2, saved after t1
     assert await store.graph_records("t1") == {}
     assert await store.graph_records("t2") == {("a", 2): b"a2 by other code"}
+    assert await store.graph_records("t3") == {("a", 2): b"a2 by newer code"}
