@@ -89,6 +89,8 @@ class SkillRegistry:
         if this server made it): the newest KEPT_HYDRATIONS, as the store keeps them (`_kept` reads one of
         those from the store after a restart, or one another server made)"""
         self._loading: asyncio.Task[None] | None = None
+        self._record_tag: str | None = None
+        """The tag this registry's graph records are kept under (records.py); None when it keeps none."""
         self._syncing: asyncio.Task[None] | None = None
         self._synced_at = -float("inf")
 
@@ -201,6 +203,7 @@ class SkillRegistry:
         rebuild = draft.macros.rebuilding()
         # (a model's graphs are not kept; the tag reads the code's source, off the loop)
         tag = await self._off_loop(records.tag, self._limits) if self._extractor is None else None
+        self._record_tag = tag
         kept = await self._kept_records(tag) if tag else {}
         made: list[tuple[str, int, bytes]] = []
         """graph records made by this start, saved a batch at a time"""
@@ -246,6 +249,9 @@ class SkillRegistry:
             except DuplicateRowError as e:  # another server wrote this version: ours must not overwrite it
                 raise InvalidArgumentError(f"skill {package.name!r}: {e}") from e
             await self._change(lambda draft: draft.serve(stored, package, graph))
+        if self._record_tag is not None and not strict:  # (a start loads leniently: it reads what lenient made)
+            record = await self._off_loop(records.encode, package, graph)
+            await self._keep_records(self._record_tag, [(package.name, number, record)])
         return Registration(package.name, number, len(graph.nodes), package.warnings, False, digest)
 
     async def remove(self, name: str) -> int:

@@ -17,6 +17,7 @@ from skillstate.server.skills import records
 from skillstate.server.skills.graph import build_graph
 from skillstate.server.skills.package import PackageLimits, load_package
 from skillstate.server.skills.registry import SkillRegistry
+from skillstate.server.storage.records import SkillVersion
 from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
 from .corpus import corpus_packages, require_corpus
@@ -55,13 +56,14 @@ def test_the_tag_follows_the_package_limits() -> None:
 
 @pytest.fixture
 async def stored(tmp_path: Path) -> AsyncIterator[Path]:
-    """A SQLite skill store holding the skills, registered through a registry that has since closed."""
+    """A SQLite skill store holding the skills' versions and no graph record (as a store of an earlier release)."""
     path = tmp_path / "skills.db"
-    registry = SkillRegistry(SqliteSkillStore(path))
-    await registry.start()
+    store = SqliteSkillStore(path)
+    await store.open()
     for skill in SKILLS:
-        await registry.register(skill.files, skill.folder)
-    await registry.close()
+        package = load_package(skill.files, skill.folder)
+        await store.add(SkillVersion(package.name, 1, package.digest, package.folder, 1000.0, package.files))
+    await store.close()
     yield path
 
 
@@ -198,6 +200,7 @@ async def test_a_start_forgets_the_records_of_versions_no_longer_current(stored:
         await registry.remove(SKILLS[1].name)
     finally:
         await registry.close()
+    assert (SKILLS[0].name, 2) in await kept_records(stored)  # a registration keeps its record at once
     await (await started(stored)).close()
     expected = sorted([(skill.name, 1) for skill in SKILLS[2:]] + [(SKILLS[0].name, 2)])
     assert stored_rows(stored) == expected
