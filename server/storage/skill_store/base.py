@@ -31,6 +31,18 @@ CURRENT_VERSIONS = f"SELECT name, version {_CURRENT}"
 """(name, version) of every current skill, in the SQL both SQL backends speak."""
 CURRENT = f"SELECT {VERSION_COLUMNS} {_CURRENT} ORDER BY name"
 """The VERSION_COLUMNS of every current skill, by name."""
+GRAPH_RECORDS = (
+    f"SELECT r.name, r.version, r.record FROM skill_graph_records AS r JOIN ({CURRENT_VERSIONS}) AS c "
+    "ON r.name = c.name AND r.version = c.version WHERE r.tag = {tag}"
+)
+"""The graph records of current versions under one tag (`{tag}`: the backend's placeholder)."""
+FORGET_GRAPH_RECORDS = (
+    f"DELETE FROM skill_graph_records WHERE (name, version) NOT IN ({CURRENT_VERSIONS})",
+    "DELETE FROM skill_graph_records WHERE tag <> {tag} AND tag NOT IN (SELECT tag FROM skill_graph_records "
+    "WHERE tag <> {tag} GROUP BY tag ORDER BY MAX(saved) DESC, tag DESC LIMIT 1)",
+)
+"""`SkillStore.forget_graph_records`: the records of versions no longer current, then those of every tag but
+the given one (`{tag}`) and the other saved last."""
 
 
 def skill_version(row: Sequence[Any], files: Mapping[str, bytes]) -> SkillVersion:

@@ -8,7 +8,15 @@ from typing import Any
 from ...errors import DuplicateRowError
 from ..postgres import Database, Statement
 from ..records import Counts, SkillVersion, StoredHydration
-from .base import CURRENT, CURRENT_VERSIONS, VERSION_COLUMNS, SkillStore, skill_version
+from .base import (
+    CURRENT,
+    CURRENT_VERSIONS,
+    FORGET_GRAPH_RECORDS,
+    GRAPH_RECORDS,
+    VERSION_COLUMNS,
+    SkillStore,
+    skill_version,
+)
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS skill_versions (
@@ -105,11 +113,7 @@ class PostgresSkillStore(SkillStore):
         return int(rows[0][0])
 
     async def graph_records(self, tag: str) -> dict[tuple[str, int], bytes]:
-        rows = await self._db.fetch(
-            f"SELECT r.name, r.version, r.record FROM skill_graph_records AS r JOIN ({CURRENT_VERSIONS}) AS c "
-            "ON r.name = c.name AND r.version = c.version WHERE r.tag = $1",
-            tag,
-        )
+        rows = await self._db.fetch(GRAPH_RECORDS.format(tag="$1"), tag)
         return {(name, int(version)): bytes(record) for name, version, record in rows}
 
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
@@ -122,14 +126,8 @@ class PostgresSkillStore(SkillStore):
         )  # fmt: skip
 
     async def forget_graph_records(self, tag: str) -> None:
-        await self._db.transaction(
-            (f"DELETE FROM skill_graph_records WHERE (name, version) NOT IN ({CURRENT_VERSIONS})", ()),
-            (
-                "DELETE FROM skill_graph_records WHERE tag <> $1 AND tag IS DISTINCT FROM (SELECT tag FROM "
-                "skill_graph_records WHERE tag <> $1 GROUP BY tag ORDER BY MAX(saved) DESC, tag DESC LIMIT 1)",
-                (tag,),
-            ),
-        )
+        superseded, other_tags = FORGET_GRAPH_RECORDS
+        await self._db.transaction((superseded, ()), (other_tags.format(tag="$1"), (tag,)))
 
     async def macro_revisions(self) -> dict[str, int | None]:
         return {key: level for key, level in await self._db.fetch("SELECT key_json, level FROM macro_revisions")}

@@ -9,7 +9,15 @@ from typing import Any
 from ...errors import DuplicateRowError
 from ..records import Counts, SkillVersion, StoredHydration
 from ..sqlite import Database, Statement, insert
-from .base import CURRENT, CURRENT_VERSIONS, VERSION_COLUMNS, SkillStore, skill_version
+from .base import (
+    CURRENT,
+    CURRENT_VERSIONS,
+    FORGET_GRAPH_RECORDS,
+    GRAPH_RECORDS,
+    VERSION_COLUMNS,
+    SkillStore,
+    skill_version,
+)
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS skill_versions (
@@ -54,10 +62,6 @@ CREATE TABLE IF NOT EXISTS kept_hydrations (
     expanded     TEXT NOT NULL DEFAULT ''
 );
 """
-_LAST_OTHER_TAG = (
-    "SELECT tag FROM skill_graph_records WHERE tag <> {} GROUP BY tag ORDER BY MAX(saved) DESC, tag DESC LIMIT 1"
-)
-"""The tag other than the one given whose records were saved last (kept for another server's code)."""
 ROWS_PER_STATEMENT = 1000
 """Rows one statement writes: a report or a library change may change the evidence of many macro keys."""
 
@@ -111,11 +115,7 @@ class SqliteSkillStore(SkillStore):
         return int(await self._db.value("SELECT COALESCE(MAX(version), 0) FROM skill_versions WHERE name = ?", name))
 
     async def graph_records(self, tag: str) -> dict[tuple[str, int], bytes]:
-        rows = await self._db.rows(
-            f"SELECT r.name, r.version, r.record FROM skill_graph_records AS r JOIN ({CURRENT_VERSIONS}) AS c "
-            "ON r.name = c.name AND r.version = c.version WHERE r.tag = ?",
-            tag,
-        )
+        rows = await self._db.rows(GRAPH_RECORDS.format(tag="?"), tag)
         return {(name, int(version)): bytes(record) for name, version, record in rows}
 
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
@@ -126,11 +126,8 @@ class SqliteSkillStore(SkillStore):
         )
 
     async def forget_graph_records(self, tag: str) -> None:
-        await self._db.transaction(
-            (f"DELETE FROM skill_graph_records WHERE (name, version) NOT IN ({CURRENT_VERSIONS})", ()),
-            ("DELETE FROM skill_graph_records WHERE tag <> ? AND tag IS NOT (" + _LAST_OTHER_TAG.format("?") + ")",
-             (tag, tag)),
-        )  # fmt: skip
+        superseded, other_tags = FORGET_GRAPH_RECORDS
+        await self._db.transaction((superseded, ()), (other_tags.format(tag="?"), (tag, tag)))
 
     async def macro_revisions(self) -> dict[str, int | None]:
         return {key: level for key, level in await self._db.rows("SELECT key_json, level FROM macro_revisions")}
