@@ -94,8 +94,8 @@ def encode(package: SkillPackage, graph: SkillGraph) -> bytes:
     return zlib.compress(json.dumps(record, separators=(",", ":")).encode(), 1)
 
 
-def decode(record: bytes, files: Mapping[str, bytes]) -> tuple[SkillPackage, SkillGraph]:
-    """The package and graph of a record; `files` are the stored version's. Raises RecordError."""
+def decode(record: bytes, files: Mapping[str, bytes], name: str) -> tuple[SkillPackage, SkillGraph]:
+    """The package and graph of a record of skill `name`; `files` are the stored version's. Raises RecordError."""
     try:
         decompressor = zlib.decompressobj()
         text = decompressor.decompress(record, MAX_DECODED_BYTES)
@@ -108,6 +108,8 @@ def decode(record: bytes, files: Mapping[str, bytes]) -> tuple[SkillPackage, Ski
         raise RecordError(f"not a skill record: {type(e).__name__}: {e}") from e
     if any(not (0 <= e.source < len(graph.nodes) and 0 <= e.target < len(graph.nodes)) for e in graph.edges):
         raise RecordError("not a skill record: an edge names a node the graph does not have")
+    if package.name != name:
+        raise RecordError(f"the record of skill {package.name!r}")
     return package, graph
 
 

@@ -436,15 +436,10 @@ class SkillRegistry:
         loaded = None
         if record is not None:
             try:
-                loaded = records.decode(record, stored.files)
+                loaded = records.decode(record, stored.files, stored.name)
             except records.RecordError as e:
-                log.warning("skill %r version %d: its graph record is damaged (%s): built again", stored.name,
+                log.warning("skill %r version %d: its graph record is unusable (%s): built again", stored.name,
                             stored.version, e)  # fmt: skip
-            else:
-                if loaded[0].name != stored.name:
-                    log.warning("skill %r version %d: its graph record is skill %r's: built again", stored.name,
-                                stored.version, loaded[0].name)  # fmt: skip
-                    loaded = None
         if loaded is None:
             loaded = self._load(stored.files, stored.folder, False)
             if made is not None:

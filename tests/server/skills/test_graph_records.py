@@ -30,7 +30,7 @@ def test_a_record_gives_back_the_package_and_graph_it_was_made_of() -> None:
     for skill in SKILLS:
         package = load_package(skill.files, skill.folder)
         graph = build_graph(package)
-        assert records.decode(records.encode(package, graph), skill.files) == (package, graph)
+        assert records.decode(records.encode(package, graph), skill.files, package.name) == (package, graph)
 
 
 def test_every_corpus_package_comes_back_from_its_record() -> None:
@@ -38,7 +38,8 @@ def test_every_corpus_package_comes_back_from_its_record() -> None:
     for loaded in corpus_packages(require_corpus()):
         package = loaded.package
         graph = build_graph(package)
-        assert records.decode(records.encode(package, graph), package.files) == (package, graph), loaded.folder
+        record = records.encode(package, graph)
+        assert records.decode(record, package.files, package.name) == (package, graph), loaded.folder
 
 
 def test_a_damaged_record_is_refused() -> None:
@@ -46,7 +47,7 @@ def test_a_damaged_record_is_refused() -> None:
     record = records.encode(package, build_graph(package))
     for damaged in (record[: len(record) // 2], b"not a record", zlib.compress(b'{"graph": [1, 2]}')):
         with pytest.raises(records.RecordError):
-            records.decode(damaged, package.files)
+            records.decode(damaged, package.files, package.name)
 
 
 def test_the_tag_follows_the_package_limits() -> None:
@@ -122,7 +123,7 @@ async def test_a_start_keeps_every_skills_record_and_the_next_serves_the_same_fr
     kept = await kept_records(stored)
     assert set(kept) == {(name, 1) for name in views}
     for (name, _), record in kept.items():
-        assert records.decode(record, views[name][0].files) == views[name]
+        assert records.decode(record, views[name][0].files, name) == views[name]
 
     from_records = await started(stored)
     try:
@@ -155,7 +156,7 @@ async def test_a_record_is_what_a_start_serves_and_a_damaged_one_is_built_again(
             assert (await registry.get(name)).graph == graph  # built again from its files
         finally:
             await registry.close()
-        assert records.decode((await kept_records(stored))[(name, 1)], SKILLS[0].files)[1] == graph  # kept again
+        assert records.decode((await kept_records(stored))[(name, 1)], SKILLS[0].files, name)[1] == graph  # kept again
 
 
 async def test_with_an_extractor_records_are_neither_read_nor_kept(stored: Path) -> None:
