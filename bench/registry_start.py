@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from skill_build import cold_caches
 from skill_registry import corpus_library
 from synthetic import generate_library
 
@@ -49,15 +50,6 @@ T = TypeVar("T")
 
 def progress(message: str) -> None:
     print(f"  {message}", file=sys.stderr, flush=True)
-
-
-def cold_caches() -> None:
-    """Empty the skill modules' caches (terms, titles, edges), so that no part inherits another's warm ones."""
-    for name, module in list(sys.modules.items()):
-        if name.startswith("skillstate.server.skills."):
-            for value in vars(module).values():
-                if callable(getattr(value, "cache_clear", None)):
-                    value.cache_clear()
 
 
 def timed(name: str, work: Callable[[], T]) -> tuple[float, T]:

@@ -46,7 +46,6 @@ from typing import Any
 
 from synthetic import generate_library
 
-from skillstate.server.skills import library, motif_discovery, text
 from skillstate.server.skills.bm25 import BM25Index
 from skillstate.server.skills.bulk import fewer_collections
 from skillstate.server.skills.graph import SkillGraph, build_graph
@@ -131,11 +130,13 @@ def ours(graphs: list[SkillGraph]) -> tuple[Stage, Stage, SkillLibrary, MacroInd
 
 
 def cold_caches() -> None:
-    """Empty the term and hash caches, so that a build does not start from another's warm ones."""
-    for module in (text, motif_discovery, library):
-        for value in vars(module).values():
-            if callable(getattr(value, "cache_clear", None)):
-                value.cache_clear()
+    """Empty the skill modules' caches (terms, titles, hashes, edges), so that no build or part of one starts
+    from another's warm ones."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("skillstate.server.skills."):
+            for value in vars(module).values():
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
 
 
 class Stage:
