@@ -9,7 +9,7 @@ the one they hold: the two share every skill and every posting array that neithe
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
@@ -18,7 +18,7 @@ from .bm25 import BM25Index
 from .bulk import settle_long_lived
 from .graph import SectionNode, SkillGraph
 from .ranking import SECTION_CANDIDATES, SKILL_CANDIDATES, Ranking, fuse, pairs, scaled, with_phrase_bonus
-from .text import terms
+from .text import NodeWords, section_terms, terms
 from .tokens import count_tokens
 
 NodeKey = tuple[str, int]
@@ -82,7 +82,7 @@ class SkillLibrary:
         self._skill_index.settle()
         self._section_index.settle()
 
-    def add(self, graph: SkillGraph, version: int, words: Sequence[list[str]] | None = None) -> LibrarySkill:
+    def add(self, graph: SkillGraph, version: int, words: NodeWords | None = None) -> LibrarySkill:
         """Add a skill, replacing an earlier version of the same name; `words` are its `node_words`, when the
         caller has them (they are what MotifZip reads too)."""
         self.remove(graph.skill)
@@ -155,14 +155,20 @@ class SkillLibrary:
         return f"{node.title} {node.text}"
 
 
-def node_words(graph: SkillGraph) -> list[list[str]]:
+def node_words(graph: SkillGraph) -> list[tuple[str, ...]]:
     """The terms of each node's text."""
-    return [terms(node.text) for node in graph.nodes]
+    return [section_terms(node.text) for node in graph.nodes]
 
 
 def node_tokens(graph: SkillGraph) -> tuple[int, ...]:
     """Tokens of each node's text, by the tokenizer budgets are counted in."""
-    return tuple(count_tokens(node.text) for node in graph.nodes)
+    return tuple(map(_section_tokens, [node.text for node in graph.nodes]))
+
+
+@lru_cache(maxsize=1 << 16)
+def _section_tokens(text: str) -> int:
+    """Libraries repeat sections word for word: a text seen lately is not encoded again."""
+    return count_tokens(text)
 
 
 def skill_terms(skill: LibrarySkill) -> set[str]:
@@ -172,7 +178,7 @@ def skill_terms(skill: LibrarySkill) -> set[str]:
     return set(terms(f"{graph.skill} {graph.description}")).union(*map(_node_terms, body))
 
 
-def _documents(graph: SkillGraph, words: Sequence[list[str]] | None = None) -> tuple[list[str], list[list[str]]]:
+def _documents(graph: SkillGraph, words: NodeWords | None = None) -> tuple[list[str], list[list[str]]]:
     """A skill's terms as the indexes hold them: its name and description, and each section's (`_node_terms`,
     from the nodes' words when given)."""
     if words is None:

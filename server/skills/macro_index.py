@@ -34,7 +34,7 @@ from .motif_discovery import (
     runs_of,
     verifiable_nodes,
 )
-from .text import terms
+from .text import NodeWords, terms
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class MacroIndex:
         forgets its macros (not the revisions) now, and has the new ones when the Rebuild finishes."""
         return Rebuild(self)
 
-    def add(self, graph: SkillGraph, tokens: tuple[int, ...], words: list[list[str]] | None = None) -> None:
+    def add(self, graph: SkillGraph, tokens: tuple[int, ...], words: NodeWords | None = None) -> None:
         """Assimilate a new skill (or a new version, replacing the old one); `words`: the terms of each node's
         text, if the caller has them."""
         self._own_tables()
@@ -230,9 +230,7 @@ class MacroIndex:
 
     # -- internals ----------------------------------------------------------------------------------------
 
-    def _index(
-        self, graph: SkillGraph, tokens: tuple[int, ...], node_terms: list[list[str]]
-    ) -> tuple[list[Run], list[Run]]:
+    def _index(self, graph: SkillGraph, tokens: tuple[int, ...], node_terms: NodeWords) -> tuple[list[Run], list[Run]]:
         """File a skill's runs in their buckets; returns its runs and those bucketed (see `_runs`)."""
         self._graphs[graph.skill] = graph
         self._tokens[graph.skill] = tokens
@@ -248,7 +246,7 @@ class MacroIndex:
             settle_long_lived()
         return runs, bucketed
 
-    def _runs(self, graph: SkillGraph, node_terms: list[list[str]] | None = None) -> tuple[list[Run], list[Run]]:
+    def _runs(self, graph: SkillGraph, node_terms: NodeWords | None = None) -> tuple[list[Run], list[Run]]:
         """A skill's runs, and those that may sit in a macro (all their nodes verifiable): only these are
         bucketed, as no other is ever compared."""
         if node_terms is None:
@@ -405,7 +403,7 @@ class Rebuild:
         self._in_order = True
         self._last = ""
 
-    def add(self, graph: SkillGraph, tokens: tuple[int, ...], words: list[list[str]]) -> None:
+    def add(self, graph: SkillGraph, tokens: tuple[int, ...], words: NodeWords) -> None:
         """File a new skill's runs; `words`: the terms of each node's text."""
         index, skill, buckets, keys = self._index, graph.skill, self._buckets, self._shapes.keys
         if skill in index._graphs:

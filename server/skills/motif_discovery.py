@@ -25,7 +25,7 @@ import hashlib
 import re
 import zlib
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
@@ -36,7 +36,7 @@ import numpy as np
 from .contracts import Contract
 from .graph import EdgeKind, SectionNode, SkillGraph
 from .macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Key, Macro, Occurrence, Port
-from .text import terms
+from .text import NodeWords, terms
 
 MAX_RUN = 3
 SIMILARITY = 0.5
@@ -60,7 +60,7 @@ class Run(NamedTuple):
     ports: frozenset[Port]
 
 
-def runs_of(graph: SkillGraph, tokens: tuple[int, ...], node_terms: list[list[str]]) -> list[Run]:
+def runs_of(graph: SkillGraph, tokens: tuple[int, ...], node_terms: NodeWords) -> list[Run]:
     """Every run of the skill but those holding its intent (node 0, never shared), in (start, length)
     order. (A bulk build uses one RunShapes for all its skills.)"""
     shapes = RunShapes()
@@ -97,7 +97,7 @@ class RunShapes:
         self._ports: dict[tuple[int, ...], frozenset[Port]] = {}
         """reach of a run's nodes -> its ports"""
 
-    def of_skill(self, graph: SkillGraph, node_terms: list[list[str]]) -> list[tuple[int, int, int, frozenset[Port]]]:
+    def of_skill(self, graph: SkillGraph, node_terms: NodeWords) -> list[tuple[int, int, int, frozenset[Port]]]:
         """(start, length, key number, ports) of every run of the skill but those holding node 0, in order. A
         run never spans two files (SKILL.md and a Markdown reference, or two references)."""
         rows, reach = self._rows_of(graph, node_terms)
@@ -118,7 +118,7 @@ class RunShapes:
                 found.append((start, stop - start, key, ports))
         return found
 
-    def _rows_of(self, graph: SkillGraph, node_terms: list[list[str]]) -> tuple[list[int], list[int]]:
+    def _rows_of(self, graph: SkillGraph, node_terms: NodeWords) -> tuple[list[int], list[int]]:
         """Each node's row number and reach."""
         nodes = graph.nodes
         near: list[list[tuple[int, str, str]]] = [[] for _ in nodes]
@@ -306,7 +306,7 @@ class SkillText:
     """The hash of the 3-gram starting at each word (but the last two)."""
 
     @classmethod
-    def of(cls, node_terms: list[list[str]]) -> SkillText:
+    def of(cls, node_terms: NodeWords) -> SkillText:
         starts = array("I", [0])
         for words in node_terms:
             starts.append(starts[-1] + len(words))
@@ -390,7 +390,7 @@ def _io_kinds(contract: Contract) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(sorted({s.kind for s in contract.inputs})), tuple(sorted({s.kind for s in contract.outputs}))
 
 
-def _node_signature(node: SectionNode, words: list[str]) -> str:
+def _node_signature(node: SectionNode, words: Sequence[str]) -> str:
     if node.is_step:
         return f"{node.role.value}:step:{' '.join(words[:3])}"
     return f"{node.role.value}:{_title_words(node.title)}"

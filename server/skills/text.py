@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
@@ -17,10 +18,20 @@ _STOPWORDS_TEXT = """
     which while who whom why will with would you your yours"""
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
+NodeWords = Sequence[Sequence[str]]
+"""The terms of each node of a skill, in node order."""
+
 
 def terms(text: str) -> list[str]:
     """The text's terms in order; `ship-orders` gives `ship-order`, `ship` and `order`."""
     return [term for word in _WORD.findall(text.lower()) for term in _word_terms(word)]
+
+
+@lru_cache(maxsize=1 << 16)
+def section_terms(text: str) -> tuple[str, ...]:
+    """`terms` of a section's text, kept for the texts seen last: libraries repeat sections word for word
+    (a third of the sections of the synthetic 1K library are distinct)."""
+    return tuple(terms(text))
 
 
 @lru_cache(maxsize=1 << 17)
