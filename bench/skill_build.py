@@ -205,6 +205,7 @@ def measure(size: int) -> dict[str, Any]:
     result["macros"], result["compression"] = len(compression.macros), compression.ratio
     del skills, macros, compression  # the floor's stages run on the records alone, as the baseline did
     gc.collect()
+    cold_caches()
     tokens = Stage("token counts alone (inside ours per skill)")
     tokens.run(lambda: [node_tokens(g) for g in graphs])
     cold_caches()

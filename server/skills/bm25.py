@@ -62,8 +62,9 @@ class BM25Index(Generic[Key]):
         self._total_length = 0
         self._shared = False
         """Whether the tables above may be shared with a fork: copied before this index writes them."""
-        self._added = _Staged()
-        """The documents added since the last settle (a bulk build stages the whole library before it settles)."""
+        self._added: dict[str, tuple[array[int], array[float]]] = {}
+        """Staged: term -> (slots, frequencies) of documents added since the last settle, as machine words (a
+        bulk build stages every posting of the library before it settles)."""
         self._dead: set[int] = set()
         """Slots whose documents were removed since the last settle; free again once it is done, so that no
         slot holds two documents in one staging."""
@@ -81,7 +82,7 @@ class BM25Index(Generic[Key]):
         self.settle()
         other: BM25Index[Key] = BM25Index.__new__(BM25Index)
         other.__dict__.update(self.__dict__)
-        other._added, other._dead, other._touched = _Staged(), set(), set()
+        other._added, other._dead, other._touched = {}, set(), set()
         self._shared = other._shared = True
         return other
 
@@ -93,7 +94,13 @@ class BM25Index(Generic[Key]):
         self._slot_of[key] = slot
         self._keys[slot] = key
         counts = Counter(document)
-        self._added.add(slot, counts)
+        added = self._added
+        for term, count in counts.items():
+            staged = added.get(term)
+            if staged is None:
+                staged = added[term] = (array("i"), array("f"))
+            staged[0].append(slot)
+            staged[1].append(count)
         length = sum(counts.values())
         self._lengths[slot] = length
         self._total_length += length
@@ -108,7 +115,7 @@ class BM25Index(Generic[Key]):
         self._lengths[slot] = 0
         self._keys[slot] = None
         self._dead.add(slot)
-        self._touched |= set(document) if document is not None else {*self._postings, *self._added.terms}
+        self._touched |= set(document) if document is not None else {*self._postings, *self._added}
 
     def settle(self) -> None:
         """Turn the staged changes into postings: new arrays for the terms they touched (every read settles
@@ -117,14 +124,12 @@ class BM25Index(Generic[Key]):
             return  # (a document without terms stages nothing, but changes the average length)
         self._own()
         dead = np.fromiter(self._dead, dtype=np.int32, count=len(self._dead))
-        added = self._added.postings()
-        for term in sorted(self._touched.union(added)):
+        for term in sorted(self._touched.union(self._added)):
             slots, frequencies = self._arrays(term)
-            staged = added.get(term)
-            if staged is not None and len(slots):
-                slots, frequencies = np.concatenate((slots, staged[0])), np.concatenate((frequencies, staged[1]))
-            elif staged is not None:
-                slots, frequencies = staged
+            staged = self._added.get(term)
+            if staged:
+                slots = np.concatenate((slots, np.frombuffer(staged[0], dtype=np.int32)))
+                frequencies = np.concatenate((frequencies, np.frombuffer(staged[1], dtype=np.float32)))
             if len(dead) and len(slots):
                 kept = ~np.isin(slots, dead)
                 slots, frequencies = slots[kept], frequencies[kept]
@@ -136,7 +141,7 @@ class BM25Index(Generic[Key]):
             else:
                 self._postings.pop(term, None)
         self._free += sorted(self._dead)
-        self._added, self._dead, self._touched = _Staged(), set(), set()
+        self._added, self._dead, self._touched = {}, set(), set()
         average = self._total_length / len(self._slot_of) if self._total_length else 1.0  # (else no term is held)
         self._norms, self._norms_count = self.k1 * (1 - self.b + self.b * self._lengths / average), len(self._slot_of)
 
@@ -219,38 +224,3 @@ class BM25Index(Generic[Key]):
             grown[: len(self._lengths)] = self._lengths
             self._lengths = grown
         return slot
-
-
-class _Staged:
-    """Documents added since the last settle, as machine words: their slots, and each one's terms and
-    frequencies, one after another. Staging costs a few calls a document (not a few a term of it); `postings`
-    then groups a term's postings in vectorized steps."""
-
-    def __init__(self) -> None:
-        self.terms: list[str] = []
-        self._frequencies = array("f")
-        self._slots = array("i")
-        self._sizes = array("i")
-        """How many distinct terms each document has."""
-
-    def add(self, slot: int, counts: Counter[str]) -> None:
-        self.terms += counts
-        self._frequencies.extend(counts.values())
-        self._slots.append(slot)
-        self._sizes.append(len(counts))
-
-    def __bool__(self) -> bool:
-        return bool(self._slots)
-
-    def postings(self) -> dict[str, tuple[Slots, Frequencies]]:
-        """term -> (slots, frequencies) of the documents staged, in the order they were added."""
-        if not self.terms:
-            return {}
-        numbers = {term: n for n, term in enumerate(dict.fromkeys(self.terms))}
-        of_term = np.fromiter(map(numbers.__getitem__, self.terms), dtype=np.intp, count=len(self.terms))
-        order = np.argsort(of_term, kind="stable")  # by term; each term's in the order added
-        slots = np.repeat(np.frombuffer(self._slots, dtype=np.int32), np.frombuffer(self._sizes, dtype=np.int32))
-        slots, frequencies = slots[order], np.frombuffer(self._frequencies, dtype=np.float32)[order]
-        bounds = [0, *np.cumsum(np.bincount(of_term, minlength=len(numbers))).tolist()]
-        return {term: (slots[bounds[n] : bounds[n + 1]], frequencies[bounds[n] : bounds[n + 1]])
-                for term, n in numbers.items()}  # fmt: skip
