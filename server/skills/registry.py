@@ -52,6 +52,9 @@ KEPT_HYDRATIONS = 1024
 RECORDS_PER_SAVE = 1000
 RECORD_BYTES_PER_SAVE = 16 << 20
 """Graph records a start makes before it saves them, at most (a record is a few KB, up to a few MB)."""
+SKILLS_PER_HOP = 64
+"""Stored skills a start loads and indexes in one hop to the writer thread (a hop costs about 0.1 ms: one a
+skill was a second at 10K skills)."""
 SYNC_INTERVAL = 1.0
 """Seconds between looks at a shared store for skills other servers registered or removed."""
 
@@ -210,11 +213,11 @@ class SkillRegistry:
         unsaved = 0
         """bytes of the records in `made`"""
         with fewer_collections():
-            for stored in await self._store.current():  # loaded and indexed in the writer, in one hop each
-                record, count = kept.pop((stored.name, stored.version), None), len(made)
-                await self._off_loop(
-                    self._load_into, draft, stored, rebuild, record, made if tag else None, writer=True
-                )
+            versions = await self._store.current()
+            for first in range(0, len(versions), SKILLS_PER_HOP):  # loaded and indexed in the writer
+                batch = [(v, kept.pop((v.name, v.version), None)) for v in versions[first : first + SKILLS_PER_HOP]]
+                count = len(made)
+                await self._off_loop(self._load_into, draft, batch, rebuild, made if tag else None, writer=True)
                 unsaved += sum(len(r) for *_, r in made[count:])
                 if tag and (len(made) >= RECORDS_PER_SAVE or unsaved >= RECORD_BYTES_PER_SAVE):
                     await self._keep_records(tag, made)
@@ -429,22 +432,27 @@ class SkillRegistry:
         return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(work, *args))
 
     def _load_into(
-        self, draft: Draft, stored: SkillVersion, rebuild: Rebuild, record: bytes | None, made: list[Any] | None
+        self,
+        draft: Draft,
+        batch: list[tuple[SkillVersion, bytes | None]],
+        rebuild: Rebuild,
+        made: list[Any] | None,
     ) -> None:
-        """Serve a stored version from its graph record, or else loaded and built again (its record added to
-        `made`, when given)."""
-        loaded = None
-        if record is not None:
-            try:
-                loaded = records.decode(record, stored.files, stored.name)
-            except records.RecordError as e:
-                log.warning("skill %r version %d: its graph record is unusable (%s): built again", stored.name,
-                            stored.version, e)  # fmt: skip
-        if loaded is None:
-            loaded = self._load(stored.files, stored.folder, False)
-            if made is not None:
-                made.append((stored.name, stored.version, records.encode(*loaded)))
-        draft.serve(stored, *loaded, rebuild)
+        """Serve stored versions, each from its graph record, or else loaded and built again (its record added
+        to `made`, when given)."""
+        for stored, record in batch:
+            loaded = None
+            if record is not None:
+                try:
+                    loaded = records.decode(record, stored.files, stored.name)
+                except records.RecordError as e:
+                    log.warning("skill %r version %d: its graph record is unusable (%s): built again", stored.name,
+                                stored.version, e)  # fmt: skip
+            if loaded is None:
+                loaded = self._load(stored.files, stored.folder, False)
+                if made is not None:
+                    made.append((stored.name, stored.version, records.encode(*loaded)))
+            draft.serve(stored, *loaded, rebuild)
 
     async def _kept_records(self, tag: str) -> dict[tuple[str, int], bytes]:
         """The graph records kept under the tag; none when the store cannot read them (every skill built)."""

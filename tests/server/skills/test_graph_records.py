@@ -14,6 +14,7 @@ import pytest
 from bench.synthetic import generate_library
 from skillstate.server.errors import StorageError
 from skillstate.server.skills import records
+from skillstate.server.skills import registry as registry_module
 from skillstate.server.skills.graph import build_graph
 from skillstate.server.skills.package import PackageLimits, load_package
 from skillstate.server.skills.registry import SkillRegistry
@@ -243,3 +244,26 @@ async def test_a_store_that_refuses_graph_records_still_starts_with_every_skill(
         assert await contexts(plain) == served
     finally:
         await plain.close()
+
+
+class CountingStore(SqliteSkillStore):
+    """The SQLite skill store, counting the graph records of each save."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.saved: list[int] = []
+
+    async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
+        self.saved.append(len(records))
+        await super().save_graph_records(tag, records)
+
+
+async def test_a_start_saves_records_as_it_makes_them_a_few_hops_at_a_time(
+    stored: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(registry_module, "SKILLS_PER_HOP", 3)
+    monkeypatch.setattr(registry_module, "RECORDS_PER_SAVE", 4)
+    store = CountingStore(stored)
+    await (await started(stored, store)).close()
+    assert store.saved == [6, 6]  # (12 skills, 3 a hop: a save after the hop that makes 4 or more)
+    assert len(await kept_records(stored)) == len(SKILLS)
