@@ -166,7 +166,7 @@ class SkillRegistry:
         """Serve what other servers registered or removed in a shared store since this one last looked."""
         self._synced_at = time.monotonic()
         stored = await self._store.current_versions()
-        views = self._snapshot.views
+        views, tag = self._snapshot.views, self._record_tag
         gone = [name for name in views if name not in stored]
         arrived = []
         for name, number in sorted(stored.items()):
@@ -174,9 +174,13 @@ class SkillRegistry:
             if current is not None and current.stored.version == number:
                 continue
             version = await self._store.get(name, number)
-            if version is not None:
-                package, graph = await self._off_loop(self._load, version.files, version.folder, False)
+            if version is not None:  # from the record the registering server kept, when this code made it
+                record = await self._kept_record(tag, version) if tag else None
+                made: list[tuple[str, int, bytes]] = []
+                package, graph = await self._off_loop(self._loaded, version, record, made if tag else None)
                 arrived.append((version, package, graph))
+                if tag and made:
+                    await self._keep_records(tag, made)
 
         def change(draft: Draft) -> None:
             for name in gone:
@@ -438,21 +442,25 @@ class SkillRegistry:
         rebuild: Rebuild,
         made: list[Any] | None,
     ) -> None:
-        """Serve stored versions, each from its graph record, or else loaded and built again (its record added
-        to `made`, when given)."""
+        """Serve stored versions (`_loaded` from their graph records, if any)."""
         for stored, record in batch:
-            loaded = None
-            if record is not None:
-                try:
-                    loaded = records.decode(record, stored.files, stored.name)
-                except records.RecordError as e:
-                    log.warning("skill %r version %d: its graph record is unusable (%s): built again", stored.name,
-                                stored.version, e)  # fmt: skip
-            if loaded is None:
-                loaded = self._load(stored.files, stored.folder, False)
-                if made is not None:
-                    made.append((stored.name, stored.version, records.encode(*loaded)))
-            draft.serve(stored, *loaded, rebuild)
+            draft.serve(stored, *self._loaded(stored, record, made), rebuild)
+
+    def _loaded(
+        self, stored: SkillVersion, record: bytes | None, made: list[Any] | None
+    ) -> tuple[SkillPackage, SkillGraph]:
+        """A stored version's package and graph: from its graph record, or else loaded and built again (its
+        record added to `made`, when given)."""
+        if record is not None:
+            try:
+                return records.decode(record, stored.files, stored.name)
+            except records.RecordError as e:
+                log.warning("skill %r version %d: its graph record is unusable (%s): built again", stored.name,
+                            stored.version, e)  # fmt: skip
+        loaded = self._load(stored.files, stored.folder, False)
+        if made is not None:
+            made.append((stored.name, stored.version, records.encode(*loaded)))
+        return loaded
 
     async def _kept_records(self, tag: str) -> dict[tuple[str, int], bytes]:
         """The graph records kept under the tag; none when the store cannot read them (every skill built)."""
@@ -461,6 +469,15 @@ class SkillRegistry:
         except Exception:
             log.warning("reading skill graph records failed: every skill is loaded and built", exc_info=True)
             return {}
+
+    async def _kept_record(self, tag: str, stored: SkillVersion) -> bytes | None:
+        """The graph record of a version under the tag, if kept; none when the store cannot read it."""
+        try:
+            return await self._store.graph_record(tag, stored.name, stored.version)
+        except Exception:
+            log.warning("reading the graph record of skill %r version %d failed: it is built again", stored.name,
+                        stored.version, exc_info=True)  # fmt: skip
+            return None
 
     async def _keep_records(self, tag: str, made: list[tuple[str, int, bytes]], forget_stale: bool = False) -> None:
         """Save the graph records made so far (and forget stale ones): a start goes on if the store refuses."""

@@ -36,6 +36,8 @@ GRAPH_RECORDS = (
     "ON r.name = c.name AND r.version = c.version WHERE r.tag = {tag}"
 )
 """The graph records of current versions under one tag (`{tag}`: the backend's placeholder)."""
+GRAPH_RECORD = "SELECT record FROM skill_graph_records WHERE tag = {} AND name = {} AND version = {}"
+"""One version's graph record under one tag (the placeholders: tag, name, version)."""
 FORGET_GRAPH_RECORDS = (
     f"DELETE FROM skill_graph_records WHERE (name, version) NOT IN ({CURRENT_VERSIONS})",
     "DELETE FROM skill_graph_records WHERE tag <> {tag} AND tag NOT IN (SELECT tag FROM skill_graph_records "
@@ -88,6 +90,11 @@ class SkillStore(abc.ABC):
     @abc.abstractmethod
     async def graph_records(self, tag: str) -> dict[tuple[str, int], bytes]:
         """{(name, version): record} of the current versions' graph records made under `tag`."""
+
+    @abc.abstractmethod
+    async def graph_record(self, tag: str, name: str, version: int) -> bytes | None:
+        """The graph record of one version made under `tag`, if kept (as another server sharing the store
+        made it when it registered that version)."""
 
     @abc.abstractmethod
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:

@@ -52,6 +52,10 @@ class MemorySkillStore(SkillStore):
         current = {(v.name, v.version) for v in await self.current()}
         return {(n, v): record for (n, v, t), (_, record) in self._records.items() if t == tag and (n, v) in current}
 
+    async def graph_record(self, tag: str, name: str, version: int) -> bytes | None:
+        kept = self._records.get((name, version, tag))
+        return None if kept is None else kept[1]
+
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
         number = max((saved for saved, _ in self._records.values()), default=0) + 1
         self._records.update(((name, version, tag), (number, record)) for name, version, record in records)

@@ -12,6 +12,7 @@ from .base import (
     CURRENT,
     CURRENT_VERSIONS,
     FORGET_GRAPH_RECORDS,
+    GRAPH_RECORD,
     GRAPH_RECORDS,
     VERSION_COLUMNS,
     SkillStore,
@@ -115,6 +116,10 @@ class PostgresSkillStore(SkillStore):
     async def graph_records(self, tag: str) -> dict[tuple[str, int], bytes]:
         rows = await self._db.fetch(GRAPH_RECORDS.format(tag="$1"), tag)
         return {(name, int(version)): bytes(record) for name, version, record in rows}
+
+    async def graph_record(self, tag: str, name: str, version: int) -> bytes | None:
+        rows = await self._db.fetch(GRAPH_RECORD.format("$1", "$2", "$3"), tag, name, version)
+        return bytes(rows[0][0]) if rows else None
 
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
         await self._db.fetch(

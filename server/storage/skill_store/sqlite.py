@@ -13,6 +13,7 @@ from .base import (
     CURRENT,
     CURRENT_VERSIONS,
     FORGET_GRAPH_RECORDS,
+    GRAPH_RECORD,
     GRAPH_RECORDS,
     VERSION_COLUMNS,
     SkillStore,
@@ -117,6 +118,10 @@ class SqliteSkillStore(SkillStore):
     async def graph_records(self, tag: str) -> dict[tuple[str, int], bytes]:
         rows = await self._db.rows(GRAPH_RECORDS.format(tag="?"), tag)
         return {(name, int(version)): bytes(record) for name, version, record in rows}
+
+    async def graph_record(self, tag: str, name: str, version: int) -> bytes | None:
+        rows = await self._db.rows(GRAPH_RECORD.format("?", "?", "?"), tag, name, version)
+        return bytes(rows[0][0]) if rows else None
 
     async def save_graph_records(self, tag: str, records: Sequence[tuple[str, int, bytes]]) -> None:
         number = await self._db.value("SELECT COALESCE(MAX(saved), 0) + 1 FROM skill_graph_records")

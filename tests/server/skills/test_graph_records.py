@@ -21,6 +21,7 @@ from skillstate.server.skills.registry import SkillRegistry
 from skillstate.server.storage.records import SkillVersion
 from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
+from ...postgres import postgres_schema  # noqa: F401 - a fixture
 from .corpus import corpus_packages, require_corpus
 
 SKILLS = generate_library(12, seed=5, references=True)
@@ -267,3 +268,40 @@ async def test_a_start_saves_records_as_it_makes_them_a_few_hops_at_a_time(
     await (await started(stored, store)).close()
     assert store.saved == [6, 6]  # (12 skills, 3 a hop: a save after the hop that makes 4 or more)
     assert len(await kept_records(stored)) == len(SKILLS)
+
+
+async def test_a_server_serves_what_another_registered_in_a_shared_store_from_its_record(
+    postgres_schema: tuple[str, str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from skillstate.server.storage.skill_store.postgres import PostgresSkillStore
+
+    monkeypatch.setattr(registry_module, "SYNC_INTERVAL", 0.0)  # each writer's turn looks at the store
+    dsn, schema = postgres_schema
+    first = await started(Path(), PostgresSkillStore(dsn, schema=schema))
+    second = await started(Path(), PostgresSkillStore(dsn, schema=schema))
+    try:
+        name, package = SKILLS[0].name, load_package(SKILLS[0].files, SKILLS[0].folder)
+        await first.register(SKILLS[0].files, SKILLS[0].folder)
+        marked = dataclasses.replace(build_graph(package), description="marked: served from its record")
+        await second._store.save_graph_records(tag_of(), [(name, 1, records.encode(package, marked))])
+        await second.register(SKILLS[1].files, SKILLS[1].folder)  # its turn takes up the first one's skill
+        assert (await second.get(name)).graph.description == "marked: served from its record"
+
+        later = {path: data + b"\nA line added in version 2.\n" if path.endswith("/SKILL.md") else data
+                 for path, data in SKILLS[0].files.items()}  # fmt: skip
+        await first.register(later, SKILLS[0].folder)
+        await second._store.save_graph_records(tag_of(), [(name, 2, b"damaged")])
+        await second.register(SKILLS[2].files, SKILLS[2].folder)
+        served = await second.get(name)
+        assert served.stored.version == 2
+        assert served.graph == build_graph(load_package(later, SKILLS[0].folder))  # built from its files
+        kept = await second._store.graph_record(tag_of(), name, 2)
+        assert kept is not None and records.decode(kept, later, name)[1] == served.graph  # and its record kept again
+
+        await first.remove(name)
+        await second.register(SKILLS[3].files, SKILLS[3].folder)
+        assert name not in second.snapshot.views
+    finally:
+        await first.close()
+        await second.close()

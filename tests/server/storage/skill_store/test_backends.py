@@ -192,6 +192,10 @@ async def test_graph_records_are_kept_per_current_version_and_tag(store: SkillSt
     await store.forget_graph_records("t1")  # from the other side too (a rolling upgrade)
     assert await store.graph_records("t2") == {("a", 2): b"a2 by other code"}
 
+    assert await store.graph_record("t2", "a", 2) == b"a2 by other code"  # one version's, for another server
+    assert await store.graph_record("t1", "a", 2) == b"a2"
+    assert await store.graph_record("t3", "a", 2) is None and await store.graph_record("t2", "b", 1) is None
+
     await store.save_graph_records("t3", [("a", 2, b"a2 by newer code")])
     await store.save_graph_records("t1", [])  # (an empty save numbers nothing)
     await store.forget_graph_records("t3")  # keeps t3 and t2, saved after t1
