@@ -318,7 +318,7 @@ class MacroIndex:
         """Macros from residual runs in these buckets, chosen greedily by gain, never overlapping."""
         candidates: list[Macro] = []
         tokens = self._tokens
-        for key in sorted(keys):
+        for key in keys:  # (in any order: the candidates are sorted below)
             bucket = self._buckets.get(key, {})
             if len(bucket) < MIN_OCCURRENCES or self._banned(key):
                 continue

@@ -207,7 +207,7 @@ def _ports(mask: int) -> frozenset[Port]:
 def find_macros(graphs: Mapping[str, SkillGraph], runs: list[Run], texts: Mapping[str, SkillText]) -> Iterator[Macro]:
     """Candidate macros among runs of one key, in occurrence order (verifiable ones: see `verifiable_nodes`):
     similar texts (`clusters_of`), equal ports, one occurrence per skill, positive gain."""
-    if len({r.occurrence.skill for r in runs}) < MIN_OCCURRENCES:
+    if len({r.occurrence.skill for r in runs}) < MIN_OCCURRENCES or not may_gain([r.tokens for r in runs]):
         return
     for cluster in clusters_of(runs, texts):
         if len({r.occurrence.skill for r in cluster}) < MIN_OCCURRENCES:
@@ -230,6 +230,14 @@ def find_macros(graphs: Mapping[str, SkillGraph], runs: list[Run], texts: Mappin
                 macro_id(prototype.key, ports, occurrences), name, prototype.key, ports, occurrences,
                 prototype.occurrence, prototype.tokens, gain,
             )  # fmt: skip
+
+
+def may_gain(tokens: list[int]) -> bool:
+    """Whether some of the runs of these sizes (two or more) could make a macro of positive gain. The gain of
+    runs R is the sum over R of (tokens - REFERENCE_TOKENS) less the prototype's tokens, at least the smallest
+    size of all: so no R gains when the sum of the positive (tokens - REFERENCE_TOKENS) does not exceed that
+    smallest size (a sixth of the runs of the synthetic 1K library's shared buckets are never clustered)."""
+    return sum(size - REFERENCE_TOKENS for size in tokens if size > REFERENCE_TOKENS) > min(tokens)
 
 
 def clusters_of(runs: list[Run], texts: Mapping[str, SkillText]) -> list[list[Run]]:

@@ -5,13 +5,17 @@ from __future__ import annotations
 import zlib
 from collections import defaultdict
 from hashlib import sha256
+from itertools import combinations
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bench.synthetic import generate_library
 from skillstate.server.skills.compressed import compress_skill, expand, library_stats
 from skillstate.server.skills.graph import EdgeKind, build_graph
 from skillstate.server.skills.library import node_tokens
 from skillstate.server.skills.macro_index import compress
-from skillstate.server.skills.macros import Occurrence
+from skillstate.server.skills.macros import REFERENCE_TOKENS, Occurrence
 from skillstate.server.skills.motif_discovery import (
     MAX_COMPARED,
     MAX_POSTING,
@@ -23,6 +27,7 @@ from skillstate.server.skills.motif_discovery import (
     clusters_of,
     jaccard,
     macro_id,
+    may_gain,
     ports_of,
     run_key,
     runs_of,
@@ -177,3 +182,14 @@ def test_macro_ids_digest_the_repr_of_key_ports_and_occurrences() -> None:
         for occurrences in (macro.occurrences, macro.occurrences[:1], (Occurrence('it\'s "odd"', 3, 1),)):
             written = repr((macro.key, sorted(macro.ports), occurrences))
             assert macro_id(macro.key, macro.ports, occurrences) == "m-" + sha256(written.encode()).hexdigest()[:12]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=3 * REFERENCE_TOKENS), min_size=2, max_size=7))
+def test_runs_said_not_to_gain_have_no_two_or_more_that_would(tokens: list[int]) -> None:
+    """The gain of runs R (the formula find_macros uses), for every R of two or more, written out."""
+    best = max(sum(subset) - min(subset) - REFERENCE_TOKENS * len(subset)
+               for size in range(2, len(tokens) + 1) for subset in combinations(tokens, size))  # fmt: skip
+    if not may_gain(tokens):
+        assert best <= 0
+    if best > 0:
+        assert may_gain(tokens)
