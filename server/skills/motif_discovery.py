@@ -246,9 +246,10 @@ def clusters_of(runs: list[Run], texts: Mapping[str, SkillText]) -> list[list[Ru
     run's are compared (texts with Jaccard >= 0.5 share a sketch shingle with probability >= 94%), so a bucket
     of n runs costs O(n).
 
-    A text seen before in the bucket joins the cluster it joined then, unless a cluster was since filed
-    under one of its sketch shingles: the comparisons would be the same ones (libraries repeat procedures
-    word for word as well as paraphrased)."""
+    A text seen before in the bucket joins the cluster it joined (or founded, when it was compared with every
+    cluster it shared a shingle with) then, unless a cluster was since filed under one of its sketch
+    shingles: the comparisons would be the same ones, or the ones before it no closer (libraries repeat
+    procedures word for word as well as paraphrased)."""
     clusters: list[tuple[frozenset[int], list[Run]]] = []
     by_sketch: dict[int, list[int]] = {}
     """sketch shingle -> the clusters filed under it (its posting), in order"""
@@ -276,12 +277,16 @@ def clusters_of(runs: list[Run], texts: Mapping[str, SkillText]) -> list[list[Ru
             if similar(clusters[c][0], mine):
                 joined = c
                 break
-        seen[content] = (mine, postings, sum(map(len, postings)), joined)
         if joined is not None:
+            seen[content] = (mine, postings, sum(map(len, postings)), joined)
             clusters[joined][1].append(run)
             continue
         for posting in postings:
             posting.append(len(clusters))
+        # every cluster it could meet again was compared (fewer than MAX_COMPARED): the text rejoins the one it
+        # founds, ranked among them first by the shingles it shares, as long as no posting grows
+        founded = len(clusters) if len(shared) < MAX_COMPARED else None
+        seen[content] = (mine, postings, sum(map(len, postings)), founded)
         clusters.append((mine, [run]))
     return [members for _, members in clusters]
 

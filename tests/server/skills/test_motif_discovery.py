@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zlib
+from array import array
 from collections import defaultdict
 from hashlib import sha256
 from itertools import combinations
@@ -167,6 +168,27 @@ def test_a_text_seen_before_joins_the_cluster_that_comparing_it_afresh_would() -
                     for r in runs]  # fmt: skip
         repeated += len(contents) - len(set(contents))
     assert repeated > 1000  # the memo was exercised
+
+
+def crafted_text(shingles: list[int]) -> SkillText:
+    """A one-node skill whose text has exactly these shingles."""
+    return SkillText(array("I", [0, len(shingles) + 2]), array("I", [0] * (len(shingles) + 2)), array("Q", shingles))
+
+
+def test_a_text_rejoins_the_cluster_it_founded_only_if_it_was_compared_with_every_cluster_it_met() -> None:
+    """Texts sharing their sketch (the four smallest shingles) and little else: each founds a cluster. A
+    repeat of one compared with every cluster it met rejoins it; a repeat of one that met more clusters than
+    are compared is compared with the same first ones again (its own ranks after them) and founds another."""
+    sketch = list(range(1, SKETCH + 1))
+    texts, runs = {}, []
+    last = MAX_COMPARED + 1  # a text that meets more clusters than are compared
+    for n, repeated in enumerate([0, 0, *range(1, last), last, last]):
+        skill = f"s{n:02}"
+        texts[skill] = crafted_text(sketch + [1000 * (repeated + 1) + k for k in range(20)])
+        runs.append(Run(Occurrence(skill, 0, 1), ((), (), ()), 30, frozenset()))
+    clusters = clusters_of(runs, texts)
+    assert clusters == reference_clusters(runs, texts)
+    assert [len(members) for members in clusters] == [2, *[1] * (last - 1), 1, 1]  # the last repeat founds
 
 
 def test_shingles_hash_each_three_words_as_one_stable_hash() -> None:
