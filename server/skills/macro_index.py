@@ -411,10 +411,11 @@ class Rebuild:
         self._in_order, self._last = self._in_order and skill > self._last, skill
         index._graphs[skill], index._tokens[skill], index._texts[skill] = graph, tokens, SkillText.of(words)
         verifiable = verifiable_nodes(graph)
+        every = all(verifiable)
         for start, length, key, ports in self._shapes.of_skill(graph, words):
-            if all(verifiable[start : start + length]):
-                for known in range(len(buckets), key + 1):
-                    buckets.append(index._buckets.setdefault(keys[known], {}))
+            if every or all(verifiable[start : start + length]):
+                if key >= len(buckets):
+                    buckets += [index._buckets.setdefault(keys[known], {}) for known in range(len(buckets), key + 1)]
                 buckets[key][Occurrence(skill, start, length)] = ports
 
     def finish(self) -> None:

@@ -205,17 +205,18 @@ def _ports(mask: int) -> frozenset[Port]:
 
 
 def find_macros(graphs: Mapping[str, SkillGraph], runs: list[Run], texts: Mapping[str, SkillText]) -> Iterator[Macro]:
-    """Candidate macros among runs of one key, in occurrence order (verifiable ones: see `verifiable_nodes`):
-    similar texts (`clusters_of`), equal ports, one occurrence per skill, positive gain."""
+    """Candidate macros (in no particular order) among runs of one key, in occurrence order (verifiable ones:
+    see `verifiable_nodes`): similar texts (`clusters_of`), equal ports, one occurrence per skill, positive
+    gain."""
     if len({r.occurrence.skill for r in runs}) < MIN_OCCURRENCES or not may_gain([r.tokens for r in runs]):
         return
     for cluster in clusters_of(runs, texts):
-        if len({r.occurrence.skill for r in cluster}) < MIN_OCCURRENCES:
+        if len(cluster) < MIN_OCCURRENCES or len({r.occurrence.skill for r in cluster}) < MIN_OCCURRENCES:
             continue
         by_ports: dict[frozenset[Port], list[Run]] = {}
         for run in cluster:
             by_ports.setdefault(run.ports, []).append(run)
-        for ports, members in sorted(by_ports.items(), key=lambda item: sorted(item[0])):
+        for ports, members in by_ports.items():
             # the first run of each skill (runs come in occurrence order, so a skill's runs are together)
             one_per_skill = list({run.occurrence.skill: run for run in reversed(members)}.values())[::-1]
             if len(one_per_skill) < MIN_OCCURRENCES:
