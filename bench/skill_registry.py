@@ -52,7 +52,7 @@ from skillstate.server.skills.library import NodeKey, SkillLibrary, node_words
 from skillstate.server.skills.macro_index import MacroIndex
 from skillstate.server.skills.macros import REFERENCE_TOKENS, Level
 from skillstate.server.skills.package import SkillPackage, load_package
-from skillstate.server.skills.text import terms
+from skillstate.server.skills.text import NodeWords, terms
 from skillstate.server.skills.tokens import count_tokens
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "skills-corpus"
@@ -171,7 +171,7 @@ def build(packages: list[SkillPackage], result: Result) -> tuple[SkillLibrary, M
         graphs: list[SkillGraph] = []
         timed(result, "Sec2Graph", lambda: graphs.extend(build_graph(p) for p in packages))
         library, macros = SkillLibrary(), MacroIndex()
-        words: list[list[list[str]]] = []
+        words: list[NodeWords] = []
 
         def index() -> None:
             for graph in graphs:
@@ -187,7 +187,7 @@ def build(packages: list[SkillPackage], result: Result) -> tuple[SkillLibrary, M
     return library, macros, graphs
 
 
-def motifzip(library: SkillLibrary, macros: MacroIndex, graphs: list[SkillGraph], words: list[list[list[str]]]) -> None:
+def motifzip(library: SkillLibrary, macros: MacroIndex, graphs: list[SkillGraph], words: list[NodeWords]) -> None:
     rebuild = macros.rebuilding()
     for graph, graph_words in zip(graphs, words, strict=True):
         rebuild.add(graph, library.get(graph.skill).node_tokens, graph_words)  # type: ignore[union-attr]

@@ -171,6 +171,13 @@ def _section_tokens(text: str) -> int:
     return count_tokens(text)
 
 
+def forget_section_memos() -> None:
+    """Empty the memos of sections' terms and token counts (about 30 MB when full, and holding texts of skills
+    since removed): a bulk build gains from them, registrations one at a time hardly."""
+    section_terms.cache_clear()
+    _section_tokens.cache_clear()
+
+
 def skill_terms(skill: LibrarySkill) -> set[str]:
     """Every term of a skill's name, description and SKILL.md (its Markdown references left out)."""
     graph = skill.graph

@@ -31,7 +31,7 @@ from .compressed import LibraryStats, library_stats
 from .graph import Extractor, SkillGraph, build_graph
 from .hydrate import Hydration, hydrate
 from .kept import KeptHydration
-from .library import SkillLibrary, node_tokens
+from .library import SkillLibrary, forget_section_memos, node_tokens
 from .macro_index import Evidence, MacroIndex, Rebuild
 from .macros import Compression, Key, Level, key_from_json, key_to_json
 from .package import PackageLimits, SkillPackage, load_package
@@ -51,10 +51,11 @@ KEPT_HYDRATIONS = 1024
 
 RECORDS_PER_SAVE = 1000
 RECORD_BYTES_PER_SAVE = 16 << 20
-"""Graph records a start makes before it saves them, at most (a record is a few KB, up to a few MB)."""
+"""A start saves the graph records it made after the hop (SKILLS_PER_HOP) that brings them to this many, or
+this many bytes (a record is a few KB, up to a few MB)."""
 SKILLS_PER_HOP = 64
-"""Stored skills a start loads and indexes in one hop to the writer thread (a hop costs about 0.1 ms: one a
-skill was a second at 10K skills)."""
+"""Stored skills a start loads and indexes in one hop to the writer thread (a hop a skill took 10 s of a 45 s
+start at 10K skills: the writer and the event loop taking turns at the interpreter)."""
 SYNC_INTERVAL = 1.0
 """Seconds between looks at a shared store for skills other servers registered or removed."""
 
@@ -96,6 +97,8 @@ class SkillRegistry:
         """The tag this registry's graph records are kept under (records.py); None when it keeps none."""
         self._syncing: asyncio.Task[None] | None = None
         self._synced_at = -float("inf")
+        self._closing = False
+        """Set by `close`: a start's hop under way in the writer stops at its next skill."""
 
     @property
     def snapshot(self) -> Snapshot:
@@ -169,6 +172,8 @@ class SkillRegistry:
         views, tag = self._snapshot.views, self._record_tag
         gone = [name for name in views if name not in stored]
         arrived = []
+        made: list[tuple[str, int, bytes]] = []
+        """records of the versions built here (the registering server kept none this code can read)"""
         for name, number in sorted(stored.items()):
             current = views.get(name)
             if current is not None and current.stored.version == number:
@@ -176,11 +181,10 @@ class SkillRegistry:
             version = await self._store.get(name, number)
             if version is not None:  # from the record the registering server kept, when this code made it
                 record = await self._kept_record(tag, version) if tag else None
-                made: list[tuple[str, int, bytes]] = []
                 package, graph = await self._off_loop(self._loaded, version, record, made if tag else None)
                 arrived.append((version, package, graph))
-                if tag and made:
-                    await self._keep_records(tag, made)
+        if tag and made:
+            await self._keep_records(tag, made)
 
         def change(draft: Draft) -> None:
             for name in gone:
@@ -192,6 +196,7 @@ class SkillRegistry:
             await self._change(change)
 
     async def close(self) -> None:
+        self._closing = True
         for task in (self._loading, self._syncing):
             if task is not None:
                 task.cancel()
@@ -227,6 +232,7 @@ class SkillRegistry:
                     await self._keep_records(tag, made)
                     unsaved = 0
             await self._off_loop(rebuild.finish, writer=True)
+            forget_section_memos()
         if tag:
             await self._keep_records(tag, made, forget_stale=True)
         views = draft.views or {}
@@ -442,8 +448,10 @@ class SkillRegistry:
         rebuild: Rebuild,
         made: list[Any] | None,
     ) -> None:
-        """Serve stored versions (`_loaded` from their graph records, if any)."""
+        """Serve stored versions (`_loaded` from their graph records, if any), unless the registry is closing."""
         for stored, record in batch:
+            if self._closing:
+                return
             draft.serve(stored, *self._loaded(stored, record, made), rebuild)
 
     def _loaded(
@@ -480,14 +488,15 @@ class SkillRegistry:
             return None
 
     async def _keep_records(self, tag: str, made: list[tuple[str, int, bytes]], forget_stale: bool = False) -> None:
-        """Save the graph records made so far (and forget stale ones): a start goes on if the store refuses."""
+        """Save the graph records made so far (and forget stale ones): a start or a look at a shared store goes
+        on if the store refuses."""
         try:
             if made:
                 await self._store.save_graph_records(tag, made)
             if forget_stale:
                 await self._store.forget_graph_records(tag)
         except Exception:
-            log.warning("keeping skill graph records failed: the next start builds those skills again", exc_info=True)
+            log.warning("keeping skill graph records failed: those skills are built again next time", exc_info=True)
         made.clear()
 
     def _load(self, files: Mapping[str, bytes], folder: str, strict: bool) -> tuple[SkillPackage, SkillGraph]:

@@ -19,6 +19,7 @@ from skillstate.server.skills.graph import build_graph
 from skillstate.server.skills.package import PackageLimits, load_package
 from skillstate.server.skills.registry import SkillRegistry
 from skillstate.server.storage.records import SkillVersion
+from skillstate.server.storage.skill_store.base import SkillStore
 from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 
 from ...postgres import postgres_schema  # noqa: F401 - a fixture
@@ -259,27 +260,54 @@ class CountingStore(SqliteSkillStore):
         await super().save_graph_records(tag, records)
 
 
+@pytest.mark.parametrize(
+    ("records_per_save", "bytes_per_save", "saves"),
+    [(4, 16 << 20, [6, 6]), (1000, 1, [3, 3, 3, 3])],  # (12 skills, 3 a hop: a save after the hop that reaches either)
+)
 async def test_a_start_saves_records_as_it_makes_them_a_few_hops_at_a_time(
-    stored: Path, monkeypatch: pytest.MonkeyPatch
+    stored: Path, monkeypatch: pytest.MonkeyPatch, records_per_save: int, bytes_per_save: int, saves: list[int]
 ) -> None:
     monkeypatch.setattr(registry_module, "SKILLS_PER_HOP", 3)
-    monkeypatch.setattr(registry_module, "RECORDS_PER_SAVE", 4)
+    monkeypatch.setattr(registry_module, "RECORDS_PER_SAVE", records_per_save)
+    monkeypatch.setattr(registry_module, "RECORD_BYTES_PER_SAVE", bytes_per_save)
     store = CountingStore(stored)
     await (await started(stored, store)).close()
-    assert store.saved == [6, 6]  # (12 skills, 3 a hop: a save after the hop that makes 4 or more)
+    assert store.saved == saves
     assert len(await kept_records(stored)) == len(SKILLS)
 
 
-async def test_a_server_serves_what_another_registered_in_a_shared_store_from_its_record(
-    postgres_schema: tuple[str, str],  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from skillstate.server.storage.skill_store.postgres import PostgresSkillStore
+class SharedSqliteStore(SqliteSkillStore):
+    """The SQLite skill store, said to be shared as PostgreSQL's is: registries over one file look for each
+    other's registrations."""
 
+    shared = True
+
+
+class BlindSharedStore(SharedSqliteStore):
+    """A shared store that cannot read one version's graph record."""
+
+    async def graph_record(self, tag: str, name: str, version: int) -> bytes | None:
+        raise StorageError("cannot read a graph record (injected)")
+
+
+def shared_stores(backend: str, request: pytest.FixtureRequest, path: Path) -> tuple[SkillStore, SkillStore]:
+    """Two stores over one database, as two servers open it."""
+    if backend == "postgres":
+        from skillstate.server.storage.skill_store.postgres import PostgresSkillStore
+
+        dsn, schema = request.getfixturevalue("postgres_schema")
+        return PostgresSkillStore(dsn, schema=schema), PostgresSkillStore(dsn, schema=schema)
+    return SharedSqliteStore(path), SharedSqliteStore(path)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_server_serves_what_another_registered_in_a_shared_store_from_its_record(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(registry_module, "SYNC_INTERVAL", 0.0)  # each writer's turn looks at the store
-    dsn, schema = postgres_schema
-    first = await started(Path(), PostgresSkillStore(dsn, schema=schema))
-    second = await started(Path(), PostgresSkillStore(dsn, schema=schema))
+    one, other = shared_stores(backend, request, tmp_path / "shared.db")
+    first = await started(tmp_path, one)
+    second = await started(tmp_path, other)
     try:
         name, package = SKILLS[0].name, load_package(SKILLS[0].files, SKILLS[0].folder)
         await first.register(SKILLS[0].files, SKILLS[0].folder)
@@ -302,6 +330,24 @@ async def test_a_server_serves_what_another_registered_in_a_shared_store_from_it
         await first.remove(name)
         await second.register(SKILLS[3].files, SKILLS[3].folder)
         assert name not in second.snapshot.views
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_server_that_cannot_read_anothers_record_builds_the_skill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(registry_module, "SYNC_INTERVAL", 0.0)
+    path = tmp_path / "shared.db"
+    first, second = await started(tmp_path, SharedSqliteStore(path)), await started(tmp_path, BlindSharedStore(path))
+    try:
+        name, package = SKILLS[0].name, load_package(SKILLS[0].files, SKILLS[0].folder)
+        await first.register(SKILLS[0].files, SKILLS[0].folder)
+        marked = dataclasses.replace(build_graph(package), description="marked: served from its record")
+        await replace_record(path, name, records.encode(package, marked))
+        await second.register(SKILLS[1].files, SKILLS[1].folder)
+        assert (await second.get(name)).graph == build_graph(package)  # built: the record was not read
     finally:
         await first.close()
         await second.close()

@@ -16,6 +16,7 @@ import pytest
 
 from bench.synthetic import generate_library
 from skillstate.server.errors import NotFoundError
+from skillstate.server.skills.graph import build_graph
 from skillstate.server.skills.macro_index import MacroIndex
 from skillstate.server.skills.registry import SkillRegistry
 from skillstate.server.storage.skill_store.memory import MemorySkillStore
@@ -126,3 +127,46 @@ async def test_a_hydration_is_answered_while_a_registration_is_parked_mid_mainte
         await registry.close()
         worker.shutdown()
         writer.shutdown()
+
+
+async def test_a_registry_closed_during_its_start_stops_loading_at_the_next_skill(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A start hands the writer several skills at a time; closing stops the hand-over under way at its next
+    skill instead of building the rest (a stop would otherwise wait for the whole hop)."""
+    from skillstate.server.skills import registry as registry_module
+    from skillstate.server.skills.package import load_package
+    from skillstate.server.storage.records import SkillVersion
+
+    skills = generate_library(8, seed=4)
+    monkeypatch.setattr(registry_module, "SKILLS_PER_HOP", len(skills))  # all of them in one hop
+    store = MemorySkillStore()
+    await store.open()
+    for skill in skills:
+        package = load_package(skill.files, skill.folder)
+        await store.add(SkillVersion(package.name, 1, package.digest, package.folder, 1000.0, package.files))
+    entered, released, texts = threading.Event(), threading.Event(), []
+
+    def extractor(title: str, text: str, default: Any) -> Any:  # runs in the writer, section by section
+        entered.set()
+        released.wait()
+        texts.append(text)
+        return default
+
+    writer = concurrent.futures.ThreadPoolExecutor(1)
+    registry = SkillRegistry(store, extractor=extractor, writer=writer)
+    await registry.start()
+    await asyncio.to_thread(entered.wait)  # the hop is under way, at the first skill's first section
+    await registry.close()
+    released.set()
+    await asyncio.to_thread(writer.shutdown)  # the hop ends
+    sections = []  # each skill's, as the extractor sees them
+
+    def counting(title: str, text: str, default: Any) -> Any:
+        sections[-1] += 1
+        return default
+
+    for skill in skills:
+        sections.append(0)
+        build_graph(load_package(skill.files, skill.folder), counting)
+    assert 0 < len(texts) <= sections[0] < sum(sections)  # the first skill's at most, of the hop's eight

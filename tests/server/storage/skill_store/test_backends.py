@@ -181,6 +181,7 @@ async def test_graph_records_are_kept_per_current_version_and_tag(store: SkillSt
 
     await store.add(version("a", 2, b"second"))  # a's record is of a version no longer current
     assert await store.graph_records("t1") == {("b", 1): b"b1"}
+    assert await store.graph_record("t1", "a", 1) == b"a1" and await store.graph_record("t1", "a", 2) is None
     await store.save_graph_records("t1", [("a", 2, b"a2"), ("b", 1, b"b1 again")])
     assert await store.graph_records("t1") == {("a", 2): b"a2", ("b", 1): b"b1 again"}
 
