@@ -133,6 +133,7 @@ class SkillRegistry:
         """Open the store and start rebuilding the library in the background: the server it shares serves
         at once, and calls to the registry wait in `ready()` until the library is whole."""
         await self._store.open()
+        self._closing = False
         self._loading = asyncio.create_task(self._rebuild(), name="skillstate-skill-library")
 
     async def ready(self) -> None:
@@ -174,17 +175,19 @@ class SkillRegistry:
         arrived = []
         made: list[tuple[str, int, bytes]] = []
         """records of the versions built here (the registering server kept none this code can read)"""
-        for name, number in sorted(stored.items()):
-            current = views.get(name)
-            if current is not None and current.stored.version == number:
-                continue
-            version = await self._store.get(name, number)
-            if version is not None:  # from the record the registering server kept, when this code made it
-                record = await self._kept_record(tag, version) if tag else None
-                package, graph = await self._off_loop(self._loaded, version, record, made if tag else None)
-                arrived.append((version, package, graph))
-        if tag and made:
-            await self._keep_records(tag, made)
+        try:
+            for name, number in sorted(stored.items()):
+                current = views.get(name)
+                if current is not None and current.stored.version == number:
+                    continue
+                version = await self._store.get(name, number)
+                if version is not None:  # from the record the registering server kept, when this code made it
+                    record = await self._kept_record(tag, version) if tag else None
+                    package, graph = await self._off_loop(self._loaded, version, record, made if tag else None)
+                    arrived.append((version, package, graph))
+        finally:  # (even when the look fails: what was built need not be built again)
+            if tag and made:
+                await self._keep_records(tag, made)
 
         def change(draft: Draft) -> None:
             for name in gone:
@@ -222,17 +225,20 @@ class SkillRegistry:
         unsaved = 0
         """bytes of the records in `made`"""
         with fewer_collections():
-            versions = await self._store.current()
-            for first in range(0, len(versions), SKILLS_PER_HOP):  # loaded and indexed in the writer
-                batch = [(v, kept.pop((v.name, v.version), None)) for v in versions[first : first + SKILLS_PER_HOP]]
-                count = len(made)
-                await self._off_loop(self._load_into, draft, batch, rebuild, made if tag else None, writer=True)
-                unsaved += sum(len(r) for *_, r in made[count:])
-                if tag and (len(made) >= RECORDS_PER_SAVE or unsaved >= RECORD_BYTES_PER_SAVE):
-                    await self._keep_records(tag, made)
-                    unsaved = 0
-            await self._off_loop(rebuild.finish, writer=True)
-            forget_section_memos()
+            try:
+                versions = await self._store.current()
+                for first in range(0, len(versions), SKILLS_PER_HOP):  # loaded and indexed in the writer
+                    batch = [(v, kept.pop((v.name, v.version), None)) for v in versions[first : first + SKILLS_PER_HOP]]
+                    count = len(made)
+                    await self._off_loop(self._load_into, draft, batch, rebuild, made if tag else None, writer=True)
+                    unsaved += sum(len(r) for *_, r in made[count:])
+                    if tag and (len(made) >= RECORDS_PER_SAVE or unsaved >= RECORD_BYTES_PER_SAVE):
+                        await self._keep_records(tag, made)
+                        unsaved = 0
+                await self._off_loop(rebuild.finish, writer=True)
+            finally:  # (emptying them takes ~50 ms: in the writer, after its hop, unless it was shut down)
+                with contextlib.suppress(RuntimeError):
+                    self._writer.submit(forget_section_memos)
         if tag:
             await self._keep_records(tag, made, forget_stale=True)
         views = draft.views or {}

@@ -149,17 +149,19 @@ async def test_a_registry_closed_during_its_start_stops_loading_at_the_next_skil
 
     def extractor(title: str, text: str, default: Any) -> Any:  # runs in the writer, section by section
         entered.set()
-        released.wait()
+        released.wait(60)  # (bounded: a failing test must not leave the writer, and the session, waiting)
         texts.append(text)
         return default
 
     writer = concurrent.futures.ThreadPoolExecutor(1)
     registry = SkillRegistry(store, extractor=extractor, writer=writer)
     await registry.start()
-    await asyncio.to_thread(entered.wait)  # the hop is under way, at the first skill's first section
-    await registry.close()
-    released.set()
-    await asyncio.to_thread(writer.shutdown)  # the hop ends
+    try:
+        assert await asyncio.to_thread(entered.wait, 60)  # the hop is under way, at the first skill's first section
+        await registry.close()
+    finally:
+        released.set()
+        await asyncio.to_thread(writer.shutdown)  # the hop ends
     sections = []  # each skill's, as the extractor sees them
 
     def counting(title: str, text: str, default: Any) -> Any:
@@ -170,3 +172,32 @@ async def test_a_registry_closed_during_its_start_stops_loading_at_the_next_skil
         sections.append(0)
         build_graph(load_package(skill.files, skill.folder), counting)
     assert 0 < len(texts) <= sections[0] < sum(sections)  # the first skill's at most, of the hop's eight
+
+
+async def test_a_registry_started_again_after_close_serves_what_the_store_holds_then() -> None:
+    """(Given its own writer, a registry can be started again; the server makes a new one each start.)"""
+    from skillstate.server.skills.package import load_package
+    from skillstate.server.storage.records import SkillVersion
+
+    skills = generate_library(8, seed=6)
+    store, writer = MemorySkillStore(), concurrent.futures.ThreadPoolExecutor(1)
+    registry = SkillRegistry(store, writer=writer)
+    await registry.start()
+    for skill in skills[:4]:
+        await registry.register(skill.files, skill.folder)
+    await registry.close()
+    for skill in skills[4:]:  # as another server would, meanwhile
+        package = load_package(skill.files, skill.folder)
+        await store.add(SkillVersion(package.name, 1, package.digest, package.folder, 1000.0, package.files))
+    await registry.start()
+    fresh = SkillRegistry(store)
+    await fresh.start()
+    try:
+        await registry.ready()
+        await fresh.ready()
+        assert sorted(registry.snapshot.views) == sorted(fresh.snapshot.views) and len(fresh.snapshot.views) == 8
+        assert registry.macros.compression() == fresh.macros.compression() and len(fresh.macros) > 0
+    finally:
+        await registry.close()
+        await fresh.close()
+        writer.shutdown()
