@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS skill_graph_records (
     record  BYTEA NOT NULL,
     PRIMARY KEY (name, version, tag)
 );
+CREATE INDEX IF NOT EXISTS skill_graph_records_by_saved ON skill_graph_records (saved);
 CREATE TABLE IF NOT EXISTS macro_revisions (key_json TEXT PRIMARY KEY, level BIGINT);
 CREATE TABLE IF NOT EXISTS macro_evidence (
     key_json          TEXT PRIMARY KEY,

@@ -46,6 +46,7 @@ CREATE TABLE IF NOT EXISTS skill_graph_records (
     record  BLOB NOT NULL,
     PRIMARY KEY (name, version, tag)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS skill_graph_records_by_saved ON skill_graph_records (saved);
 CREATE TABLE IF NOT EXISTS macro_revisions (
     key_json TEXT PRIMARY KEY,
     level    INTEGER

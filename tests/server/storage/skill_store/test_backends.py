@@ -145,6 +145,9 @@ async def test_a_sqlite_file_of_the_previous_schema_is_opened_and_gains_the_new_
         await assert_upgraded(store)
     finally:
         await store.close()
+    with sqlite3.connect(tmp_path / "old.db") as connection:  # a save numbers itself without reading every record
+        plan = connection.execute("EXPLAIN QUERY PLAN SELECT COALESCE(MAX(saved), 0) + 1 FROM skill_graph_records")
+        assert "skill_graph_records_by_saved" in " ".join(str(row) for row in plan)
 
 
 async def test_a_postgres_schema_of_the_previous_version_is_opened_and_gains_the_new_tables(
