@@ -255,7 +255,8 @@ def clusters_of(runs: list[Run], texts: Mapping[str, SkillText]) -> list[list[Ru
     by_sketch: dict[int, list[int]] = {}
     """sketch shingle -> the clusters filed under it (its posting), in order"""
     seen: dict[bytes, tuple[frozenset[int], list[list[int]], int, int | None]] = {}
-    """text -> (its shingles, its sketch's postings, their total length then, the cluster it joined)"""
+    """text -> (its shingles, its sketch's postings, their total length then, the cluster it joined or founded,
+    None if a repeat must be compared again)"""
     for run in runs:
         skill, start, length = run.occurrence
         text = texts[skill]

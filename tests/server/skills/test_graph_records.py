@@ -312,7 +312,7 @@ async def test_a_server_serves_what_another_registered_in_a_shared_store_from_it
         name, package = SKILLS[0].name, load_package(SKILLS[0].files, SKILLS[0].folder)
         await first.register(SKILLS[0].files, SKILLS[0].folder)
         marked = dataclasses.replace(build_graph(package), description="marked: served from its record")
-        await second._store.save_graph_records(tag_of(), [(name, 1, records.encode(package, marked))])
+        await other.save_graph_records(tag_of(), [(name, 1, records.encode(package, marked))])
         await second.register(SKILLS[1].files, SKILLS[1].folder)  # its turn takes up the first one's skill
         # (read from the snapshot: a call would start a look of its own, which could take up what follows)
         assert second.snapshot.views[name].graph.description == "marked: served from its record"
@@ -320,12 +320,12 @@ async def test_a_server_serves_what_another_registered_in_a_shared_store_from_it
         later = {path: data + b"\nA line added in version 2.\n" if path.endswith("/SKILL.md") else data
                  for path, data in SKILLS[0].files.items()}  # fmt: skip
         await first.register(later, SKILLS[0].folder)
-        await second._store.save_graph_records(tag_of(), [(name, 2, b"damaged")])
+        await other.save_graph_records(tag_of(), [(name, 2, b"damaged")])
         await second.register(SKILLS[2].files, SKILLS[2].folder)
         served = await second.get(name)
         assert served.stored.version == 2
         assert served.graph == build_graph(load_package(later, SKILLS[0].folder))  # built from its files
-        kept = await second._store.graph_record(tag_of(), name, 2)
+        kept = await other.graph_record(tag_of(), name, 2)
         assert kept is not None and records.decode(kept, later, name)[1] == served.graph  # and its record kept again
 
         await first.remove(name)
