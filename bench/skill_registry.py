@@ -129,13 +129,18 @@ class Result:
     likely to be the target (`BenchQuery.skill_odds`), then the next ones."""
 
 
-def corpus_library() -> tuple[list[SkillPackage], dict[str, list[BenchQuery]]]:
+def corpus_packages() -> list[SkillPackage]:
+    """The real corpus's packages, one per skill name (a few names recur; the last read is kept)."""
     packages = []
     for skill_file in sorted(CORPUS.rglob("SKILL.md")):
         sent = read_package_dir(skill_file.parent)
         packages.append(load_package(sent.files, sent.folder))
-    unique = list({p.name: p for p in packages}.values())
-    return unique, _queries(unique, [description_query(p) for p in unique])
+    return list({p.name: p for p in packages}.values())
+
+
+def corpus_library() -> tuple[list[SkillPackage], dict[str, list[BenchQuery]]]:
+    packages = corpus_packages()
+    return packages, _queries(packages, [description_query(p) for p in packages])
 
 
 def synthetic_library(size: int) -> tuple[list[SkillPackage], dict[str, list[BenchQuery]], list[dict[str, str]]]:
