@@ -88,12 +88,12 @@ def records(library: str) -> list[SkillGraph]:
         del packages
     gc.collect()
     sections = sum(len(g.nodes) for g in graphs)
-    progress(f"{label(library)}: records built (Sec2Graph, untimed) in {time.perf_counter() - started:.1f} s: "
+    progress(f"{named(library)}: records built (Sec2Graph, untimed) in {time.perf_counter() - started:.1f} s: "
              f"{len(graphs):,} skills, {sections:,} sections, {sum(len(g.edges) for g in graphs):,} edges")  # fmt: skip
     return graphs
 
 
-def label(library: str) -> str:
+def named(library: str) -> str:
     return "real corpus" if library == "corpus" else f"{int(library):,} skills"
 
 
@@ -342,7 +342,7 @@ def build_table(results: list[dict[str, Any]]) -> str:
         ours = r["ours"]["wall"]
         paper = paper_seconds(r)
         lines.append(
-            f"| {label(r['library'])} | {r['skills']:,} | {r['sections']:,} | {seconds(r['baseline'])} "
+            f"| {named(r['library'])} | {r['skills']:,} | {r['sections']:,} | {seconds(r['baseline'])} "
             f"| {seconds(r['per_skill'])} | {seconds(r['finish'])} | {ours:.2f} | {ours / r['baseline']['wall']:.1f}x "
             f"| {paper if paper else ''} | {f'{ours / paper:.2f}x' if paper else ''} "
             f"| {r['baseline_peak_bytes'] / 2**30:.2f} | {r['ours_peak_bytes'] / 2**30:.2f} "
@@ -363,13 +363,13 @@ def detail_table(results: list[dict[str, Any]]) -> str:
         for key, name in names.items():
             figure = r[key]
             lines.append(
-                f"| {label(r['library'])} | {name} | {figure['wall']:.2f} | {figure['cpu']:.2f} | {figure['gc']:.2f} |"
+                f"| {named(r['library'])} | {name} | {figure['wall']:.2f} | {figure['cpu']:.2f} | {figure['gc']:.2f} |"
             )
     return "\n".join(lines)
 
 
 def memory_table(breakdowns: list[dict[str, Any]]) -> str:
-    names = [label(b["library"]) for b in breakdowns]
+    names = [named(b["library"]) for b in breakdowns]
     lines = ["| component | " + " | ".join(f"{n}, MiB" for n in names) + " |", "|---|" + "---|" * len(names)]
     for section in ("resident", "parts"):
         names = list(dict.fromkeys(name for b in breakdowns for name in b[section]))
@@ -386,7 +386,7 @@ def memory_table(breakdowns: list[dict[str, Any]]) -> str:
 def file_table(breakdowns: list[dict[str, Any]]) -> str:
     lines = []
     for b in breakdowns:
-        lines.append(f"\nAllocations still resident after the build, by source file ({label(b['library'])}):\n")
+        lines.append(f"\nAllocations still resident after the build, by source file ({named(b['library'])}):\n")
         lines += ["| file | MiB |", "|---|---|"]
         root = str(Path(__file__).resolve().parents[1])
         lines += [f"| {name.replace(root + '/', '')} | {size / MiB:,.1f} |" for name, size in b["by_file"][:12]]
@@ -399,7 +399,7 @@ def verdicts(results: list[dict[str, Any]]) -> str:
         ours = r["ours"]["wall"]
         ratio = ours / r["baseline"]["wall"]
         paper = paper_seconds(r)
-        line = f"- {label(r['library'])}: ours {ours:.1f} s is {ratio:.1f}x the baseline (target {TARGET_RATIO:.0f}x: "
+        line = f"- {named(r['library'])}: ours {ours:.1f} s is {ratio:.1f}x the baseline (target {TARGET_RATIO:.0f}x: "
         line += "met" if ratio <= TARGET_RATIO else "not met"
         if paper:
             line += f"); the paper's {paper} s: {'met' if ours < paper else 'not met'}"
@@ -441,10 +441,10 @@ def main() -> None:
     )
     results, breakdowns = [], []
     for library in libraries:
-        print(f"{label(library)}: build", file=sys.stderr, flush=True)
+        print(f"{named(library)}: build", file=sys.stderr, flush=True)
         results.append(run_child(library, "one", args.repeats))
     for library in traced:
-        print(f"{label(library)}: memory breakdown (under tracemalloc)", file=sys.stderr, flush=True)
+        print(f"{named(library)}: memory breakdown (under tracemalloc)", file=sys.stderr, flush=True)
         breakdowns.append(run_child(library, "traced"))
     print(build_table(results))
     print()
