@@ -125,8 +125,13 @@ class BM25Index(Generic[Key]):
         self._own()
         dead = np.fromiter(self._dead, dtype=np.int32, count=len(self._dead))
         for term in sorted(self._touched.union(self._added)):
-            slots, frequencies = self._arrays(term)
             staged = self._added.get(term)
+            if staged is not None and len(staged[0]) == 1 and term not in self._postings:
+                # a new term one document holds (most terms of a library): packed as is, with no arrays made
+                if staged[0][0] not in self._dead:
+                    self._postings[term] = staged[0][0] << _FREQUENCY_BITS | min(int(staged[1][0]), _MAX_FREQUENCY)
+                continue
+            slots, frequencies = self._arrays(term)
             if staged:
                 slots = np.concatenate((slots, np.frombuffer(staged[0], dtype=np.int32)))
                 frequencies = np.concatenate((frequencies, np.frombuffer(staged[1], dtype=np.float32)))
