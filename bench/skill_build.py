@@ -23,8 +23,8 @@ Term caches are emptied before each, so none inherits another's warm caches; all
 registry's bulk collection thresholds (`fewer_collections`). Each build runs three times (`--repeats`), the
 builds in turn, and keeps its fastest run: this machine's speed drifts by a third within a minute, which a
 single run of each would put into the ratio. Times are wall-clock; CPU time is printed beside them. Memory
-is the resident-set high-water mark of the subprocess (reset before each measured build, so a build's peak
-includes the records it runs on; the highest of the runs).
+is the resident-set high-water mark of the subprocess in the first round (reset before each measured build,
+so a build's peak includes the records it runs on).
 
 With a breakdown (by default at synthetic sizes up to 10K), a second subprocess builds the same library under
 tracemalloc and reports what each component keeps resident: the records (graphs), the library's per-skill
@@ -195,8 +195,9 @@ def reset_peak() -> bool:
 
 def measure(library: str, repeats: int) -> dict[str, Any]:
     """Each build `repeats` times, in turn (baseline, ours, then the floor's stages), so that a machine whose
-    speed drifts (a shared VM's does, by a third within a minute) slows all of them alike; each keeps its
-    fastest run, and the peaks are the highest seen."""
+    speed drifts (a shared VM's does, by a third within minutes) slows all of them alike, as long as it drifts
+    slower than a round; each keeps its fastest run. Memory is the first round's: a later round's peak would
+    start from what the rounds before left resident."""
     count_tokens("")  # the tokenizer loads once per process, as a server's does at start: not a build cost
     graphs = records(library)
     result: dict[str, Any] = {
@@ -206,8 +207,6 @@ def measure(library: str, repeats: int) -> dict[str, Any]:
         "records_bytes": status("VmRSS"),
         "records_peak_bytes": status("VmHWM"),
         "repeats": repeats,
-        "baseline_peak_bytes": 0,
-        "ours_peak_bytes": 0,
     }
     best: dict[str, dict[str, float]] = {}
 
@@ -221,19 +220,21 @@ def measure(library: str, repeats: int) -> dict[str, Any]:
 
     for repeat in range(1, repeats + 1):
         progress(f"run {repeat} of {repeats}")
+        first = repeat == 1
         cold_caches()
-        result["peak_reset"] = reset_peak()
+        peak_reset = reset_peak()
         whole = Stage("baseline: terms + whole-skill BM25")
         index = whole.run(lambda: baseline(graphs))
-        result["baseline_peak_bytes"] = max(result["baseline_peak_bytes"], status("VmHWM"))
+        if first:
+            result["peak_reset"], result["baseline_peak_bytes"] = peak_reset, status("VmHWM")
         keep("baseline", whole)
         del index
         gc.collect()
         cold_caches()
         reset_peak()
         each, last, skills, macros = ours(graphs)
-        result["ours_peak_bytes"] = max(result["ours_peak_bytes"], status("VmHWM"))
-        result["ours_bytes"] = status("VmRSS")
+        if first:
+            result["ours_peak_bytes"], result["ours_bytes"] = status("VmHWM"), status("VmRSS")
         keep("ours", each, last)
         compression = macros.compression()
         result["macros"], result["compression"] = len(compression.macros), compression.ratio
@@ -421,13 +422,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10_000], help="synthetic library sizes")
     parser.add_argument("--no-corpus", action="store_true", help="synthetic libraries only")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each build; the fastest is kept")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each build (1 or more); the fastest is kept")
     parser.add_argument(
-        "--breakdown", type=int, nargs="*", default=None, help="sizes to break memory down at (default: up to 10K)"
+        "--breakdown",
+        type=int,
+        nargs="*",
+        default=None,
+        help="synthetic sizes to break memory down at (default: those up to 10K; none if given without sizes)",
     )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--traced", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be 1 or more")
     if args.one is not None:
         print(json.dumps(measure(args.one, args.repeats)))
         return
