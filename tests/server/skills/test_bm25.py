@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import zip_longest
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -60,26 +61,64 @@ operations = st.lists(
     ),
     max_size=40,
 )
+Operation = tuple[str, int | None, list[str] | None]
+
+
+def apply(index: BM25Index[int], held: dict[int, list[str]], operation: Operation) -> None:
+    """One operation on the index and on `held`, what it should hold; a read checks the index against it."""
+    name, key, value = operation
+    if name == "add" and key is not None and value is not None:
+        index.add(key, value)
+        held[key] = value
+    elif name == "remove" and key is not None:
+        index.remove(key, held.pop(key, None))
+    elif value is not None:
+        assert_reads_as_okapi(index, held, value)
+
+
+def assert_reads_as_okapi(index: BM25Index[int], held: dict[int, list[str]], query: list[str]) -> None:
+    """Scores, the terms held and the query's information, against Okapi BM25 over the documents held."""
+    expected = okapi(held, query) if held else {}
+    found = dict(index.search(query, 10))
+    assert found.keys() == expected.keys()
+    assert all(math.isclose(found[k], expected[k]) for k in expected)
+    held_by = {term: sum(term in d for d in held.values()) for term in set(query)}
+    assert {term: index.holds(term) for term in held_by} == {term: n > 0 for term, n in held_by.items()}
+    information = sum(math.log(1 + (len(held) - n + 0.5) / (n + 0.5)) for n in held_by.values())
+    assert math.isclose(index.information(query), information)
 
 
 @given(operations)
 def test_any_sequence_of_adds_removes_and_reads_scores_as_okapi_over_what_is_held(
-    operations: list[tuple[str, int | None, list[str] | None]],
+    operations: list[Operation],
 ) -> None:
-    """Reads settle what was staged; slots freed and taken again in between must never mix two documents."""
+    """Reads settle what was staged; slots freed and taken again in between must never mix two documents,
+    and a term only removed documents held is held by none."""
     index: BM25Index[int] = BM25Index()
     held: dict[int, list[str]] = {}
-    for operation, key, value in operations:
-        if operation == "add" and key is not None and value is not None:
-            index.add(key, value)
-            held[key] = value
-        elif operation == "remove" and key is not None:
-            index.remove(key, held.pop(key, None))
-        elif value is not None:
-            expected = okapi(held, value) if held else {}
-            found = dict(index.search(value, 10))
-            assert found.keys() == expected.keys()
-            assert all(math.isclose(found[k], expected[k]) for k in expected)
+    for operation in operations:
+        apply(index, held, operation)
+
+
+@given(operations, operations, operations, st.lists(words, min_size=1, max_size=3))
+def test_a_fork_and_its_original_change_apart(
+    before: list[Operation], mine: list[Operation], theirs: list[Operation], query: list[str]
+) -> None:
+    """After a fork, each of the two reads as Okapi over its own documents, whatever the other does (the two
+    share postings until one of them writes)."""
+    index: BM25Index[int] = BM25Index()
+    held: dict[int, list[str]] = {}
+    for operation in before:
+        apply(index, held, operation)
+    fork = index.fork()
+    forked = dict(held)
+    for ours, other in zip_longest(mine, theirs):
+        if ours is not None:
+            apply(index, held, ours)
+        if other is not None:
+            apply(fork, forked, other)
+    assert_reads_as_okapi(index, held, query)
+    assert_reads_as_okapi(fork, forked, query)
 
 
 @given(documents, st.lists(words, min_size=1, max_size=4), st.integers(1, 6))
