@@ -74,7 +74,9 @@ class SkillStore(abc.ABC):
 
     @abc.abstractmethod
     async def current(self) -> list[SkillVersion]:
-        """The newest version of every name whose newest version is not removed, by name."""
+        """The newest version of every name whose newest version is not removed, by name in code point order
+        (as Python sorts them, whatever a database collates: a registry start files MotifZip's runs in this
+        order, and sorts every bucket when done if the skills came in any other)."""
 
     async def current_versions(self) -> dict[str, int]:
         """{name: version} of `current()`, without reading files."""

@@ -98,7 +98,7 @@ class PostgresSkillStore(SkillStore):
         )
 
     async def current(self) -> list[SkillVersion]:
-        rows = await self._db.fetch(CURRENT)
+        rows = await self._db.fetch(CURRENT + ' COLLATE "C"')  # code point order, whatever the database collates
         return [await self._with_files(row) for row in rows]
 
     async def current_versions(self) -> dict[str, int]:

@@ -52,6 +52,44 @@ async def test_current_is_the_newest_version_of_each_name_not_removed(store: Ski
     assert await store.get("a", 3) is None
 
 
+async def test_current_comes_in_code_point_order_whatever_the_database_collates(store: SkillStore) -> None:
+    names = ["abb", "ab-c", "a-z", "aa", "b"]
+    for name in names:
+        await store.add(version(name, 1))
+    assert [v.name for v in await store.current()] == sorted(names)
+
+
+async def test_postgres_current_ignores_a_collation_that_skips_punctuation(request: pytest.FixtureRequest) -> None:
+    """A database may collate names otherwise than Python sorts them (glibc's en_US ignores hyphens); here
+    the name column is given an ICU collation that does."""
+    import asyncpg
+
+    from skillstate.server.storage.skill_store.postgres import PostgresSkillStore
+
+    dsn, schema = request.getfixturevalue("postgres_schema")
+    store = PostgresSkillStore(dsn, schema=schema)
+    await store.open()
+    try:
+        names = ["abb", "ab-c", "a-z", "aa", "b"]
+        for name in names:
+            await store.add(version(name, 1))
+        connection = await asyncpg.connect(dsn)
+        try:
+            await connection.execute(
+                f"CREATE COLLATION {schema}.punctuation_blind (provider = icu, locale = 'und-u-ka-shifted');"
+                f"ALTER TABLE {schema}.skill_versions ALTER COLUMN name TYPE text COLLATE {schema}.punctuation_blind"
+            )
+            collated = [
+                row["name"] for row in await connection.fetch(f"SELECT name FROM {schema}.skill_versions ORDER BY name")
+            ]
+        finally:
+            await connection.close()
+        assert collated == ["aa", "abb", "ab-c", "a-z", "b"]
+        assert [v.name for v in await store.current()] == sorted(names) == ["a-z", "aa", "ab-c", "abb", "b"]
+    finally:
+        await store.close()
+
+
 async def test_a_version_is_stored_once(store: SkillStore) -> None:
     await store.add(version("a", 1))
     with pytest.raises(DuplicateRowError):
