@@ -129,7 +129,7 @@ class BM25Index(Generic[Key]):
             if staged is not None and len(staged[0]) == 1 and term not in self._postings:
                 # a new term one document holds (most terms of a library): packed as is, with no arrays made
                 if staged[0][0] not in self._dead:
-                    self._postings[term] = staged[0][0] << _FREQUENCY_BITS | min(int(staged[1][0]), _MAX_FREQUENCY)
+                    self._postings[term] = _packed(staged[0][0], staged[1][0])
                 continue
             slots, frequencies = self._arrays(term)
             if staged:
@@ -139,7 +139,7 @@ class BM25Index(Generic[Key]):
                 kept = ~np.isin(slots, dead)
                 slots, frequencies = slots[kept], frequencies[kept]
             if len(slots) == 1:
-                self._postings[term] = int(slots[0]) << _FREQUENCY_BITS | min(int(frequencies[0]), _MAX_FREQUENCY)
+                self._postings[term] = _packed(int(slots[0]), frequencies[0])
             elif len(slots):
                 slots.flags.writeable = frequencies.flags.writeable = False
                 self._postings[term] = (slots, frequencies)
@@ -229,3 +229,8 @@ class BM25Index(Generic[Key]):
             grown[: len(self._lengths)] = self._lengths
             self._lengths = grown
         return slot
+
+
+def _packed(slot: int, frequency: float) -> int:
+    """The posting of a term one document holds, as one int (see `Posting`)."""
+    return slot << _FREQUENCY_BITS | min(int(frequency), _MAX_FREQUENCY)
