@@ -34,6 +34,8 @@ slots stay below 2**31, and a frequency is a whole number below 2**24, which flo
 document is at most a 4 MiB package)."""
 
 _GROWTH = 1.5
+_SCORE_DECIMALS = 10
+"""Scores are compared (and returned) rounded to this many decimals."""
 _NO_SLOTS: Slots = np.zeros(0, dtype=np.int32)
 _NO_FREQUENCIES: Frequencies = np.zeros(0, dtype=np.float32)
 _FREQUENCY_BITS = 24
@@ -197,6 +199,9 @@ class BM25Index(Generic[Key]):
             idf = self._idf(count, len(slots))
             scores[slots] += idf * frequencies * (self.k1 + 1) / (frequencies + norms[slots])
         hits = np.flatnonzero(scores)
+        # scores equal but for the order of their sums (2 x gamma + zeta against gamma + 2 x zeta, of one idf)
+        # may differ in the last bit: rounded, they tie, and the tie goes by key
+        scores[hits] = np.round(scores[hits], _SCORE_DECIMALS)
         if len(hits) <= limit:
             return self._ranked(hits, scores)
         threshold = np.partition(scores[hits], len(hits) - limit)[len(hits) - limit]

@@ -164,3 +164,17 @@ def test_a_document_of_average_length_holding_each_query_term_once_scores_the_in
     query = ["alpha", "beta", "gamma"]
     assert math.isclose(dict(index.search(query, 3))[1], index.information(query))
     assert index.information(["never", "seen"]) > index.information(["alpha", "beta"])  # unheld terms weigh most
+
+
+def test_scores_equal_but_for_rounding_tie_and_go_by_key() -> None:
+    """Two documents whose scores are the same sum in another order (one idf for gamma and zeta) differ in
+    their last bit unrounded; they tie, and the smaller key comes first (a case hypothesis found)."""
+    documents = {key: ["alpha"] for key in range(6)} | {
+        6: ["alpha"] * 9 + ["zeta"],
+        7: ["alpha"] * 8 + ["gamma"],
+        8: ["alpha"] * 6 + ["beta"] * 3 + ["gamma", "gamma", "zeta"],
+        9: ["alpha"] * 6 + ["beta"] * 3 + ["gamma", "zeta", "zeta"],
+    }
+    expected = okapi(documents, ["alpha", "gamma", "zeta"])
+    assert math.isclose(expected[8], expected[9])
+    assert [key for key, _ in index_of(documents).search(["alpha", "gamma", "zeta"], 1)] == [8]
