@@ -51,6 +51,7 @@ from typing import Any
 from skill_registry import CORPUS, corpus_packages
 from synthetic import generate_library
 
+from skillstate.server.skills import motif_discovery
 from skillstate.server.skills.bm25 import BM25Index
 from skillstate.server.skills.bulk import fewer_collections
 from skillstate.server.skills.graph import SkillGraph, build_graph
@@ -316,6 +317,13 @@ def breakdown(library: str) -> dict[str, Any]:
 # -- the report ---------------------------------------------------------------------------------------------
 
 
+def clustering() -> str:
+    """Which grouping the builds ran (the children inherit this process's environment and install)."""
+    if motif_discovery.groups is motif_discovery.groups_of:
+        return "the Python reference (the C extension is not built, or SKILLSTATE_NO_EXTENSIONS is set)"
+    return "the C extension (SKILLSTATE_NO_EXTENSIONS=1 runs the Python reference)"
+
+
 def run_child(library: str, mode: str, repeats: int = 1) -> dict[str, Any]:
     command = [sys.executable, __file__, f"--{mode}", library, "--repeats", str(repeats)]
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
@@ -458,6 +466,7 @@ def main() -> None:
     print(detail_table(results))
     print()
     print(verdicts(results))
+    print(f"\nMotifZip grouped runs with {clustering()}.")
     if not all(r["peak_reset"] for r in results):
         print("\n(the high-water mark could not be reset here: peaks are the process's since it started)")
     if breakdowns:

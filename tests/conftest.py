@@ -85,13 +85,14 @@ async def restartable(db_path: Path) -> AsyncIterator[RestartableServer]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Say loudly when the PostgreSQL backend, the skills corpus or the browser went untested (CI sets
-    SKILLSTATE_REQUIRE_POSTGRES, SKILLSTATE_REQUIRE_CORPUS and SKILLSTATE_REQUIRE_BROWSER, which fail those
-    tests instead)."""
+    """Say loudly when the PostgreSQL backend, the skills corpus, the browser or the C extension went untested
+    (CI sets SKILLSTATE_REQUIRE_POSTGRES, SKILLSTATE_REQUIRE_CORPUS, SKILLSTATE_REQUIRE_BROWSER and
+    SKILLSTATE_REQUIRE_EXTENSIONS, which fail those tests instead)."""
     untested = {
         "PostgreSQL tests SKIPPED": "export SKILLSTATE_TEST_POSTGRES=$(scripts/postgres_for_tests.sh)",
         "skills corpus tests SKIPPED": "put the corpus in ../shared/skills-corpus or set SKILLSTATE_SKILLS_CORPUS",
         "browser tests SKIPPED": "apt-get install chromium",
+        "C extension tests SKIPPED": "apt-get install gcc python3-dev, then pip install -e . again",
     }
     for reason, fix in untested.items():
         skipped = [r for r in terminalreporter.stats.get("skipped", []) if reason in str(r.longrepr)]

@@ -317,17 +317,14 @@ class MacroIndex:
     def _promote(self, keys: Iterable[Key]) -> None:
         """Macros from residual runs in these buckets, chosen greedily by gain, never overlapping."""
         candidates: list[Macro] = []
-        tokens = self._tokens
         for key in keys:  # (in any order: the candidates are sorted below)
             bucket = self._buckets.get(key, {})
             if len(bucket) < MIN_OCCURRENCES or self._banned(key):
                 continue
-            free = [
-                Run(o, key, sum(tokens[o.skill][o.start : o.start + o.length]), ports)
-                for o, ports in (sorted(bucket.items()) if key in self._unsorted else bucket.items())
-                if not self._holder or self._free(o)
-            ]
-            candidates += find_macros(self._graphs, free, self._texts)
+            runs = dict(sorted(bucket.items())) if key in self._unsorted else bucket
+            if self._holder:
+                runs = {o: ports for o, ports in runs.items() if self._free(o)}
+            candidates += find_macros(self._graphs, key, runs, self._texts, self._tokens)
         claimed: dict[str, int] | None = None if self._holder else {}
         """When nothing was held before (a rebuild): the nodes claimed here, per skill, as bits (the node
         holders' table is large, and asked once a node)."""

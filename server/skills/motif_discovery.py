@@ -22,10 +22,11 @@ Everything here is computed from a graph's nodes and edges alone: the graph's ow
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import zlib
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
@@ -204,33 +205,53 @@ def _ports(mask: int) -> frozenset[Port]:
     )
 
 
-def find_macros(graphs: Mapping[str, SkillGraph], runs: list[Run], texts: Mapping[str, SkillText]) -> Iterator[Macro]:
-    """Candidate macros (in no particular order) among runs of one key, in occurrence order (verifiable ones:
+Group = tuple[frozenset[Port], tuple[Occurrence, ...], Occurrence, int, int]
+"""Runs of one key that make a candidate macro: their ports, their occurrences (one per skill), the
+prototype, its tokens, and the gain."""
+
+
+def find_macros(
+    graphs: Mapping[str, SkillGraph],
+    key: Key,
+    runs: Mapping[Occurrence, frozenset[Port]],
+    texts: Mapping[str, SkillText],
+    tokens: Mapping[str, tuple[int, ...]],
+) -> Iterator[Macro]:
+    """Candidate macros (in no particular order) among runs of one key: `groups`, named and identified."""
+    for ports, occurrences, prototype, prototype_tokens, gain in groups(runs, texts, tokens):
+        name = graphs[prototype.skill].nodes[prototype.start].title
+        yield Macro(macro_id(key, ports, occurrences), name, key, ports, occurrences, prototype, prototype_tokens, gain)
+
+
+def groups_of(
+    runs: Mapping[Occurrence, frozenset[Port]], texts: Mapping[str, SkillText], tokens: Mapping[str, tuple[int, ...]]
+) -> list[Group]:
+    """The candidate groups among runs of one key (with their ports, in occurrence order; verifiable ones:
     see `verifiable_nodes`): similar texts (`clusters_of`), equal ports, one occurrence per skill, positive
-    gain."""
-    if len({r.occurrence.skill for r in runs}) < MIN_OCCURRENCES or not may_gain([r.tokens for r in runs]):
-        return
-    for cluster in clusters_of(runs, texts):
-        if len(cluster) < MIN_OCCURRENCES or len({r.occurrence.skill for r in cluster}) < MIN_OCCURRENCES:
+    gain; `tokens`: each skill's node token counts. The reference for `groups`, which is the C extension's
+    when it is built."""
+    occurrences, ports = list(runs), list(runs.values())
+    sizes = [sum(tokens[skill][start : start + length]) for skill, start, length in occurrences]
+    if len({o.skill for o in occurrences}) < MIN_OCCURRENCES or not may_gain(sizes):
+        return []
+    found = []
+    for cluster in clusters_of(occurrences, texts):
+        if len(cluster) < MIN_OCCURRENCES or len({occurrences[i].skill for i in cluster}) < MIN_OCCURRENCES:
             continue
-        by_ports: dict[frozenset[Port], list[Run]] = {}
-        for run in cluster:
-            by_ports.setdefault(run.ports, []).append(run)
-        for ports, members in by_ports.items():
+        by_ports: dict[frozenset[Port], list[int]] = {}
+        for i in cluster:
+            by_ports.setdefault(ports[i], []).append(i)
+        for shared_ports, members in by_ports.items():
             # the first run of each skill (runs come in occurrence order, so a skill's runs are together)
-            one_per_skill = list({run.occurrence.skill: run for run in reversed(members)}.values())[::-1]
+            one_per_skill = list({occurrences[i].skill: i for i in reversed(members)}.values())[::-1]
             if len(one_per_skill) < MIN_OCCURRENCES:
                 continue
-            prototype = min(one_per_skill, key=lambda r: (r.tokens, r.occurrence))
-            occurrences = tuple(r.occurrence for r in one_per_skill)
-            gain = sum(r.tokens for r in one_per_skill) - prototype.tokens - REFERENCE_TOKENS * len(one_per_skill)
-            if gain <= 0:
-                continue
-            name = graphs[prototype.occurrence.skill].nodes[prototype.occurrence.start].title
-            yield Macro(
-                macro_id(prototype.key, ports, occurrences), name, prototype.key, ports, occurrences,
-                prototype.occurrence, prototype.tokens, gain,
-            )  # fmt: skip
+            prototype = min(one_per_skill, key=lambda i: (sizes[i], occurrences[i]))
+            gain = sum(sizes[i] for i in one_per_skill) - sizes[prototype] - REFERENCE_TOKENS * len(one_per_skill)
+            if gain > 0:
+                chosen = tuple(occurrences[i] for i in one_per_skill)
+                found.append((shared_ports, chosen, occurrences[prototype], sizes[prototype], gain))
+    return found
 
 
 def may_gain(tokens: list[int]) -> bool:
@@ -241,24 +262,23 @@ def may_gain(tokens: list[int]) -> bool:
     return sum(size - REFERENCE_TOKENS for size in tokens if size > REFERENCE_TOKENS) > min(tokens)
 
 
-def clusters_of(runs: list[Run], texts: Mapping[str, SkillText]) -> list[list[Run]]:
-    """Runs of one key grouped by similar text, in order. A run joins the first cluster whose representative
-    (its first run) it resembles; only the MAX_COMPARED clusters whose min-hash sketches share most with the
-    run's are compared (texts with Jaccard >= 0.5 share a sketch shingle with probability >= 94%), so a bucket
-    of n runs costs O(n).
+def clusters_of(occurrences: Sequence[Occurrence], texts: Mapping[str, SkillText]) -> list[list[int]]:
+    """Runs of one key grouped by similar text, as positions in `occurrences`, in order. A run joins the first
+    cluster whose representative (its first run) it resembles; only the MAX_COMPARED clusters whose min-hash
+    sketches share most with the run's are compared (texts with Jaccard >= 0.5 share a sketch shingle with
+    probability >= 94%), so a bucket of n runs costs O(n).
 
     A text seen before in the bucket joins the cluster it joined (or founded, when it was compared with every
     cluster it shared a shingle with) then, unless a cluster was since filed under one of its sketch
     shingles: the comparisons would be the same ones, or the ones before it no closer (libraries repeat
     procedures word for word as well as paraphrased)."""
-    clusters: list[tuple[frozenset[int], list[Run]]] = []
+    clusters: list[tuple[frozenset[int], list[int]]] = []
     by_sketch: dict[int, list[int]] = {}
     """sketch shingle -> the clusters filed under it (its posting), in order"""
     seen: dict[bytes, tuple[frozenset[int], list[list[int]], int, int | None]] = {}
     """text -> (its shingles, its sketch's postings, their total length then, the cluster it joined or founded,
     None if a repeat must be compared again)"""
-    for run in runs:
-        skill, start, length = run.occurrence
+    for position, (skill, start, length) in enumerate(occurrences):
         text = texts[skill]
         content = text.content(start, start + length)
         known = seen.get(content)
@@ -268,7 +288,7 @@ def clusters_of(runs: list[Run], texts: Mapping[str, SkillText]) -> list[list[Ru
         else:
             mine, postings, filed, joined = known
             if joined is not None and sum(map(len, postings)) == filed:  # postings only grow
-                clusters[joined][1].append(run)
+                clusters[joined][1].append(position)
                 continue
         shared: dict[int, int] = {}
         for posting in postings:
@@ -281,7 +301,7 @@ def clusters_of(runs: list[Run], texts: Mapping[str, SkillText]) -> list[list[Ru
                 break
         if joined is not None:
             seen[content] = (mine, postings, sum(map(len, postings)), joined)
-            clusters[joined][1].append(run)
+            clusters[joined][1].append(position)
             continue
         for posting in postings:
             posting.append(len(clusters))
@@ -289,7 +309,7 @@ def clusters_of(runs: list[Run], texts: Mapping[str, SkillText]) -> list[list[Ru
         # founds, ranked among them first by the shingles it shares, as long as no posting grows
         founded = len(clusters) if len(shared) < MAX_COMPARED else None
         seen[content] = (mine, postings, sum(map(len, postings)), founded)
-        clusters.append((mine, [run]))
+        clusters.append((mine, [position]))
     return [members for _, members in clusters]
 
 
@@ -415,3 +435,24 @@ def _node_signature(node: SectionNode, words: Sequence[str]) -> str:
 def _title_words(title: str) -> str:
     """A title's terms without step numbers or digits: `Load the input table, step 2` -> `load input table`."""
     return " ".join(terms(_DIGITS.sub(" ", _STEP_TITLE.sub("", title))))
+
+
+Grouping = Callable[
+    [Mapping[Occurrence, frozenset[Port]], Mapping[str, SkillText], Mapping[str, tuple[int, ...]]], list[Group]
+]
+
+
+def _compiled_groups() -> Grouping | None:
+    """The C extension's `groups_of` (`_motifzip.c`), unless it was not built or SKILLSTATE_NO_EXTENSIONS is set."""
+    if os.environ.get("SKILLSTATE_NO_EXTENSIONS"):
+        return None
+    try:
+        from ._motifzip import groups as compiled
+    except ImportError:
+        return None
+    return compiled
+
+
+groups: Grouping = _compiled_groups() or groups_of
+"""What `find_macros` groups runs with: the C extension's where it is built (the same groups as `groups_of`, several
+times faster), else `groups_of`."""

@@ -163,11 +163,16 @@ def test_a_text_seen_before_joins_the_cluster_that_comparing_it_afresh_would() -
     repeated = 0
     for runs in buckets.values():
         runs.sort(key=lambda r: r.occurrence)
-        assert clusters_of(runs, texts) == reference_clusters(runs, texts)
+        assert clustered(runs, texts) == reference_clusters(runs, texts)
         contents = [texts[r.occurrence.skill].content(r.occurrence.start, r.occurrence.start + r.occurrence.length)
                     for r in runs]  # fmt: skip
         repeated += len(contents) - len(set(contents))
     assert repeated > 1000  # the memo was exercised
+
+
+def clustered(runs: list[Run], texts: dict[str, SkillText]) -> list[list[Run]]:
+    """`clusters_of` the runs' occurrences, as runs."""
+    return [[runs[i] for i in cluster] for cluster in clusters_of([run.occurrence for run in runs], texts)]
 
 
 def crafted_text(shingles: list[int]) -> SkillText:
@@ -186,7 +191,7 @@ def test_a_text_rejoins_the_cluster_it_founded_only_if_it_was_compared_with_ever
         skill = f"s{n:02}"
         texts[skill] = crafted_text(sketch + [1000 * (repeated + 1) + k for k in range(20)])
         runs.append(Run(Occurrence(skill, 0, 1), ((), (), ()), 30, frozenset()))
-    clusters = clusters_of(runs, texts)
+    clusters = clustered(runs, texts)
     assert clusters == reference_clusters(runs, texts)
     assert [len(members) for members in clusters] == [2, *[1] * (last - 1), 1, 1]  # the last repeat founds
 

@@ -1,0 +1,754 @@
+/* MotifZip's candidate groups in C: motif_discovery.groups_of, step for step (the Python there is the
+ * reference; tests compare the two on real and generated buckets).
+ *
+ * groups(runs, texts, tokens) takes the runs of one key (a dict of Occurrence -> ports, in occurrence
+ * order), each skill's SkillText and each skill's node token counts. It clusters the
+ * runs by similar text (min-hash sketch postings, word 3-gram Jaccard) and returns, for each cluster and
+ * each ports set in it, the candidate: (ports, occurrences one per skill, prototype, prototype tokens,
+ * gain), when it has MIN_OCCURRENCES skills and a positive gain.
+ *
+ * Everything is freed when a call returns; a call holds the GIL throughout (a bucket takes milliseconds).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SKETCH 4
+#define MAX_COMPARED 8
+#define MAX_POSTING 64
+#define MIN_OCCURRENCES 2
+#define REFERENCE_TOKENS 12
+#define PRIME 0x100000001B3ULL
+
+/* -- growable arrays --------------------------------------------------------------------------------- */
+
+typedef struct {
+    Py_ssize_t *items;
+    Py_ssize_t size, capacity;
+} Vec;
+
+static int vec_push(Vec *vec, Py_ssize_t value) {
+    if (vec->size == vec->capacity) {
+        Py_ssize_t capacity = vec->capacity ? 2 * vec->capacity : 4;
+        Py_ssize_t *items = PyMem_Realloc(vec->items, capacity * sizeof(Py_ssize_t));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        vec->items = items;
+        vec->capacity = capacity;
+    }
+    vec->items[vec->size++] = value;
+    return 0;
+}
+
+static int grow(void **items, Py_ssize_t *capacity, Py_ssize_t needed, size_t item_size) {
+    if (needed <= *capacity) return 0;
+    Py_ssize_t capacity_now = *capacity ? *capacity : 16;
+    while (capacity_now < needed) capacity_now *= 2;
+    void *grown = PyMem_Realloc(*items, capacity_now * item_size);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *items = grown;
+    *capacity = capacity_now;
+    return 0;
+}
+
+/* -- a hash table of slots: open addressing, keys compared by the caller ----------------------------- */
+
+typedef struct {
+    uint64_t *hashes;
+    Py_ssize_t *values; /* -1: empty */
+    Py_ssize_t capacity, size;
+} Table;
+
+static int table_init(Table *table, Py_ssize_t expected) {
+    Py_ssize_t capacity = 16;
+    while (capacity < 2 * expected) capacity *= 2;
+    table->hashes = PyMem_Malloc(capacity * sizeof(uint64_t));
+    table->values = PyMem_Malloc(capacity * sizeof(Py_ssize_t));
+    if (table->hashes == NULL || table->values == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < capacity; i++) table->values[i] = -1;
+    table->capacity = capacity;
+    table->size = 0;
+    return 0;
+}
+
+static void table_free(Table *table) {
+    PyMem_Free(table->hashes);
+    PyMem_Free(table->values);
+}
+
+/* The slot holding a key of this hash that `same(context, value)` accepts, or the empty slot where it
+ * goes. */
+typedef int (*Same)(void *context, Py_ssize_t value);
+
+static Py_ssize_t table_find(Table *table, uint64_t hash, Same same, void *context) {
+    Py_ssize_t mask = table->capacity - 1, slot = (Py_ssize_t)(hash & (uint64_t)mask);
+    for (;;) {
+        Py_ssize_t value = table->values[slot];
+        if (value < 0 || (table->hashes[slot] == hash && same(context, value))) return slot;
+        slot = (slot + 1) & mask;
+    }
+}
+
+static int table_put(Table *table, Py_ssize_t slot, uint64_t hash, Py_ssize_t value) {
+    table->hashes[slot] = hash;
+    table->values[slot] = value;
+    if (++table->size * 2 <= table->capacity) return 0;
+    Table grown;
+    if (table_init(&grown, table->capacity) < 0) return -1;
+    for (Py_ssize_t i = 0; i < table->capacity; i++) {
+        if (table->values[i] < 0) continue;
+        Py_ssize_t mask = grown.capacity - 1, to = (Py_ssize_t)(table->hashes[i] & (uint64_t)mask);
+        while (grown.values[to] >= 0) to = (to + 1) & mask;
+        grown.hashes[to] = table->hashes[i];
+        grown.values[to] = table->values[i];
+    }
+    grown.size = table->size;
+    table_free(table);
+    *table = grown;
+    return 0;
+}
+
+static uint64_t mix(uint64_t hash) { /* splitmix64's finalizer */
+    hash ^= hash >> 30;
+    hash *= 0xBF58476D1CE4E5B9ULL;
+    hash ^= hash >> 27;
+    hash *= 0x94D049BB133111EBULL;
+    return hash ^ (hash >> 31);
+}
+
+/* -- the call's state ------------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject *name;       /* borrowed from a run's occurrence */
+    Py_buffer starts;     /* uint32: each node's first word */
+    Py_buffer words;      /* uint32: word hashes */
+    Py_buffer trigrams;   /* uint64: the 3-gram at each word */
+    PyObject *tokens;     /* tuple of ints (borrowed from the tokens dict) */
+    int held;             /* buffers held */
+} Skill;
+
+typedef struct {
+    PyObject *occurrence, *ports; /* borrowed from the runs */
+    Py_ssize_t skill, ports_id, content;
+    Py_ssize_t start, length;
+    long long tokens;
+} Run;
+
+typedef struct {
+    const char *bytes; /* the words (short texts) or 3-grams the shingles are made from */
+    Py_ssize_t size;
+    int short_text;
+    Py_ssize_t shingles, count; /* its distinct shingles: pool[shingles : shingles + count], ascending */
+    Py_ssize_t postings[SKETCH], n_postings;
+    Py_ssize_t filed, joined; /* total posting length when last seen; the cluster it rejoins, or -1 */
+    int seen;
+} Content;
+
+typedef struct {
+    Py_ssize_t shingles, count; /* its founder's shingles */
+    Vec members;
+} Cluster;
+
+typedef struct {
+    Skill *skills;
+    Py_ssize_t n_skills, skills_capacity;
+    Run *runs;
+    Py_ssize_t n_runs;
+    Content *contents;
+    Py_ssize_t n_contents, contents_capacity;
+    uint64_t *pool;
+    Py_ssize_t pool_size, pool_capacity;
+    Cluster *clusters;
+    Py_ssize_t n_clusters, clusters_capacity;
+    Vec *postings;
+    Py_ssize_t n_postings, postings_capacity;
+    uint64_t *posting_keys;
+    Py_ssize_t posting_keys_capacity;
+    Py_ssize_t *stamp_of, *slot_of; /* per cluster: the run that last counted it, and where */
+    Py_ssize_t stamps_capacity, slots_capacity;
+    PyObject **ports; /* distinct ports sets, borrowed */
+    Py_ssize_t n_ports, ports_capacity;
+    Table skill_table, content_table, sketch_table;
+} Call;
+
+static void call_free(Call *call) {
+    for (Py_ssize_t i = 0; i < call->n_skills; i++) {
+        if (call->skills[i].held) {
+            PyBuffer_Release(&call->skills[i].starts);
+            PyBuffer_Release(&call->skills[i].words);
+            PyBuffer_Release(&call->skills[i].trigrams);
+        }
+    }
+    for (Py_ssize_t i = 0; i < call->n_clusters; i++) PyMem_Free(call->clusters[i].members.items);
+    for (Py_ssize_t i = 0; i < call->n_postings; i++) PyMem_Free(call->postings[i].items);
+    PyMem_Free(call->skills);
+    PyMem_Free(call->runs);
+    PyMem_Free(call->contents);
+    PyMem_Free(call->pool);
+    PyMem_Free(call->clusters);
+    PyMem_Free(call->postings);
+    PyMem_Free(call->posting_keys);
+    PyMem_Free(call->stamp_of);
+    PyMem_Free(call->slot_of);
+    PyMem_Free(call->ports);
+    table_free(&call->skill_table);
+    table_free(&call->content_table);
+    table_free(&call->sketch_table);
+}
+
+/* -- skills ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    Call *call;
+    PyObject *name;
+    int error;
+} SkillKey;
+
+static int same_skill(void *context, Py_ssize_t value) {
+    SkillKey *key = context;
+    PyObject *known = key->call->skills[value].name;
+    if (known == key->name) return 1;
+    int equal = PyObject_RichCompareBool(known, key->name, Py_EQ);
+    if (equal < 0) key->error = 1;
+    return equal > 0;
+}
+
+static int get_buffer(PyObject *text, const char *field, Py_buffer *view, Py_ssize_t item_size) {
+    PyObject *value = PyObject_GetAttrString(text, field);
+    if (value == NULL) return -1;
+    int failed = PyObject_GetBuffer(value, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+    Py_DECREF(value);
+    if (failed) return -1;
+    if (view->itemsize != item_size) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "SkillText.%s: expected %zd-byte items, got %zd", field, item_size,
+                     view->itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+/* The number of the run's skill, its text and tokens looked up the first time it is seen. */
+static Py_ssize_t skill_of(Call *call, PyObject *name, PyObject *texts, PyObject *tokens) {
+    Py_hash_t hash = PyObject_Hash(name);
+    if (hash == -1) return -1;
+    SkillKey key = {call, name, 0};
+    Py_ssize_t slot = table_find(&call->skill_table, (uint64_t)hash, same_skill, &key);
+    if (key.error) return -1;
+    if (call->skill_table.values[slot] >= 0) return call->skill_table.values[slot];
+    if (grow((void **)&call->skills, &call->skills_capacity, call->n_skills + 1, sizeof(Skill)) < 0) return -1;
+    Skill *skill = &call->skills[call->n_skills];
+    memset(skill, 0, sizeof(Skill));
+    skill->name = name;
+    PyObject *text = PyDict_GetItemWithError(texts, name);
+    if (text == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, name);
+        return -1;
+    }
+    skill->tokens = PyDict_GetItemWithError(tokens, name);
+    if (skill->tokens == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, name);
+        return -1;
+    }
+    if (!PyTuple_Check(skill->tokens)) {
+        PyErr_SetString(PyExc_TypeError, "a skill's token counts must be a tuple");
+        return -1;
+    }
+    if (get_buffer(text, "starts", &skill->starts, 4) < 0) return -1;
+    if (get_buffer(text, "words", &skill->words, 4) < 0) {
+        PyBuffer_Release(&skill->starts);
+        return -1;
+    }
+    if (get_buffer(text, "trigrams", &skill->trigrams, 8) < 0) {
+        PyBuffer_Release(&skill->starts);
+        PyBuffer_Release(&skill->words);
+        return -1;
+    }
+    skill->held = 1;
+    if (table_put(&call->skill_table, slot, (uint64_t)hash, call->n_skills) < 0) return -1;
+    return call->n_skills++;
+}
+
+/* -- runs --------------------------------------------------------------------------------------------- */
+
+static Py_ssize_t ports_of(Call *call, PyObject *ports) {
+    for (Py_ssize_t i = 0; i < call->n_ports; i++) {
+        if (call->ports[i] == ports) return i;
+    }
+    for (Py_ssize_t i = 0; i < call->n_ports; i++) {
+        int equal = PyObject_RichCompareBool(call->ports[i], ports, Py_EQ);
+        if (equal < 0) return -1;
+        if (equal) return i;
+    }
+    if (grow((void **)&call->ports, &call->ports_capacity, call->n_ports + 1, sizeof(PyObject *)) < 0) return -1;
+    call->ports[call->n_ports] = ports;
+    return call->n_ports++;
+}
+
+static int read_run(Call *call, Run *run, PyObject *occurrence, PyObject *ports, PyObject *texts, PyObject *tokens,
+                    Py_ssize_t *last_skill, PyObject **last_name) {
+    if (!PyTuple_Check(occurrence) || PyTuple_GET_SIZE(occurrence) != 3) {
+        PyErr_SetString(PyExc_TypeError, "a run's occurrence must be an Occurrence (skill, start, length)");
+        return -1;
+    }
+    PyObject *name = PyTuple_GET_ITEM(occurrence, 0);
+    Py_ssize_t skill = name == *last_name ? *last_skill : skill_of(call, name, texts, tokens);
+    if (skill < 0) return -1;
+    *last_skill = skill;
+    *last_name = name;
+    run->occurrence = occurrence;
+    run->ports = ports;
+    run->skill = skill;
+    run->start = PyLong_AsSsize_t(PyTuple_GET_ITEM(occurrence, 1));
+    run->length = PyLong_AsSsize_t(PyTuple_GET_ITEM(occurrence, 2));
+    if (PyErr_Occurred()) return -1;
+    Skill *known = &call->skills[skill];
+    Py_ssize_t nodes = known->starts.len / 4 - 1;
+    if (run->start < 0 || run->length < 1 || run->start + run->length > nodes ||
+        run->start + run->length > PyTuple_GET_SIZE(known->tokens)) {
+        PyErr_Format(PyExc_ValueError, "run %R lies outside its skill's nodes", occurrence);
+        return -1;
+    }
+    long long sum = 0;
+    for (Py_ssize_t i = run->start; i < run->start + run->length; i++) {
+        long long size = PyLong_AsLongLong(PyTuple_GET_ITEM(known->tokens, i));
+        if (size == -1 && PyErr_Occurred()) return -1;
+        sum += size;
+    }
+    run->tokens = sum;
+    run->ports_id = ports_of(call, ports);
+    return run->ports_id < 0 ? -1 : 0;
+}
+
+/* -- contents and their shingles ---------------------------------------------------------------------- */
+
+typedef struct {
+    Call *call;
+    const char *bytes;
+    Py_ssize_t size;
+    int short_text;
+} ContentKey;
+
+static int same_content(void *context, Py_ssize_t value) {
+    ContentKey *key = context;
+    Content *known = &key->call->contents[value];
+    return known->short_text == key->short_text && known->size == key->size &&
+           memcmp(known->bytes, key->bytes, key->size) == 0;
+}
+
+static void sort_ascending(uint64_t *items, Py_ssize_t count) { /* quicksort, insertion sort when short */
+    while (count > 16) {
+        uint64_t pivot = items[count / 2], swap;
+        Py_ssize_t i = 0, j = count - 1;
+        for (;;) {
+            while (items[i] < pivot) i++;
+            while (items[j] > pivot) j--;
+            if (i >= j) break;
+            swap = items[i], items[i] = items[j], items[j] = swap;
+            i++, j--;
+        }
+        if (j + 1 < count - j - 1) { /* the shorter side recurses: the depth stays logarithmic */
+            sort_ascending(items, j + 1);
+            items += j + 1;
+            count -= j + 1;
+        } else {
+            sort_ascending(items + j + 1, count - j - 1);
+            count = j + 1;
+        }
+    }
+    for (Py_ssize_t i = 1; i < count; i++) {
+        uint64_t item = items[i];
+        Py_ssize_t j = i;
+        for (; j > 0 && items[j - 1] > item; j--) items[j] = items[j - 1];
+        items[j] = item;
+    }
+}
+
+/* The content of a run's nodes (SkillText.content), found or added with its distinct shingles. */
+static Py_ssize_t content_of(Call *call, Run *run) {
+    Skill *skill = &call->skills[run->skill];
+    const uint32_t *starts = skill->starts.buf;
+    Py_ssize_t first = starts[run->start], end = starts[run->start + run->length];
+    if (end < first || end > skill->words.len / 4 || (end - first >= 3 && end - 2 > skill->trigrams.len / 8)) {
+        PyErr_SetString(PyExc_ValueError, "a SkillText's starts lie outside its words");
+        return -1;
+    }
+    ContentKey key = {call, NULL, 0, end - first < 3};
+    if (key.short_text) {
+        key.bytes = (const char *)((const uint32_t *)skill->words.buf + first);
+        key.size = (end - first) * 4;
+    } else {
+        key.bytes = (const char *)((const uint64_t *)skill->trigrams.buf + first);
+        key.size = (end - first - 2) * 8;
+    }
+    uint64_t hash = (uint64_t)key.size << 1 | (uint64_t)key.short_text, word;
+    for (Py_ssize_t i = 0; i + 8 <= key.size; i += 8) {
+        memcpy(&word, key.bytes + i, 8);
+        hash = (hash ^ word) * 0x9E3779B97F4A7C15ULL;
+    }
+    if (key.size % 8) {
+        word = 0;
+        memcpy(&word, key.bytes + key.size - key.size % 8, key.size % 8);
+        hash = (hash ^ word) * 0x9E3779B97F4A7C15ULL;
+    }
+    hash = mix(hash);
+    Py_ssize_t slot = table_find(&call->content_table, hash, same_content, &key);
+    if (call->content_table.values[slot] >= 0) return call->content_table.values[slot];
+
+    Py_ssize_t count = key.short_text ? 1 : end - first - 2;
+    if (grow((void **)&call->pool, &call->pool_capacity, call->pool_size + count, sizeof(uint64_t)) < 0) return -1;
+    uint64_t *shingles = call->pool + call->pool_size;
+    if (key.short_text) { /* motif_discovery._combine of the words */
+        const uint32_t *words = (const uint32_t *)key.bytes;
+        uint64_t combined = (uint64_t)(end - first);
+        for (Py_ssize_t i = 0; i < end - first; i++) combined = combined * PRIME ^ words[i];
+        shingles[0] = combined;
+    } else {
+        memcpy(shingles, key.bytes, count * 8);
+        sort_ascending(shingles, count);
+        Py_ssize_t distinct = 1;
+        for (Py_ssize_t i = 1; i < count; i++) {
+            if (shingles[i] != shingles[distinct - 1]) shingles[distinct++] = shingles[i];
+        }
+        count = distinct;
+    }
+    if (grow((void **)&call->contents, &call->contents_capacity, call->n_contents + 1, sizeof(Content)) < 0) return -1;
+    Content *content = &call->contents[call->n_contents];
+    memset(content, 0, sizeof(Content));
+    content->bytes = key.bytes;
+    content->size = key.size;
+    content->short_text = key.short_text;
+    content->shingles = call->pool_size;
+    content->count = count;
+    content->joined = -1;
+    call->pool_size += count;
+    if (table_put(&call->content_table, slot, hash, call->n_contents) < 0) return -1;
+    return call->n_contents++;
+}
+
+typedef struct {
+    Call *call;
+    uint64_t shingle;
+} ShingleKey;
+
+static int same_shingle(void *context, Py_ssize_t value) {
+    ShingleKey *key = context;
+    return key->call->posting_keys[value] == key->shingle;
+}
+
+/* The posting of a sketch shingle (the clusters filed under it), made if new. */
+static Py_ssize_t posting_of(Call *call, uint64_t shingle) {
+    ShingleKey key = {call, shingle};
+    uint64_t hash = mix(shingle);
+    Py_ssize_t slot = table_find(&call->sketch_table, hash, same_shingle, &key);
+    if (call->sketch_table.values[slot] >= 0) return call->sketch_table.values[slot];
+    if (grow((void **)&call->postings, &call->postings_capacity, call->n_postings + 1, sizeof(Vec)) < 0 ||
+        grow((void **)&call->posting_keys, &call->posting_keys_capacity, call->n_postings + 1, sizeof(uint64_t)) < 0)
+        return -1;
+    memset(&call->postings[call->n_postings], 0, sizeof(Vec));
+    call->posting_keys[call->n_postings] = shingle;
+    if (table_put(&call->sketch_table, slot, hash, call->n_postings) < 0) return -1;
+    return call->n_postings++;
+}
+
+/* motif_discovery.similar of two ascending shingle lists: sizes within a factor 2, and Jaccard >= 0.5, that
+ * is 3 * shared >= la + lb (the reference's float division is exact enough for the two to agree). The merge
+ * stops as soon as the answer is known. */
+static int similar(const uint64_t *a, Py_ssize_t la, const uint64_t *b, Py_ssize_t lb) {
+    Py_ssize_t smaller = la < lb ? la : lb, larger = la < lb ? lb : la;
+    if (2 * smaller < larger) return 0;
+    Py_ssize_t needed = (la + lb + 2) / 3, i = 0, j = 0, shared = 0;
+    while (shared < needed) {
+        Py_ssize_t left = la - i < lb - j ? la - i : lb - j;
+        if (shared + left < needed) return 0;
+        uint64_t x = a[i], y = b[j];
+        i += x <= y;
+        j += y <= x;
+        shared += x == y;
+    }
+    return 1;
+}
+
+typedef struct {
+    Py_ssize_t cluster, count, order;
+} Shared;
+
+static int most_shared_first(const void *a, const void *b) {
+    const Shared *x = a, *y = b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* -- clustering (motif_discovery.clusters_of) --------------------------------------------------------- */
+
+static int cluster_runs(Call *call) {
+    Shared *shared = NULL;
+    Py_ssize_t shared_capacity = 0, *stamp_of, *slot_of;
+    int result = -1;
+    for (Py_ssize_t r = 0; r < call->n_runs; r++) {
+        Run *run = &call->runs[r];
+        Content *content = &call->contents[run->content];
+        if (!content->seen) {
+            content->n_postings = content->count < SKETCH ? content->count : SKETCH;
+            for (Py_ssize_t k = 0; k < content->n_postings; k++) {
+                Py_ssize_t posting = posting_of(call, call->pool[content->shingles + k]);
+                if (posting < 0) goto done;
+                content = &call->contents[run->content];
+                content->postings[k] = posting;
+            }
+        } else if (content->joined >= 0) {
+            Py_ssize_t filed = 0;
+            for (Py_ssize_t k = 0; k < content->n_postings; k++) filed += call->postings[content->postings[k]].size;
+            if (filed == content->filed) {
+                if (vec_push(&call->clusters[content->joined].members, r) < 0) goto done;
+                continue;
+            }
+        }
+        /* the clusters filed under its sketch shingles, counted (the last MAX_POSTING of each posting) */
+        stamp_of = call->stamp_of;
+        slot_of = call->slot_of;
+        Py_ssize_t n_shared = 0;
+        for (Py_ssize_t k = 0; k < content->n_postings; k++) {
+            Vec *posting = &call->postings[content->postings[k]];
+            Py_ssize_t from = posting->size > MAX_POSTING ? posting->size - MAX_POSTING : 0;
+            for (Py_ssize_t p = from; p < posting->size; p++) {
+                Py_ssize_t c = posting->items[p];
+                if (stamp_of[c] == r + 1) {
+                    shared[slot_of[c]].count++;
+                    continue;
+                }
+                if (grow((void **)&shared, &shared_capacity, n_shared + 1, sizeof(Shared)) < 0) goto done;
+                stamp_of[c] = r + 1;
+                slot_of[c] = n_shared;
+                shared[n_shared] = (Shared){c, 1, n_shared};
+                n_shared++;
+            }
+        }
+        Py_ssize_t joined = -1;
+        for (Py_ssize_t k = 0; k < n_shared && k < MAX_COMPARED; k++) {
+            /* the k-th most shared (ties: first counted first), moved to position k */
+            Py_ssize_t best = k;
+            for (Py_ssize_t m = k + 1; m < n_shared; m++) {
+                if (most_shared_first(&shared[m], &shared[best]) < 0) best = m;
+            }
+            Shared swap = shared[k];
+            shared[k] = shared[best];
+            shared[best] = swap;
+            Cluster *cluster = &call->clusters[shared[k].cluster];
+            if (similar(call->pool + cluster->shingles, cluster->count, call->pool + content->shingles,
+                        content->count)) {
+                joined = shared[k].cluster;
+                break;
+            }
+        }
+        Py_ssize_t filed = 0;
+        if (joined < 0) {
+            for (Py_ssize_t k = 0; k < content->n_postings; k++) {
+                if (vec_push(&call->postings[content->postings[k]], call->n_clusters) < 0) goto done;
+            }
+        }
+        for (Py_ssize_t k = 0; k < content->n_postings; k++) filed += call->postings[content->postings[k]].size;
+        content->seen = 1;
+        content->filed = filed;
+        if (joined >= 0) {
+            content->joined = joined;
+            if (vec_push(&call->clusters[joined].members, r) < 0) goto done;
+            continue;
+        }
+        /* founded: it rejoins this cluster while no posting grows, if it met every cluster it could */
+        content->joined = n_shared < MAX_COMPARED ? call->n_clusters : -1;
+        if (grow((void **)&call->clusters, &call->clusters_capacity, call->n_clusters + 1, sizeof(Cluster)) < 0)
+            goto done;
+        if (grow((void **)&call->stamp_of, &call->stamps_capacity, call->n_clusters + 1, sizeof(Py_ssize_t)) < 0 ||
+            grow((void **)&call->slot_of, &call->slots_capacity, call->n_clusters + 1, sizeof(Py_ssize_t)) < 0)
+            goto done;
+        call->stamp_of[call->n_clusters] = 0;
+        Cluster *cluster = &call->clusters[call->n_clusters++];
+        memset(cluster, 0, sizeof(Cluster));
+        cluster->shingles = content->shingles;
+        cluster->count = content->count;
+        if (vec_push(&cluster->members, r) < 0) goto done;
+    }
+    result = 0;
+done:
+    PyMem_Free(shared);
+    return result;
+}
+
+/* -- candidates (motif_discovery.groups_of after clustering) ------------------------------------------ */
+
+static int before(Run *a, Run *b) { /* (tokens, occurrence) of a < b's; -1 on error */
+    if (a->tokens != b->tokens) return a->tokens < b->tokens;
+    return PyObject_RichCompareBool(a->occurrence, b->occurrence, Py_LT);
+}
+
+static int emit(Call *call, Py_ssize_t *chosen, Py_ssize_t n, PyObject *found) {
+    Py_ssize_t prototype = chosen[0];
+    long long total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Run *run = &call->runs[chosen[i]];
+        total += run->tokens;
+        if (i == 0) continue;
+        int is_before = before(run, &call->runs[prototype]);
+        if (is_before < 0) return -1;
+        if (is_before) prototype = chosen[i];
+    }
+    Run *first = &call->runs[prototype];
+    long long gain = total - first->tokens - (long long)REFERENCE_TOKENS * n;
+    if (gain <= 0) return 0;
+    PyObject *occurrences = PyTuple_New(n);
+    if (occurrences == NULL) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *occurrence = call->runs[chosen[i]].occurrence;
+        Py_INCREF(occurrence);
+        PyTuple_SET_ITEM(occurrences, i, occurrence);
+    }
+    PyObject *group = Py_BuildValue("(ONOLL)", call->runs[chosen[0]].ports, occurrences, first->occurrence,
+                                    first->tokens, gain);
+    if (group == NULL) return -1;
+    int failed = PyList_Append(found, group);
+    Py_DECREF(group);
+    return failed;
+}
+
+static int candidates(Call *call, PyObject *found) {
+    Py_ssize_t *seen_skill = PyMem_Calloc(call->n_skills + 1, sizeof(Py_ssize_t));
+    Py_ssize_t *skill_slot = PyMem_Malloc((call->n_skills + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *ports_order = PyMem_Malloc((call->n_ports + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *ports_seen = PyMem_Calloc(call->n_ports + 1, sizeof(Py_ssize_t));
+    Py_ssize_t *chosen = PyMem_Malloc((call->n_runs + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t stamp = 0;
+    int result = -1;
+    if (!seen_skill || !skill_slot || !ports_order || !ports_seen || !chosen) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t c = 0; c < call->n_clusters; c++) {
+        Vec *members = &call->clusters[c].members;
+        if (members->size < MIN_OCCURRENCES) continue;
+        Py_ssize_t skills = 0, n_ports = 0;
+        stamp++;
+        for (Py_ssize_t m = 0; m < members->size; m++) {
+            Run *run = &call->runs[members->items[m]];
+            if (seen_skill[run->skill] != stamp) seen_skill[run->skill] = stamp, skills++;
+            if (ports_seen[run->ports_id] != stamp) ports_seen[run->ports_id] = stamp, ports_order[n_ports++] = run->ports_id;
+        }
+        if (skills < MIN_OCCURRENCES) continue;
+        for (Py_ssize_t g = 0; g < n_ports; g++) {
+            /* each skill's first run of these ports, ordered by the skill's last run (as the reference's
+             * dict over the reversed members gives them) */
+            Py_ssize_t n = 0;
+            stamp++;
+            for (Py_ssize_t m = members->size - 1; m >= 0; m--) {
+                Py_ssize_t r = members->items[m];
+                Run *run = &call->runs[r];
+                if (run->ports_id != ports_order[g]) continue;
+                if (seen_skill[run->skill] != stamp) {
+                    seen_skill[run->skill] = stamp;
+                    skill_slot[run->skill] = n;
+                    chosen[n++] = r;
+                } else {
+                    chosen[skill_slot[run->skill]] = r;
+                }
+            }
+            if (n < MIN_OCCURRENCES) continue;
+            for (Py_ssize_t i = 0; i < n / 2; i++) {
+                Py_ssize_t swap = chosen[i];
+                chosen[i] = chosen[n - 1 - i];
+                chosen[n - 1 - i] = swap;
+            }
+            if (emit(call, chosen, n, found) < 0) goto done;
+        }
+    }
+    result = 0;
+done:
+    PyMem_Free(seen_skill);
+    PyMem_Free(skill_slot);
+    PyMem_Free(ports_order);
+    PyMem_Free(ports_seen);
+    PyMem_Free(chosen);
+    return result;
+}
+
+/* motif_discovery.may_gain */
+static int may_gain(Call *call) {
+    long long positive = 0, smallest = call->runs[0].tokens;
+    for (Py_ssize_t r = 0; r < call->n_runs; r++) {
+        long long size = call->runs[r].tokens;
+        if (size > REFERENCE_TOKENS) positive += size - REFERENCE_TOKENS;
+        if (size < smallest) smallest = size;
+    }
+    return positive > smallest;
+}
+
+/* -- the function ----------------------------------------------------------------------------------- */
+
+static PyObject *groups(PyObject *module, PyObject *args) {
+    PyObject *runs, *texts, *tokens, *found = NULL, *occurrence, *ports, *last_name = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!O!:groups", &PyDict_Type, &runs, &PyDict_Type, &texts, &PyDict_Type, &tokens))
+        return NULL;
+    Call call;
+    memset(&call, 0, sizeof(Call));
+    call.n_runs = PyDict_GET_SIZE(runs);
+    if (table_init(&call.skill_table, 16) < 0 || table_init(&call.content_table, call.n_runs) < 0 ||
+        table_init(&call.sketch_table, 4 * call.n_runs) < 0)
+        goto done;
+    call.runs = PyMem_Malloc((call.n_runs + 1) * sizeof(Run));
+    if (call.runs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t last_skill = -1, position = 0;
+    for (Py_ssize_t r = 0; PyDict_Next(runs, &position, &occurrence, &ports); r++) {
+        if (read_run(&call, &call.runs[r], occurrence, ports, texts, tokens, &last_skill, &last_name) < 0) goto done;
+    }
+    found = PyList_New(0);
+    if (found == NULL || call.n_skills < MIN_OCCURRENCES || !may_gain(&call)) goto done;
+    for (Py_ssize_t r = 0; r < call.n_runs; r++) {
+        call.runs[r].content = content_of(&call, &call.runs[r]);
+        if (call.runs[r].content < 0) goto failed;
+    }
+    if (cluster_runs(&call) < 0 || candidates(&call, found) < 0) goto failed;
+    goto done;
+failed:
+    Py_CLEAR(found);
+done:
+    call_free(&call);
+    return found;
+}
+
+static PyMethodDef methods[] = {
+    {"groups", groups, METH_VARARGS,
+     "groups(runs, texts, tokens) -> [(ports, occurrences, prototype, prototype_tokens, gain)]: "
+     "motif_discovery.groups_of in C."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int exec_module(PyObject *module) {
+    if (PyModule_AddIntConstant(module, "SKETCH", SKETCH) < 0 ||
+        PyModule_AddIntConstant(module, "MAX_COMPARED", MAX_COMPARED) < 0 ||
+        PyModule_AddIntConstant(module, "MAX_POSTING", MAX_POSTING) < 0 ||
+        PyModule_AddIntConstant(module, "MIN_OCCURRENCES", MIN_OCCURRENCES) < 0 ||
+        PyModule_AddIntConstant(module, "REFERENCE_TOKENS", REFERENCE_TOKENS) < 0)
+        return -1;
+    return 0;
+}
+
+static PyModuleDef_Slot slots[] = {{Py_mod_exec, exec_module}, {0, NULL}};
+
+static struct PyModuleDef definition = {
+    PyModuleDef_HEAD_INIT, "_motifzip", "MotifZip's candidate groups in C (motif_discovery.groups_of).", 0,
+    methods, slots, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__motifzip(void) { return PyModuleDef_Init(&definition); }
