@@ -1,13 +1,17 @@
-/* MotifZip's candidate groups in C: motif_discovery.groups_of, step for step (the Python there is the
- * reference; tests compare the two on real and generated buckets).
+/* MotifZip's hot loops in C, step for step as motif_discovery.py's Python, which is their reference (tests
+ * compare the two on real and generated libraries):
  *
- * groups(runs, texts, tokens) takes the runs of one key (a dict of Occurrence -> ports, in occurrence
- * order), each skill's SkillText and each skill's node token counts. It clusters the
- * runs by similar text (min-hash sketch postings, word 3-gram Jaccard) and returns, for each cluster and
- * each ports set in it, the candidate: (ports, occurrences one per skill, prototype, prototype tokens,
- * gain), when it has MIN_OCCURRENCES skills and a positive gain.
+ * groups(runs, texts, tokens) (groups_of) takes the runs of one key (a dict of Occurrence -> ports, in
+ * occurrence order), each skill's SkillText and each skill's node token counts. It clusters the runs by
+ * similar text (min-hash sketch postings, word 3-gram Jaccard) and returns, for each cluster and each ports
+ * set in it, the candidate: (ports, occurrences one per skill, prototype, prototype tokens, gain), when it has
+ * MIN_OCCURRENCES skills and a positive gain.
  *
- * Everything is freed when a call returns; a call holds the GIL throughout (a bucket takes milliseconds).
+ * file_runs(...) (file_runs_of) files a skill's runs in the buckets of their keys, and shingled(node_terms)
+ * (shingled_in_python) hashes a skill's words and 3-grams for its SkillText.
+ *
+ * Each call holds the GIL throughout (the longest, a large bucket's groups, takes milliseconds) and frees what
+ * it allocated before it returns.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -15,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_RUN 3
 #define SKETCH 4
 #define MAX_COMPARED 8
 #define MAX_POSTING 64
@@ -727,15 +732,239 @@ done:
     return found;
 }
 
+/* -- filing a skill's runs (motif_discovery.file_runs_of) -------------------------------------------- */
+
+/* A tuple of items [start, stop) of a list (borrowed items, new references in the tuple). */
+static PyObject *slice(PyObject *list, Py_ssize_t start, Py_ssize_t stop) {
+    PyObject *tuple = PyTuple_New(stop - start);
+    if (tuple == NULL) return NULL;
+    for (Py_ssize_t i = start; i < stop; i++) {
+        PyObject *item = PyList_GET_ITEM(list, i);
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(tuple, i - start, item);
+    }
+    return tuple;
+}
+
+/* memo[items] if there, else method(items), which memoizes it (a new reference either way). */
+static PyObject *memoized(PyObject *memo, PyObject *items, PyObject *owner, PyObject *method) {
+    PyObject *found = PyDict_GetItemWithError(memo, items);
+    if (found != NULL) {
+        Py_INCREF(found);
+        return found;
+    }
+    return PyErr_Occurred() ? NULL : PyObject_CallMethodOneArg(owner, method, items);
+}
+
+/* An instance of the Occurrence named tuple, made as tuple.__new__ makes one. */
+static PyObject *occurrence_of(PyTypeObject *type, PyObject *skill, Py_ssize_t start, Py_ssize_t length) {
+    PyObject *first = PyLong_FromSsize_t(start), *size = PyLong_FromSsize_t(length);
+    PyObject *made = first && size ? type->tp_alloc(type, 3) : NULL;
+    if (made == NULL) {
+        Py_XDECREF(first);
+        Py_XDECREF(size);
+        return NULL;
+    }
+    Py_INCREF(skill);
+    PyTuple_SET_ITEM(made, 0, skill);
+    PyTuple_SET_ITEM(made, 1, first);
+    PyTuple_SET_ITEM(made, 2, size);
+    return made;
+}
+
+static PyObject *new_key_name, *new_ports_name, *keys_name, *ports_name;
+
+static PyObject *file_runs(PyObject *module, PyObject *args) {
+    PyObject *shapes, *skill, *rows, *reach, *files, *verifiable, *buckets, *grow;
+    PyTypeObject *occurrence_type;
+    if (!PyArg_ParseTuple(args, "OUO!O!O!OO!OO!:file_runs", &shapes, &skill, &PyList_Type, &rows, &PyList_Type,
+                          &reach, &PyList_Type, &files, &verifiable, &PyList_Type, &buckets, &grow, &PyType_Type,
+                          &occurrence_type))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(rows);
+    if (PyList_GET_SIZE(reach) != count || PyList_GET_SIZE(files) != count ||
+        (verifiable != Py_None && (!PyTuple_Check(verifiable) || PyTuple_GET_SIZE(verifiable) != count))) {
+        PyErr_SetString(PyExc_ValueError, "rows, reach, files and verifiable must have one item a node");
+        return NULL;
+    }
+    if (!PyType_IsSubtype(occurrence_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "occurrence must be a tuple type");
+        return NULL;
+    }
+    PyObject *keys = PyObject_GetAttr(shapes, keys_name), *port_sets = PyObject_GetAttr(shapes, ports_name);
+    if (keys == NULL || port_sets == NULL || !PyDict_Check(keys) || !PyDict_Check(port_sets)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "shapes._keys and shapes._ports must be dicts");
+        Py_XDECREF(keys);
+        Py_XDECREF(port_sets);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    for (Py_ssize_t start = 1; start < count; start++) {
+        Py_ssize_t last = start + MAX_RUN < count ? start + MAX_RUN : count;
+        for (Py_ssize_t stop = start + 1; stop <= last; stop++) {
+            PyObject *file = PyList_GET_ITEM(files, stop - 1), *first_file = PyList_GET_ITEM(files, start);
+            if (file != first_file) {
+                int same = PyObject_RichCompareBool(file, first_file, Py_EQ);
+                if (same < 0) goto done;
+                if (!same) break;
+            }
+            PyObject *run = slice(rows, start, stop);
+            PyObject *key = run ? memoized(keys, run, shapes, new_key_name) : NULL;
+            Py_XDECREF(run);
+            if (key == NULL) goto done;
+            Py_ssize_t number = PyLong_AsSsize_t(key);
+            Py_DECREF(key);
+            if (number < 0) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a key number is never negative");
+                goto done;
+            }
+            PyObject *spans = slice(reach, start, stop);
+            PyObject *ports = spans ? memoized(port_sets, spans, shapes, new_ports_name) : NULL;
+            Py_XDECREF(spans);
+            if (ports == NULL) goto done;
+            int held = 1;
+            for (Py_ssize_t i = start; held == 1 && verifiable != Py_None && i < stop; i++)
+                held = PyObject_IsTrue(PyTuple_GET_ITEM(verifiable, i));
+            if (held == 1 && number >= PyList_GET_SIZE(buckets)) {
+                PyObject *wanted = PyLong_FromSsize_t(number);
+                PyObject *grown = wanted ? PyObject_CallOneArg(grow, wanted) : NULL;
+                Py_XDECREF(wanted);
+                Py_XDECREF(grown);
+                if (grown == NULL) held = -1;
+                else if (number >= PyList_GET_SIZE(buckets)) {
+                    PyErr_SetString(PyExc_ValueError, "grow(key) left the buckets short of the key");
+                    held = -1;
+                }
+            }
+            if (held == 1) {
+                PyObject *bucket = PyList_GET_ITEM(buckets, number);
+                PyObject *occurrence = PyDict_Check(bucket) ? occurrence_of(occurrence_type, skill, start, stop - start)
+                                                            : NULL;
+                if (occurrence == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a bucket is a dict");
+                held = occurrence == NULL ? -1 : PyDict_SetItem(bucket, occurrence, ports);
+                Py_XDECREF(occurrence);
+            }
+            Py_DECREF(ports);
+            if (held < 0) goto done;
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    Py_DECREF(keys);
+    Py_DECREF(port_sets);
+    return result;
+}
+
+/* -- a skill's words as hashed 3-grams (motif_discovery.shingled_in_python) ------------------------------- */
+
+static uint32_t crc_table[256];
+
+static void crc_init(void) { /* CRC-32 as zlib computes it (reflected, polynomial 0xEDB88320) */
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320U ^ (c >> 1) : c >> 1;
+        crc_table[n] = c;
+    }
+}
+
+static uint32_t crc32_of(const char *bytes, Py_ssize_t size) {
+    uint32_t c = 0xFFFFFFFFU;
+    for (Py_ssize_t i = 0; i < size; i++) c = crc_table[(c ^ (unsigned char)bytes[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFU;
+}
+
+static PyObject *array_type;
+
+static PyObject *array_of(const char *code, const void *items, Py_ssize_t size) {
+    return PyObject_CallFunction(array_type, "sy#", code, (const char *)items, size);
+}
+
+static PyObject *shingled(PyObject *module, PyObject *node_terms) {
+    PyObject *nodes = PySequence_Fast(node_terms, "node_terms must be a sequence of sequences of str");
+    if (nodes == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(nodes), total = 0, written = 0;
+    uint32_t *starts = PyMem_Malloc((count + 1) * sizeof(uint32_t)), *words = NULL;
+    uint64_t *trigrams = NULL;
+    PyObject *result = NULL, **node_words = PyMem_Calloc(count + 1, sizeof(PyObject *));
+    if (starts == NULL || node_words == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t n = 0; n < count; n++) {
+        node_words[n] = PySequence_Fast(PySequence_Fast_GET_ITEM(nodes, n), "a node's terms must be a sequence of str");
+        if (node_words[n] == NULL) goto done;
+        total += PySequence_Fast_GET_SIZE(node_words[n]);
+    }
+    if (total > UINT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "a skill of more than 2**32 words");
+        goto done;
+    }
+    words = PyMem_Malloc((total + 1) * sizeof(uint32_t));
+    trigrams = PyMem_Malloc((total + 1) * sizeof(uint64_t));
+    if (words == NULL || trigrams == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    starts[0] = 0;
+    for (Py_ssize_t n = 0; n < count; n++) {
+        Py_ssize_t size = PySequence_Fast_GET_SIZE(node_words[n]);
+        PyObject **items = PySequence_Fast_ITEMS(node_words[n]);
+        for (Py_ssize_t i = 0; i < size; i++) {
+            Py_ssize_t length;
+            const char *text = PyUnicode_Check(items[i]) ? PyUnicode_AsUTF8AndSize(items[i], &length) : NULL;
+            if (text == NULL) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a term must be a str");
+                goto done;
+            }
+            words[written++] = crc32_of(text, length);
+        }
+        starts[n + 1] = (uint32_t)written;
+    }
+    Py_ssize_t shingles = total >= 3 ? total - 2 : 0;
+    for (Py_ssize_t i = 0; i < shingles; i++) /* motif_discovery._combine of the 3 words */
+        trigrams[i] = ((3 * PRIME ^ words[i]) * PRIME ^ words[i + 1]) * PRIME ^ words[i + 2];
+    PyObject *made[3] = {array_of("I", starts, (count + 1) * 4), array_of("I", words, total * 4),
+                         array_of("Q", trigrams, shingles * 8)};
+    if (made[0] && made[1] && made[2]) {
+        result = PyTuple_Pack(3, made[0], made[1], made[2]);
+    }
+    for (int k = 0; k < 3; k++) Py_XDECREF(made[k]);
+done:
+    if (node_words != NULL) {
+        for (Py_ssize_t n = 0; n < count; n++) Py_XDECREF(node_words[n]);
+    }
+    PyMem_Free(node_words);
+    PyMem_Free(starts);
+    PyMem_Free(words);
+    PyMem_Free(trigrams);
+    Py_DECREF(nodes);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"groups", groups, METH_VARARGS,
      "groups(runs, texts, tokens) -> [(ports, occurrences, prototype, prototype_tokens, gain)]: "
      "motif_discovery.groups_of in C."},
+    {"file_runs", file_runs, METH_VARARGS,
+     "file_runs(shapes, skill, rows, reach, files, verifiable, buckets, grow, occurrence): "
+     "motif_discovery.file_runs_of in C."},
+    {"shingled", shingled, METH_O,
+     "shingled(node_terms) -> (starts, words, trigrams): motif_discovery.shingled_in_python in C."},
     {NULL, NULL, 0, NULL},
 };
 
 static int exec_module(PyObject *module) {
-    if (PyModule_AddIntConstant(module, "SKETCH", SKETCH) < 0 ||
+    crc_init();
+    PyObject *arrays = PyImport_ImportModule("array");
+    if (arrays == NULL) return -1;
+    array_type = PyObject_GetAttrString(arrays, "array");
+    Py_DECREF(arrays);
+    new_key_name = PyUnicode_InternFromString("_new_key");
+    new_ports_name = PyUnicode_InternFromString("_new_ports");
+    keys_name = PyUnicode_InternFromString("_keys");
+    ports_name = PyUnicode_InternFromString("_ports");
+    if (array_type == NULL || !new_key_name || !new_ports_name || !keys_name || !ports_name) return -1;
+    if (PyModule_AddIntConstant(module, "MAX_RUN", MAX_RUN) < 0 || PyModule_AddIntConstant(module, "SKETCH", SKETCH) < 0 ||
         PyModule_AddIntConstant(module, "MAX_COMPARED", MAX_COMPARED) < 0 ||
         PyModule_AddIntConstant(module, "MAX_POSTING", MAX_POSTING) < 0 ||
         PyModule_AddIntConstant(module, "MIN_OCCURRENCES", MIN_OCCURRENCES) < 0 ||
@@ -747,7 +976,7 @@ static int exec_module(PyObject *module) {
 static PyModuleDef_Slot slots[] = {{Py_mod_exec, exec_module}, {0, NULL}};
 
 static struct PyModuleDef definition = {
-    PyModuleDef_HEAD_INIT, "_motifzip", "MotifZip's candidate groups in C (motif_discovery.groups_of).", 0,
+    PyModuleDef_HEAD_INIT, "_motifzip", "MotifZip's hot loops in C, with motif_discovery's Python as their reference.", 0,
     methods, slots, NULL, NULL, NULL,
 };
 

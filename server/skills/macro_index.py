@@ -25,11 +25,13 @@ from .graph import SkillGraph
 from .macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Compression, Key, Level, Macro, Occurrence, Port
 from .motif_discovery import (
     SIMILARITY,
+    Group,
     Run,
     RunShapes,
     SkillText,
-    find_macros,
+    groups,
     jaccard,
+    macro_of,
     run_key,
     runs_of,
     verifiable_nodes,
@@ -315,8 +317,10 @@ class MacroIndex:
         return key in self.revised and self.revised[key] is None
 
     def _promote(self, keys: Iterable[Key]) -> None:
-        """Macros from residual runs in these buckets, chosen greedily by gain, never overlapping."""
-        candidates: list[Macro] = []
+        """Macros from residual runs in these buckets, chosen greedily by gain, never overlapping; among
+        candidates of equal gain, the one whose prototype comes first in occurrence order goes first (each
+        run is in one candidate at most, so the order is total)."""
+        candidates: list[tuple[int, Occurrence, Key, Group]] = []
         for key in keys:  # (in any order: the candidates are sorted below)
             bucket = self._buckets.get(key, {})
             if len(bucket) < MIN_OCCURRENCES or self._banned(key):
@@ -324,26 +328,26 @@ class MacroIndex:
             runs = dict(sorted(bucket.items())) if key in self._unsorted else bucket
             if self._holder:
                 runs = {o: ports for o, ports in runs.items() if self._free(o)}
-            candidates += find_macros(self._graphs, key, runs, self._texts, self._tokens)
+            candidates += [(-group[4], group[2], key, group) for group in groups(runs, self._texts, self._tokens)]
+        candidates.sort(key=lambda candidate: candidate[:2])
         claimed: dict[str, int] | None = None if self._holder else {}
         """When nothing was held before (a rebuild): the nodes claimed here, per skill, as bits (the node
         holders' table is large, and asked once a node)."""
-        for candidate in sorted(candidates, key=lambda m: (-m.gain, m.macro_id)):
+        for _, _, key, group in candidates:
+            found = group[1]
             if claimed is None:
-                occurrences = tuple(o for o in candidate.occurrences if self._free(o))
+                occurrences = tuple(o for o in found if self._free(o))
             else:
-                occurrences = tuple(
-                    o for o in candidate.occurrences if not claimed.get(o.skill, 0) >> o.start & (1 << o.length) - 1
-                )
-            whole = len(occurrences) == len(candidate.occurrences)  # all still free: its prototype, name and gain stand
+                occurrences = tuple(o for o in found if not claimed.get(o.skill, 0) >> o.start & (1 << o.length) - 1)
+            whole = len(occurrences) == len(found)  # all still free: its prototype, name and gain stand
             if len(occurrences) >= MIN_OCCURRENCES and (whole or _gain(self._tokens, occurrences) > 0):
-                candidate = replace(candidate, default_level=self.revised.get(candidate.key) or Level.CONTRACT)
-                self._macros[candidate.macro_id] = candidate
-                self._key_set(candidate.key).add(candidate.macro_id)
+                macro = macro_of(self._graphs, key, group, self.revised.get(key) or Level.CONTRACT)
+                self._macros[macro.macro_id] = macro
+                self._key_set(key).add(macro.macro_id)
                 if whole:
-                    self._claim(candidate)
+                    self._claim(macro)
                 else:
-                    self._set_occurrences(candidate, occurrences)
+                    self._set_occurrences(macro, occurrences)
                 if claimed is not None:
                     for o in occurrences:
                         claimed[o.skill] = claimed.get(o.skill, 0) | (1 << o.length) - 1 << o.start
@@ -402,18 +406,18 @@ class Rebuild:
 
     def add(self, graph: SkillGraph, tokens: tuple[int, ...], words: NodeWords) -> None:
         """File a new skill's runs; `words`: the terms of each node's text."""
-        index, skill, buckets, keys = self._index, graph.skill, self._buckets, self._shapes.keys
+        index, skill = self._index, graph.skill
         if skill in index._graphs:
             raise ValueError(f"skill {skill!r} is already in the rebuild")
         self._in_order, self._last = self._in_order and skill > self._last, skill
         index._graphs[skill], index._tokens[skill], index._texts[skill] = graph, tokens, SkillText.of(words)
         verifiable = verifiable_nodes(graph)
-        every = all(verifiable)
-        for start, length, key, ports in self._shapes.of_skill(graph, words):
-            if every or all(verifiable[start : start + length]):
-                if key >= len(buckets):
-                    buckets += [index._buckets.setdefault(keys[known], {}) for known in range(len(buckets), key + 1)]
-                buckets[key][Occurrence(skill, start, length)] = ports
+        self._shapes.file(graph, words, None if all(verifiable) else verifiable, self._buckets, self._grow)
+
+    def _grow(self, key: int) -> None:
+        """Buckets for the key numbers up to this one."""
+        buckets, keys = self._buckets, self._shapes.keys
+        buckets += [self._index._buckets.setdefault(keys[known], {}) for known in range(len(buckets), key + 1)]
 
     def finish(self) -> None:
         index = self._index

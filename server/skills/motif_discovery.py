@@ -30,13 +30,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
+from types import ModuleType
 from typing import NamedTuple
 
 import numpy as np
 
 from .contracts import Contract
 from .graph import EdgeKind, SectionNode, SkillGraph
-from .macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Key, Macro, Occurrence, Port
+from .macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Key, Level, Macro, Occurrence, Port
 from .text import NodeWords, terms
 
 MAX_RUN = 3
@@ -102,8 +103,26 @@ class RunShapes:
         """(start, length, key number, ports) of every run of the skill but those holding node 0, in order. A
         run never spans two files (SKILL.md and a Markdown reference, or two references)."""
         rows, reach = self._rows_of(graph, node_terms)
-        found, count = [], len(rows)
+        return list(self._runs(rows, reach, [node.provenance.file for node in graph.nodes]))
+
+    def file(
+        self,
+        graph: SkillGraph,
+        node_terms: NodeWords,
+        verifiable: tuple[bool, ...] | None,
+        buckets: list[dict[Occurrence, frozenset[Port]]],
+        grow: Callable[[int], None],
+    ) -> None:
+        """File each run of the skill (`of_skill`) whose nodes are all `verifiable` (None: every node is) in the
+        bucket of its key number; `grow(key)` makes the buckets up to that key number."""
+        rows, reach = self._rows_of(graph, node_terms)
         files = [node.provenance.file for node in graph.nodes]
+        file_runs(self, graph.skill, rows, reach, files, verifiable, buckets, grow, Occurrence)
+
+    def _runs(
+        self, rows: list[int], reach: list[int], files: list[str]
+    ) -> Iterator[tuple[int, int, int, frozenset[Port]]]:
+        count = len(rows)
         for start in range(1, count):
             for stop in range(start + 1, min(start + MAX_RUN, count) + 1):
                 if files[stop - 1] != files[start]:
@@ -111,13 +130,27 @@ class RunShapes:
                 run = tuple(rows[start:stop])
                 key = self._keys.get(run)
                 if key is None:
-                    key = self._keys[run] = self._key(run)
+                    key = self._new_key(run)
                 spans = tuple(reach[start:stop])
                 ports = self._ports.get(spans)
                 if ports is None:
-                    ports = self._ports[spans] = _ports_of_reach(spans)
-                found.append((start, stop - start, key, ports))
-        return found
+                    ports = self._new_ports(spans)
+                yield start, stop - start, key, ports
+
+    def _new_key(self, run: tuple[int, ...]) -> int:
+        """The key number of a run of these rows, seen for the first time."""
+        rows = [self._row_list[number] for number in run]
+        length = len(rows)
+        pattern = [(k, k + step, kind, label) for k, row in enumerate(rows) for step, kind, label in row[2]
+                   if 0 <= k + step < length]  # fmt: skip
+        self.keys.append((tuple([row[0] for row in rows]), tuple([row[1] for row in rows]), tuple(pattern)))
+        key = self._keys[run] = len(self.keys) - 1
+        return key
+
+    def _new_ports(self, spans: tuple[int, ...]) -> frozenset[Port]:
+        """The ports of a run whose nodes have this reach, seen for the first time."""
+        ports = self._ports[spans] = _ports_of_reach(spans)
+        return ports
 
     def _rows_of(self, graph: SkillGraph, node_terms: NodeWords) -> tuple[list[int], list[int]]:
         """Each node's row number and reach."""
@@ -143,14 +176,6 @@ class RunShapes:
                 self._row_list.append(row)
             rows.append(number)
         return rows, reach
-
-    def _key(self, run: tuple[int, ...]) -> int:
-        rows = [self._row_list[number] for number in run]
-        length = len(rows)
-        pattern = [(k, k + step, kind, label) for k, row in enumerate(rows) for step, kind, label in row[2]
-                   if 0 <= k + step < length]  # fmt: skip
-        self.keys.append((tuple([row[0] for row in rows]), tuple([row[1] for row in rows]), tuple(pattern)))
-        return len(self.keys) - 1
 
 
 def _ports_of_reach(reach: tuple[int, ...]) -> frozenset[Port]:
@@ -210,17 +235,12 @@ Group = tuple[frozenset[Port], tuple[Occurrence, ...], Occurrence, int, int]
 prototype, its tokens, and the gain."""
 
 
-def find_macros(
-    graphs: Mapping[str, SkillGraph],
-    key: Key,
-    runs: Mapping[Occurrence, frozenset[Port]],
-    texts: Mapping[str, SkillText],
-    tokens: Mapping[str, tuple[int, ...]],
-) -> Iterator[Macro]:
-    """Candidate macros (in no particular order) among runs of one key: `groups`, named and identified."""
-    for ports, occurrences, prototype, prototype_tokens, gain in groups(runs, texts, tokens):
-        name = graphs[prototype.skill].nodes[prototype.start].title
-        yield Macro(macro_id(key, ports, occurrences), name, key, ports, occurrences, prototype, prototype_tokens, gain)
+def macro_of(graphs: Mapping[str, SkillGraph], key: Key, group: Group, level: Level) -> Macro:
+    """The macro a candidate group of runs of this key makes, named after its prototype's first node."""
+    ports, occurrences, prototype, prototype_tokens, gain = group
+    name = graphs[prototype.skill].nodes[prototype.start].title
+    identity = macro_id(key, ports, occurrences)
+    return Macro(identity, name, key, ports, occurrences, prototype, prototype_tokens, gain, level)
 
 
 def groups_of(
@@ -342,11 +362,7 @@ class SkillText:
 
     @classmethod
     def of(cls, node_terms: NodeWords) -> SkillText:
-        starts = array("I", [0])
-        for words in node_terms:
-            starts.append(starts[-1] + len(words))
-        hashes = array("I", map(zlib.crc32, map(str.encode, chain.from_iterable(node_terms))))
-        return cls(starts, hashes, _trigrams(hashes))
+        return cls(*shingled(node_terms))
 
     def shingles(self, start: int, stop: int) -> frozenset[int]:
         """The shingles of nodes start to stop (excluded)."""
@@ -437,22 +453,55 @@ def _title_words(title: str) -> str:
     return " ".join(terms(_DIGITS.sub(" ", _STEP_TITLE.sub("", title))))
 
 
+def file_runs_of(
+    shapes: RunShapes,
+    skill: str,
+    rows: list[int],
+    reach: list[int],
+    files: list[str],
+    verifiable: tuple[bool, ...] | None,
+    buckets: list[dict[Occurrence, frozenset[Port]]],
+    grow: Callable[[int], None],
+    occurrence: type[Occurrence],
+) -> None:
+    """`RunShapes.file` of the nodes' rows, reach and files: the reference for `file_runs`, which is the C
+    extension's when it is built."""
+    for start, length, key, ports in shapes._runs(rows, reach, files):
+        if verifiable is None or all(verifiable[start : start + length]):
+            if key >= len(buckets):
+                grow(key)
+            buckets[key][occurrence(skill, start, length)] = ports
+
+
+def shingled_in_python(node_terms: NodeWords) -> tuple[array[int], array[int], array[int]]:
+    """`SkillText.of`'s arrays: where each node's words start, each word's CRC-32 and each 3-gram's hash. The
+    reference for `shingled`, which is the C extension's when it is built."""
+    starts = array("I", [0])
+    for words in node_terms:
+        starts.append(starts[-1] + len(words))
+    hashes = array("I", map(zlib.crc32, map(str.encode, chain.from_iterable(node_terms))))
+    return starts, hashes, _trigrams(hashes)
+
+
 Grouping = Callable[
     [Mapping[Occurrence, frozenset[Port]], Mapping[str, SkillText], Mapping[str, tuple[int, ...]]], list[Group]
 ]
 
 
-def _compiled_groups() -> Grouping | None:
-    """The C extension's `groups_of` (`_motifzip.c`), unless it was not built or SKILLSTATE_NO_EXTENSIONS is set."""
+def _compiled() -> ModuleType | None:
+    """The C extension (`_motifzip.c`), unless it was not built or SKILLSTATE_NO_EXTENSIONS is set."""
     if os.environ.get("SKILLSTATE_NO_EXTENSIONS"):
         return None
     try:
-        from ._motifzip import groups as compiled
+        from . import _motifzip
     except ImportError:
         return None
-    return compiled
+    return _motifzip
 
 
-groups: Grouping = _compiled_groups() or groups_of
-"""What `find_macros` groups runs with: the C extension's where it is built (the same groups as `groups_of`, several
-times faster), else `groups_of`."""
+_extension = _compiled()
+groups: Grouping = groups_of if _extension is None else _extension.groups
+"""What MotifZip groups runs with: the C extension's where it is built (the same groups as `groups_of`, several
+times faster), else `groups_of`; as `file_runs` and `shingled` are."""
+file_runs = file_runs_of if _extension is None else _extension.file_runs
+shingled = shingled_in_python if _extension is None else _extension.shingled

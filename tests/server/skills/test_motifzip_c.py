@@ -1,5 +1,6 @@
-"""MotifZip's C extension (`_motifzip.groups`) against its reference, `motif_discovery.groups_of`: the same
-candidate groups, in the same order, on every bucket of real and synthetic libraries and on crafted ones.
+"""MotifZip's C extension against its Python reference in motif_discovery.py: the same candidate groups
+(`groups_of`) in the same order, the same runs filed in the same buckets (`file_runs_of`) and the same
+hashed words (`shingled_in_python`), on real and synthetic libraries and on crafted input.
 
 Without the extension built (no C compiler or Python headers at install), these tests are skipped with the
 reason; with `SKILLSTATE_REQUIRE_EXTENSIONS=1` (CI) they fail instead.
@@ -7,9 +8,11 @@ reason; with `SKILLSTATE_REQUIRE_EXTENSIONS=1` (CI) they fail instead.
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
+import tracemalloc
 from array import array
 from types import ModuleType
 
@@ -19,11 +22,18 @@ from hypothesis import strategies as st
 
 from bench.synthetic import generate_library
 from skillstate.server.skills import motif_discovery
-from skillstate.server.skills.graph import EdgeKind, build_graph
+from skillstate.server.skills.graph import EdgeKind, SkillGraph, build_graph
 from skillstate.server.skills.library import node_tokens, node_words
 from skillstate.server.skills.macro_index import MacroIndex
 from skillstate.server.skills.macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Occurrence, Port
-from skillstate.server.skills.motif_discovery import SkillText, groups_of
+from skillstate.server.skills.motif_discovery import (
+    RunShapes,
+    SkillText,
+    file_runs_of,
+    groups_of,
+    shingled_in_python,
+    verifiable_nodes,
+)
 from skillstate.server.skills.package import load_package
 
 from .corpus import corpus_graphs, require_corpus
@@ -57,8 +67,11 @@ def test_the_extension_uses_the_reference_constants() -> None:
         motif_discovery.SKETCH, motif_discovery.MAX_COMPARED, motif_discovery.MAX_POSTING,
     )  # fmt: skip
     assert (native.MIN_OCCURRENCES, native.REFERENCE_TOKENS) == (MIN_OCCURRENCES, REFERENCE_TOKENS)
+    assert native.MAX_RUN == motif_discovery.MAX_RUN
     assert motif_discovery.SIMILARITY == 0.5  # the C tests 3 * shared >= |a| + |b|
     assert motif_discovery.groups is native.groups
+    assert motif_discovery.file_runs is native.file_runs
+    assert motif_discovery.shingled is native.shingled
 
 
 def test_every_bucket_of_a_synthetic_library_groups_as_the_reference_does() -> None:
@@ -158,3 +171,100 @@ def test_the_reference_runs_when_extensions_are_turned_off() -> None:
     environment = {**os.environ, "SKILLSTATE_NO_EXTENSIONS": "1"}
     shown = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True)
     assert shown.stdout.strip() == "True"
+
+
+def filed(graphs: list[SkillGraph], file_runs: object) -> tuple[list, list[list]]:
+    """The keys and buckets a rebuild's filing makes with this `file_runs` (each bucket's runs, in order)."""
+    shapes, buckets = RunShapes(), []
+
+    def grow(key: int) -> None:
+        buckets.extend({} for _ in range(len(buckets), key + 1))
+
+    for graph in sorted(graphs, key=lambda g: g.skill):
+        words = node_words(graph)
+        rows, reach = shapes._rows_of(graph, words)
+        files = [node.provenance.file for node in graph.nodes]
+        verifiable = verifiable_nodes(graph)
+        every = None if all(verifiable) else verifiable
+        file_runs(shapes, graph.skill, rows, reach, files, every, buckets, grow, Occurrence)  # type: ignore[operator]
+    return shapes.keys, [list(bucket.items()) for bucket in buckets]
+
+
+def test_runs_are_filed_as_the_reference_files_them() -> None:
+    native = compiled()
+    graphs = [build_graph(load_package(s.files, s.folder)) for s in generate_library(300, seed=13)]
+    graphs += list(corpus_graphs(require_corpus()))[:150]  # references: runs never span two files
+    keys, buckets = filed(graphs, native.file_runs)
+    assert (keys, buckets) == filed(graphs, file_runs_of)
+    assert sum(map(len, buckets)) > 5000
+    occurrences = [o for bucket in buckets for o, _ in bucket]
+    assert all(type(o) is Occurrence for o in occurrences)
+    assert {hash(o) for o in occurrences[:100]} == {hash(Occurrence(*o)) for o in occurrences[:100]}
+
+
+words_of_nodes = st.lists(st.lists(st.text(min_size=1, max_size=6), max_size=6), max_size=5)
+
+
+@given(words_of_nodes)
+def test_words_are_hashed_as_the_reference_hashes_them(node_terms: list[list[str]]) -> None:
+    native = compiled()
+    assert native.shingled(node_terms) == shingled_in_python(node_terms)
+
+
+def test_the_corpus_words_are_hashed_as_the_reference_hashes_them() -> None:
+    native = compiled()
+    for graph in corpus_graphs(require_corpus())[:200]:
+        words = node_words(graph)
+        assert native.shingled(words) == shingled_in_python(words)
+
+
+def test_calls_keep_nothing_they_allocate() -> None:
+    """Repeated calls leave no memory behind, and every reference and buffer a call takes is given back (a
+    skill's name, a shared set of ports, a text's array)."""
+    native = compiled()
+    graphs = [build_graph(load_package(s.files, s.folder)) for s in generate_library(60, seed=17)]
+    index, buckets = buckets_of(graphs)
+    words = [node_words(graph) for graph in graphs]
+
+    def calls() -> None:
+        for bucket in buckets:
+            native.groups(bucket, index._texts, index._tokens)
+        for node_terms in words:
+            native.shingled(node_terms)
+        filed(graphs, native.file_runs)
+
+    calls()
+    gc.collect()
+    ports = filed(graphs, native.file_runs)[1][0][0][1]  # a set of ports every call shares (`_ports` memoizes)
+    shared = [graphs[0].skill, ports, index._texts[graphs[0].skill].words]
+    references = [sys.getrefcount(value) for value in shared]
+    tracemalloc.start()
+    try:
+        calls()
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(20):
+            calls()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 1024, f"{grown} bytes kept by 20 rounds of calls"
+    assert [sys.getrefcount(value) for value in shared] == references
+
+
+def test_bad_filing_input_is_refused_with_the_reason() -> None:
+    native = compiled()
+    skill = generate_library(1, seed=19)[0]
+    graph = build_graph(load_package(skill.files, skill.folder))
+    shapes = RunShapes()
+    rows, reach = shapes._rows_of(graph, node_words(graph))
+    files = [node.provenance.file for node in graph.nodes]
+    with pytest.raises(ValueError, match="one item a node"):
+        native.file_runs(shapes, graph.skill, rows, reach[:-1], files, None, [], lambda key: None, Occurrence)
+    with pytest.raises(ValueError, match="short of the key"):
+        native.file_runs(shapes, graph.skill, rows, reach, files, None, [], lambda key: None, Occurrence)
+    with pytest.raises(TypeError, match="a bucket is a dict"):
+        native.file_runs(shapes, graph.skill, rows, reach, files, None, [[]] * 999, lambda key: None, Occurrence)
+    with pytest.raises(TypeError, match="a term must be a str"):
+        native.shingled([["one", 2]])
