@@ -756,7 +756,10 @@ static PyObject *memoized(PyObject *memo, PyObject *items, PyObject *owner, PyOb
     return PyErr_Occurred() ? NULL : PyObject_CallMethodOneArg(owner, method, items);
 }
 
-/* An instance of the Occurrence named tuple, made as tuple.__new__ makes one. */
+/* An instance of the Occurrence named tuple, made as tuple.__new__ makes one, and left out of the cyclic
+ * collector's reach: it holds a str and two ints, which make no cycle. (The collector untracks such plain
+ * tuples itself, but never a tuple subclass's: a build's hundreds of thousands of occurrences would be walked
+ * by every collection until the build ends.) */
 static PyObject *occurrence_of(PyTypeObject *type, PyObject *skill, Py_ssize_t start, Py_ssize_t length) {
     PyObject *first = PyLong_FromSsize_t(start), *size = PyLong_FromSsize_t(length);
     PyObject *made = first && size ? type->tp_alloc(type, 3) : NULL;
@@ -769,6 +772,7 @@ static PyObject *occurrence_of(PyTypeObject *type, PyObject *skill, Py_ssize_t s
     PyTuple_SET_ITEM(made, 0, skill);
     PyTuple_SET_ITEM(made, 1, first);
     PyTuple_SET_ITEM(made, 2, size);
+    PyObject_GC_UnTrack(made);
     return made;
 }
 

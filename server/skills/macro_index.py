@@ -425,3 +425,4 @@ class Rebuild:
             index._buckets = {key: dict(sorted(bucket.items())) for key, bucket in index._buckets.items()}
         index._own_every_bucket = True
         index._promote(index._buckets)
+        settle_long_lived()  # the new tables, out of the collector's reach before a full collection walks them

@@ -438,7 +438,20 @@ def similar(a: frozenset[int], b: frozenset[int]) -> bool:
 
 
 def _io_kinds(contract: Contract) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    return tuple(sorted({s.kind for s in contract.inputs})), tuple(sorted({s.kind for s in contract.outputs}))
+    """The distinct kinds of a contract's inputs and of its outputs, sorted (a library has a few dozen pairs,
+    and two fifths of its sections neither take nor give anything)."""
+    inputs, outputs = contract.inputs, contract.outputs
+    if not inputs and not outputs:
+        return _NO_KINDS
+    return _sorted_kinds(tuple([s.kind for s in inputs]), tuple([s.kind for s in outputs]))
+
+
+_NO_KINDS: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+
+
+@lru_cache(maxsize=1 << 10)
+def _sorted_kinds(inputs: tuple[str, ...], outputs: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return tuple(sorted(set(inputs))), tuple(sorted(set(outputs)))
 
 
 def _node_signature(node: SectionNode, words: Sequence[str]) -> str:

@@ -200,6 +200,7 @@ def test_runs_are_filed_as_the_reference_files_them() -> None:
     occurrences = [o for bucket in buckets for o, _ in bucket]
     assert all(type(o) is Occurrence for o in occurrences)
     assert {hash(o) for o in occurrences[:100]} == {hash(Occurrence(*o)) for o in occurrences[:100]}
+    assert not any(map(gc.is_tracked, occurrences))  # a str and two ints: no collection needs to walk them
 
 
 words_of_nodes = st.lists(st.lists(st.text(min_size=1, max_size=6), max_size=6), max_size=5)
