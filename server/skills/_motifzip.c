@@ -26,6 +26,9 @@
 #define MIN_OCCURRENCES 2
 #define REFERENCE_TOKENS 12
 #define PRIME 0x100000001B3ULL
+#ifndef VERSION /* (a test builds one with another, as if left from older sources) */
+#define VERSION 2 /* what motif_discovery.py expects: a build left from older sources is not used */
+#endif
 
 /* -- growable arrays --------------------------------------------------------------------------------- */
 
@@ -77,6 +80,10 @@ static int table_init(Table *table, Py_ssize_t expected) {
     table->hashes = PyMem_Malloc(capacity * sizeof(uint64_t));
     table->values = PyMem_Malloc(capacity * sizeof(Py_ssize_t));
     if (table->hashes == NULL || table->values == NULL) {
+        PyMem_Free(table->hashes);
+        PyMem_Free(table->values);
+        table->hashes = NULL;
+        table->values = NULL;
         PyErr_NoMemory();
         return -1;
     }
@@ -280,8 +287,8 @@ static Py_ssize_t skill_of(Call *call, PyObject *name, PyObject *texts, PyObject
         return -1;
     }
     skill->held = 1;
-    if (table_put(&call->skill_table, slot, (uint64_t)hash, call->n_skills) < 0) return -1;
-    return call->n_skills++;
+    Py_ssize_t number = call->n_skills++; /* counted before anything can fail: call_free releases its buffers */
+    return table_put(&call->skill_table, slot, (uint64_t)hash, number) < 0 ? -1 : number;
 }
 
 /* -- runs --------------------------------------------------------------------------------------------- */
@@ -646,7 +653,10 @@ static int candidates(Call *call, PyObject *found) {
         for (Py_ssize_t m = 0; m < members->size; m++) {
             Run *run = &call->runs[members->items[m]];
             if (seen_skill[run->skill] != stamp) seen_skill[run->skill] = stamp, skills++;
-            if (ports_seen[run->ports_id] != stamp) ports_seen[run->ports_id] = stamp, ports_order[n_ports++] = run->ports_id;
+            if (ports_seen[run->ports_id] != stamp) {
+                ports_seen[run->ports_id] = stamp;
+                ports_order[n_ports++] = run->ports_id;
+            }
         }
         if (skills < MIN_OCCURRENCES) continue;
         for (Py_ssize_t g = 0; g < n_ports; g++) {
@@ -756,23 +766,17 @@ static PyObject *memoized(PyObject *memo, PyObject *items, PyObject *owner, PyOb
     return PyErr_Occurred() ? NULL : PyObject_CallMethodOneArg(owner, method, items);
 }
 
-/* An instance of the Occurrence named tuple, made as tuple.__new__ makes one, and left out of the cyclic
- * collector's reach: it holds a str and two ints, which make no cycle. (The collector untracks such plain
- * tuples itself, but never a tuple subclass's: a build's hundreds of thousands of occurrences would be walked
- * by every collection until the build ends.) */
+/* An instance of the Occurrence named tuple, made by tuple.__new__ as its own __new__ makes it, and left out of
+ * the cyclic collector's reach: it holds a str and two ints, which make no cycle. (The collector untracks such
+ * plain tuples itself, but never a tuple subclass's: a build's hundreds of thousands of occurrences would be
+ * walked by every collection until the build ends.) */
 static PyObject *occurrence_of(PyTypeObject *type, PyObject *skill, Py_ssize_t start, Py_ssize_t length) {
-    PyObject *first = PyLong_FromSsize_t(start), *size = PyLong_FromSsize_t(length);
-    PyObject *made = first && size ? type->tp_alloc(type, 3) : NULL;
-    if (made == NULL) {
-        Py_XDECREF(first);
-        Py_XDECREF(size);
-        return NULL;
-    }
-    Py_INCREF(skill);
-    PyTuple_SET_ITEM(made, 0, skill);
-    PyTuple_SET_ITEM(made, 1, first);
-    PyTuple_SET_ITEM(made, 2, size);
-    PyObject_GC_UnTrack(made);
+    PyObject *items = Py_BuildValue("(Onn)", skill, start, length);
+    PyObject *args = items ? PyTuple_Pack(1, items) : NULL;
+    PyObject *made = args ? PyTuple_Type.tp_new(type, args, NULL) : NULL;
+    Py_XDECREF(items);
+    Py_XDECREF(args);
+    if (made != NULL && PyObject_GC_IsTracked(made)) PyObject_GC_UnTrack(made);
     return made;
 }
 
@@ -806,6 +810,10 @@ static PyObject *file_runs(PyObject *module, PyObject *args) {
     for (Py_ssize_t start = 1; start < count; start++) {
         Py_ssize_t last = start + MAX_RUN < count ? start + MAX_RUN : count;
         for (Py_ssize_t stop = start + 1; stop <= last; stop++) {
+            if (PyList_GET_SIZE(rows) != count || PyList_GET_SIZE(reach) != count || PyList_GET_SIZE(files) != count) {
+                PyErr_SetString(PyExc_RuntimeError, "rows, reach or files changed while their runs were filed");
+                goto done;
+            }
             PyObject *file = PyList_GET_ITEM(files, stop - 1), *first_file = PyList_GET_ITEM(files, start);
             if (file != first_file) {
                 int same = PyObject_RichCompareBool(file, first_file, Py_EQ);
@@ -841,12 +849,13 @@ static PyObject *file_runs(PyObject *module, PyObject *args) {
                 }
             }
             if (held == 1) {
-                PyObject *bucket = PyList_GET_ITEM(buckets, number);
+                PyObject *bucket = Py_NewRef(PyList_GET_ITEM(buckets, number));
                 PyObject *occurrence = PyDict_Check(bucket) ? occurrence_of(occurrence_type, skill, start, stop - start)
                                                             : NULL;
                 if (occurrence == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a bucket is a dict");
                 held = occurrence == NULL ? -1 : PyDict_SetItem(bucket, occurrence, ports);
                 Py_XDECREF(occurrence);
+                Py_DECREF(bucket);
             }
             Py_DECREF(ports);
             if (held < 0) goto done;
@@ -968,7 +977,9 @@ static int exec_module(PyObject *module) {
     keys_name = PyUnicode_InternFromString("_keys");
     ports_name = PyUnicode_InternFromString("_ports");
     if (array_type == NULL || !new_key_name || !new_ports_name || !keys_name || !ports_name) return -1;
-    if (PyModule_AddIntConstant(module, "MAX_RUN", MAX_RUN) < 0 || PyModule_AddIntConstant(module, "SKETCH", SKETCH) < 0 ||
+    if (PyModule_AddIntConstant(module, "VERSION", VERSION) < 0 ||
+        PyModule_AddIntConstant(module, "MAX_RUN", MAX_RUN) < 0 ||
+        PyModule_AddIntConstant(module, "SKETCH", SKETCH) < 0 ||
         PyModule_AddIntConstant(module, "MAX_COMPARED", MAX_COMPARED) < 0 ||
         PyModule_AddIntConstant(module, "MAX_POSTING", MAX_POSTING) < 0 ||
         PyModule_AddIntConstant(module, "MIN_OCCURRENCES", MIN_OCCURRENCES) < 0 ||
@@ -980,8 +991,8 @@ static int exec_module(PyObject *module) {
 static PyModuleDef_Slot slots[] = {{Py_mod_exec, exec_module}, {0, NULL}};
 
 static struct PyModuleDef definition = {
-    PyModuleDef_HEAD_INIT, "_motifzip", "MotifZip's hot loops in C, with motif_discovery's Python as their reference.", 0,
-    methods, slots, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_motifzip", "MotifZip's hot loops in C, with motif_discovery's Python as their reference.",
+    0, methods, slots, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__motifzip(void) { return PyModuleDef_Init(&definition); }

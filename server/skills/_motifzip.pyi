@@ -6,6 +6,7 @@ from .motif_discovery import Group, RunShapes, SkillText
 from .text import NodeWords
 
 SKETCH: int
+VERSION: int
 MAX_RUN: int
 MAX_COMPARED: int
 MAX_POSTING: int

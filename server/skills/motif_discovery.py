@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import warnings
 import zlib
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -501,13 +502,26 @@ Grouping = Callable[
 ]
 
 
+EXTENSION_VERSION = 2
+"""The `_motifzip.VERSION` this module's calls are written for."""
+
+
 def _compiled() -> ModuleType | None:
-    """The C extension (`_motifzip.c`), unless it was not built or SKILLSTATE_NO_EXTENSIONS is set."""
-    if os.environ.get("SKILLSTATE_NO_EXTENSIONS"):
+    """The C extension (`_motifzip.c`), unless it was not built, SKILLSTATE_NO_EXTENSIONS is set (to anything but
+    0), or the build is older than these sources (then with a warning: `pip install -e .` rebuilds it)."""
+    if os.environ.get("SKILLSTATE_NO_EXTENSIONS", "0") not in ("", "0"):
         return None
     try:
         from . import _motifzip
     except ImportError:
+        return None
+    if getattr(_motifzip, "VERSION", None) != EXTENSION_VERSION:
+        warnings.warn(
+            f"{_motifzip.__file__} was built from other sources: running MotifZip's Python (`pip install -e .` "
+            "rebuilds it)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return None
     return _motifzip
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
+import tempfile
 import tracemalloc
 from array import array
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -68,6 +72,7 @@ def test_the_extension_uses_the_reference_constants() -> None:
     )  # fmt: skip
     assert (native.MIN_OCCURRENCES, native.REFERENCE_TOKENS) == (MIN_OCCURRENCES, REFERENCE_TOKENS)
     assert native.MAX_RUN == motif_discovery.MAX_RUN
+    assert native.VERSION == motif_discovery.EXTENSION_VERSION
     assert motif_discovery.SIMILARITY == 0.5  # the C tests 3 * shared >= |a| + |b|
     assert motif_discovery.groups is native.groups
     assert motif_discovery.file_runs is native.file_runs
@@ -106,7 +111,7 @@ def crafted_buckets(draw: st.DrawFn) -> tuple[dict[Occurrence, frozenset[Port]],
     short: fewer than three words is a text of its own kind), and runs of them with one of a few port sets:
     the clustering's memo, its sketch postings and its ties all come into play."""
     vocabulary = draw(st.integers(2, 12))
-    skills = draw(st.integers(1, 9))
+    skills = draw(st.integers(1, 16))  # more than MAX_COMPARED clusters can meet a text
     texts, tokens, bucket = {}, {}, {}
     for n in range(skills):
         skill = f"s{n}"
@@ -151,6 +156,111 @@ def test_a_bucket_of_many_near_duplicates_groups_as_the_reference_does() -> None
     expected = groups_of(bucket, texts, tokens)
     assert len(expected) == families  # each family: its first and third text share ports
     assert native.groups(bucket, texts, tokens) == expected
+
+
+def one_node_text(shingles: list[int]) -> SkillText:
+    return SkillText(array("I", [0, len(shingles) + 2]), array("I", [0] * (len(shingles) + 2)), array("Q", shingles))
+
+
+def grouped(texts: dict[str, SkillText]) -> tuple[list[list[str]], list[list[str]]]:
+    """The skills of each group, by the reference and by the C, of one-node runs of these texts."""
+    native = compiled()
+    bucket = {Occurrence(skill, 0, 1): frozenset() for skill in texts}
+    tokens = {skill: (40,) for skill in texts}
+    expected, found = groups_of(bucket, texts, tokens), native.groups(bucket, texts, tokens)
+    return [[o.skill for o in group[1]] for group in expected], [[o.skill for o in group[1]] for group in found]
+
+
+def test_a_cluster_as_far_back_as_a_posting_looks_is_compared() -> None:
+    """MAX_POSTING + 1 clusters filed under one sketch shingle: the second is the oldest a text still meets."""
+    texts = {f"a{n:02}": one_node_text([1, *range(10**6 * (n + 1), 10**6 * (n + 1) + 20)]) for n in range(65)}
+    texts["b"] = one_node_text([1, 2, 3, 4, *range(2 * 10**6, 2 * 10**6 + 20)])  # a01's, and 2, 3, 4
+    expected, found = grouped(texts)
+    assert expected == [["a01", "b"]]
+    assert found == expected
+
+
+def test_a_text_that_met_as_many_clusters_as_are_compared_is_compared_again() -> None:
+    """A text meeting exactly MAX_COMPARED clusters founds its own without having met every cluster it could:
+    its repeat is compared with those first again, and founds another."""
+    texts = {f"c{n}": one_node_text([1, 2, 3, 4, *range(10**6 * (n + 1), 10**6 * (n + 1) + 30)]) for n in range(8)}
+    repeated = [1, 2, 3, 4, *range(10**9, 10**9 + 20)]
+    texts["t1"], texts["t2"] = one_node_text(repeated), one_node_text(repeated)
+    expected, found = grouped(texts)
+    assert expected == []
+    assert found == expected
+
+
+def test_the_last_of_the_clusters_compared_is_compared() -> None:
+    """Eight clusters share a text's whole sketch; the one it resembles was filed last, so it ranks eighth
+    (MAX_COMPARED) and is still compared."""
+    texts = {f"c{n}": one_node_text([1, 2, 3, 4, *range(10**6 * (n + 1), 10**6 * (n + 1) + 30)]) for n in range(8)}
+    texts["q"] = one_node_text([1, 2, 3, 4, *range(8 * 10**6, 8 * 10**6 + 30), 10**9])
+    expected, found = grouped(texts)
+    assert expected == [["c7", "q"]]
+    assert found == expected
+
+
+ROWS = [(f"r{n}", ((), ()), tuple((step, "requires", "") for step in (1, -1) if n % (2 + (step > 0)) == 0))
+        for n in range(6)]  # fmt: skip
+
+
+@st.composite
+def filings(draw: st.DrawFn) -> list[tuple]:
+    """Skills of up to 9 nodes over six rows, with reach from every port group, nodes in two files that
+    alternate (equal names, distinct objects), and verifiable flags that are any truthy or falsy values."""
+    skills = []
+    for n in range(draw(st.integers(1, 6))):
+        count = draw(st.integers(0, 9))
+        rows = [draw(st.integers(0, 5)) for _ in range(count)]
+        reach = [draw(st.sampled_from([0, 1, 8, 1 << 6, (1 << 13) | 3, 1 << 40, 1 << 80])) for _ in range(count)]
+        files = ["".join(["SKILL", ".md"]) if draw(st.integers(0, 3)) else "references/a.md" for _ in range(count)]
+        flags = st.tuples(*[st.sampled_from([True, False, 0, 1, (), (0,)]) for _ in range(count)])
+        skills.append((f"s{n}", rows, reach, files, draw(st.one_of(st.none(), flags))))
+    return skills
+
+
+@given(filings(), st.integers(0, 2))
+def test_crafted_filings_file_as_the_reference_does(skills: list[tuple], spare: int) -> None:
+    native = compiled()
+
+    def filing(file_runs: object) -> tuple:
+        shapes, buckets = RunShapes(), []
+        shapes._row_list = list(ROWS)
+
+        def grow(key: int) -> None:
+            buckets.extend({} for _ in range(len(buckets), key + 1 + spare))
+
+        for skill, rows, reach, files, verifiable in skills:
+            file_runs(shapes, skill, rows, reach, files, verifiable, buckets, grow, Occurrence)  # type: ignore[operator]
+        return shapes.keys, dict(shapes._keys), [list(bucket.items()) for bucket in buckets]
+
+    assert filing(native.file_runs) == filing(file_runs_of)
+
+
+def test_a_build_from_other_sources_is_not_used() -> None:
+    """An extension built from older sources (here: the same file, built with another VERSION) is passed
+    over with a warning, and the Python runs."""
+    compiled()
+    compiler = sysconfig.get_config_var("CC") or "cc"
+    if shutil.which(compiler.split()[0]) is None:
+        pytest.skip(f"{SKIPPED}: no C compiler ({compiler}) to build an old extension with")
+    source = Path(motif_discovery.__file__).with_name("_motifzip.c")
+    with tempfile.TemporaryDirectory() as folder:
+        built = Path(folder, "_motifzip" + sysconfig.get_config_var("EXT_SUFFIX"))
+        command = [*compiler.split(), "-shared", "-fPIC", "-O0", "-DVERSION=1", f"-I{sysconfig.get_paths()['include']}"]
+        subprocess.run([*command, str(source), "-o", str(built)], check=True, capture_output=True)
+        code = (
+            "import warnings, skillstate.server.skills as skills\n"
+            f"skills.__path__.insert(0, {folder!r})\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            "    from skillstate.server.skills import motif_discovery as m\n"
+            "print(m.groups is m.groups_of, [str(w.message) for w in caught])\n"
+        )
+        shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert shown.stdout.startswith("True")
+    assert "was built from other sources" in shown.stdout
 
 
 def test_bad_input_is_refused_with_the_reason() -> None:
