@@ -500,6 +500,12 @@ def shingled_in_python(node_terms: NodeWords) -> tuple[array[int], array[int], a
 Grouping = Callable[
     [Mapping[Occurrence, frozenset[Port]], Mapping[str, SkillText], Mapping[str, tuple[int, ...]]], list[Group]
 ]
+Filing = Callable[
+    [RunShapes, str, list[int], list[int], list[str], tuple[bool, ...] | None,
+     list[dict[Occurrence, frozenset[Port]]], Callable[[int], None], type[Occurrence]],
+    None,
+]  # fmt: skip
+Shingling = Callable[[NodeWords], "tuple[array[int], array[int], array[int]]"]  # (array[int]: not at run time before 3.12)
 
 
 EXTENSION_VERSION = 2
@@ -530,5 +536,5 @@ _extension = _compiled()
 groups: Grouping = groups_of if _extension is None else _extension.groups
 """What MotifZip groups runs with: the C extension's where it is built (the same groups as `groups_of`, several
 times faster), else `groups_of`; as `file_runs` and `shingled` are."""
-file_runs = file_runs_of if _extension is None else _extension.file_runs
-shingled = shingled_in_python if _extension is None else _extension.shingled
+file_runs: Filing = file_runs_of if _extension is None else _extension.file_runs
+shingled: Shingling = shingled_in_python if _extension is None else _extension.shingled
