@@ -505,7 +505,7 @@ Filing = Callable[
      list[dict[Occurrence, frozenset[Port]]], Callable[[int], None], type[Occurrence]],
     None,
 ]  # fmt: skip
-Shingling = Callable[[NodeWords], "tuple[array[int], array[int], array[int]]"]  # (array[int]: not at run time before 3.12)
+Shingling = Callable[[NodeWords], "tuple[array[int], array[int], array[int]]"]  # (quoted: array[int] needs 3.12)
 
 
 EXTENSION_VERSION = 2
