@@ -7,8 +7,9 @@
  * set in it, the candidate: (ports, occurrences one per skill, prototype, prototype tokens, gain), when it has
  * MIN_OCCURRENCES skills and a positive gain.
  *
- * file_runs(...) (file_runs_of) files a skill's runs in the buckets of their keys, and shingled(node_terms)
- * (shingled_in_python) hashes a skill's words and 3-grams for its SkillText.
+ * file_runs(...) (file_runs_of) files a skill's runs in the buckets of their keys, shingled(node_terms)
+ * (shingled_in_python) hashes a skill's words and 3-grams for its SkillText, and chosen(candidates, tokens)
+ * (macro_index.chosen_in_python) makes a rebuild's greedy choice among the candidates.
  *
  * Each call holds the GIL throughout (the longest, a large bucket's groups, takes milliseconds) and frees what
  * it allocated before it returns.
@@ -27,7 +28,7 @@
 #define REFERENCE_TOKENS 12
 #define PRIME 0x100000001B3ULL
 #ifndef VERSION /* (a test builds one with another, as if left from older sources) */
-#define VERSION 2 /* what motif_discovery.py expects: a build left from older sources is not used */
+#define VERSION 3 /* what motif_discovery.py expects: a build left from older sources is not used */
 #endif
 
 /* -- growable arrays --------------------------------------------------------------------------------- */
@@ -954,6 +955,185 @@ done:
     return result;
 }
 
+/* -- the greedy choice of a rebuild (macro_index.chosen_in_python) -------------------------------------- */
+
+typedef struct {
+    PyObject *name; /* borrowed from an occurrence */
+    uint64_t *bits; /* the skill's nodes taken */
+    Py_ssize_t words;
+} Claimed;
+
+typedef struct {
+    Claimed *skills;
+    Py_ssize_t count, capacity;
+    Table table;
+} Claims;
+
+typedef struct {
+    Claims *claims;
+    PyObject *name;
+    int error;
+} ClaimKey;
+
+static int same_claimed(void *context, Py_ssize_t value) {
+    ClaimKey *key = context;
+    PyObject *known = key->claims->skills[value].name;
+    if (known == key->name) return 1;
+    int equal = PyObject_RichCompareBool(known, key->name, Py_EQ);
+    if (equal < 0) key->error = 1;
+    return equal > 0;
+}
+
+/* The claims of a skill, made (with no node taken) if `make`; NULL (and no error) if not made. */
+static Claimed *claimed_of(Claims *claims, PyObject *name, int make) {
+    Py_hash_t hash = PyObject_Hash(name);
+    if (hash == -1) return NULL;
+    ClaimKey key = {claims, name, 0};
+    Py_ssize_t slot = table_find(&claims->table, (uint64_t)hash, same_claimed, &key);
+    if (key.error) return NULL;
+    if (claims->table.values[slot] >= 0) return &claims->skills[claims->table.values[slot]];
+    if (!make) return NULL;
+    if (grow((void **)&claims->skills, &claims->capacity, claims->count + 1, sizeof(Claimed)) < 0) return NULL;
+    Claimed *made = &claims->skills[claims->count];
+    *made = (Claimed){name, NULL, 0};
+    if (table_put(&claims->table, slot, (uint64_t)hash, claims->count++) < 0) return NULL;
+    return made;
+}
+
+/* An occurrence's skill, start and length, checked. */
+static int read_occurrence(PyObject *occurrence, PyObject **name, Py_ssize_t *start, Py_ssize_t *length) {
+    if (!PyTuple_Check(occurrence) || PyTuple_GET_SIZE(occurrence) != 3) {
+        PyErr_SetString(PyExc_TypeError, "an occurrence must be an Occurrence (skill, start, length)");
+        return -1;
+    }
+    *name = PyTuple_GET_ITEM(occurrence, 0);
+    *start = PyLong_AsSsize_t(PyTuple_GET_ITEM(occurrence, 1));
+    *length = PyLong_AsSsize_t(PyTuple_GET_ITEM(occurrence, 2));
+    if (PyErr_Occurred()) return -1;
+    if (*start < 0 || *length < 1) {
+        PyErr_Format(PyExc_ValueError, "occurrence %R has no nodes", occurrence);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether any node of [start, start + length) is taken. */
+static int any_taken(const Claimed *skill, Py_ssize_t start, Py_ssize_t length) {
+    for (Py_ssize_t i = start; skill != NULL && i < start + length; i++) {
+        if (i / 64 < skill->words && skill->bits[i / 64] >> (i % 64) & 1) return 1;
+    }
+    return 0;
+}
+
+static int take(Claimed *skill, Py_ssize_t start, Py_ssize_t length) {
+    Py_ssize_t needed = (start + length + 63) / 64;
+    if (needed > skill->words) {
+        uint64_t *bits = PyMem_Realloc(skill->bits, needed * sizeof(uint64_t));
+        if (bits == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memset(bits + skill->words, 0, (needed - skill->words) * sizeof(uint64_t));
+        skill->bits = bits;
+        skill->words = needed;
+    }
+    for (Py_ssize_t i = start; i < start + length; i++) skill->bits[i / 64] |= (uint64_t)1 << (i % 64);
+    return 0;
+}
+
+/* The tokens of an occurrence's nodes (macro_index._gain's sizes). */
+static int tokens_of(PyObject *tokens, PyObject *name, Py_ssize_t start, Py_ssize_t length, long long *sum) {
+    PyObject *sizes = PyDict_GetItemWithError(tokens, name);
+    if (sizes == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, name);
+        return -1;
+    }
+    if (!PyTuple_Check(sizes) || start + length > PyTuple_GET_SIZE(sizes)) {
+        PyErr_SetString(PyExc_ValueError, "an occurrence lies outside its skill's token counts");
+        return -1;
+    }
+    *sum = 0;
+    for (Py_ssize_t i = start; i < start + length; i++) {
+        long long size = PyLong_AsLongLong(PyTuple_GET_ITEM(sizes, i));
+        if (size == -1 && PyErr_Occurred()) return -1;
+        *sum += size;
+    }
+    return 0;
+}
+
+static PyObject *chosen(PyObject *module, PyObject *args) {
+    PyObject *candidates, *tokens, *taken = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!:chosen", &PyList_Type, &candidates, &PyDict_Type, &tokens)) return NULL;
+    Claims claims = {NULL, 0, 0, {NULL, NULL, 0, 0}};
+    Py_ssize_t *free_ones = NULL, free_capacity = 0;
+    if (table_init(&claims.table, 1024) < 0) return NULL;
+    taken = PyList_New(0);
+    if (taken == NULL) goto failed;
+    for (Py_ssize_t position = 0; position < PyList_GET_SIZE(candidates); position++) {
+        PyObject *candidate = PyList_GET_ITEM(candidates, position), *group, *found;
+        if (!PyTuple_Check(candidate) || PyTuple_GET_SIZE(candidate) != 4 ||
+            !PyTuple_Check(group = PyTuple_GET_ITEM(candidate, 3)) || PyTuple_GET_SIZE(group) != 5 ||
+            !PyTuple_Check(found = PyTuple_GET_ITEM(group, 1))) {
+            PyErr_SetString(PyExc_TypeError, "a candidate must be (-gain, prototype, key, group)");
+            goto failed;
+        }
+        Py_ssize_t count = PyTuple_GET_SIZE(found), free_count = 0;
+        if (grow((void **)&free_ones, &free_capacity, count + 1, sizeof(Py_ssize_t)) < 0) goto failed;
+        for (Py_ssize_t k = 0; k < count; k++) {
+            PyObject *name;
+            Py_ssize_t start, length;
+            if (read_occurrence(PyTuple_GET_ITEM(found, k), &name, &start, &length) < 0) goto failed;
+            Claimed *skill = claimed_of(&claims, name, 0);
+            if (skill == NULL && PyErr_Occurred()) goto failed;
+            if (!any_taken(skill, start, length)) free_ones[free_count++] = k;
+        }
+        if (free_count < MIN_OCCURRENCES) continue;
+        PyObject *occurrences;
+        if (free_count == count) {
+            occurrences = Py_NewRef(found);
+        } else { /* macro_index._gain of the free ones */
+            long long total = 0, smallest = 0;
+            for (Py_ssize_t k = 0; k < free_count; k++) {
+                PyObject *name;
+                Py_ssize_t start, length;
+                long long size;
+                if (read_occurrence(PyTuple_GET_ITEM(found, free_ones[k]), &name, &start, &length) < 0 ||
+                    tokens_of(tokens, name, start, length, &size) < 0)
+                    goto failed;
+                total += size;
+                smallest = k == 0 || size < smallest ? size : smallest;
+            }
+            if (total - smallest - (long long)REFERENCE_TOKENS * free_count <= 0) continue;
+            occurrences = PyTuple_New(free_count);
+            if (occurrences == NULL) goto failed;
+            for (Py_ssize_t k = 0; k < free_count; k++)
+                PyTuple_SET_ITEM(occurrences, k, Py_NewRef(PyTuple_GET_ITEM(found, free_ones[k])));
+        }
+        PyObject *entry = Py_BuildValue("(nN)", position, occurrences);
+        if (entry == NULL || PyList_Append(taken, entry) < 0) {
+            Py_XDECREF(entry);
+            goto failed;
+        }
+        Py_DECREF(entry);
+        for (Py_ssize_t k = 0; k < free_count; k++) {
+            PyObject *name;
+            Py_ssize_t start, length;
+            if (read_occurrence(PyTuple_GET_ITEM(found, free_ones[k]), &name, &start, &length) < 0) goto failed;
+            Claimed *skill = claimed_of(&claims, name, 1);
+            if (skill == NULL || take(skill, start, length) < 0) goto failed;
+        }
+    }
+    goto done;
+failed:
+    Py_CLEAR(taken);
+done:
+    for (Py_ssize_t i = 0; i < claims.count; i++) PyMem_Free(claims.skills[i].bits);
+    PyMem_Free(claims.skills);
+    table_free(&claims.table);
+    PyMem_Free(free_ones);
+    return taken;
+}
+
 static PyMethodDef methods[] = {
     {"groups", groups, METH_VARARGS,
      "groups(runs, texts, tokens) -> [(ports, occurrences, prototype, prototype_tokens, gain)]: "
@@ -961,6 +1141,8 @@ static PyMethodDef methods[] = {
     {"file_runs", file_runs, METH_VARARGS,
      "file_runs(shapes, skill, rows, reach, files, verifiable, buckets, grow, occurrence): "
      "motif_discovery.file_runs_of in C."},
+    {"chosen", chosen, METH_VARARGS,
+     "chosen(candidates, tokens) -> [(position, occurrences)]: macro_index.chosen_in_python in C."},
     {"shingled", shingled, METH_O,
      "shingled(node_terms) -> (starts, words, trigrams): motif_discovery.shingled_in_python in C."},
     {NULL, NULL, 0, NULL},

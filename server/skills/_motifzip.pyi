@@ -1,3 +1,4 @@
+from .macro_index import Choosing
 from .motif_discovery import Filing, Grouping, Shingling
 
 VERSION: int
@@ -11,3 +12,4 @@ REFERENCE_TOKENS: int
 groups: Grouping
 file_runs: Filing
 shingled: Shingling
+chosen: Choosing

@@ -17,7 +17,7 @@ two share every graph, text and macro, and each bucket and key set until one of 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from .bulk import fewer_collections, settle_long_lived
@@ -29,6 +29,7 @@ from .motif_discovery import (
     Run,
     RunShapes,
     SkillText,
+    compiled,
     groups,
     jaccard,
     macro_of,
@@ -330,27 +331,27 @@ class MacroIndex:
                 runs = {o: ports for o, ports in runs.items() if self._free(o)}
             candidates += [(-group[4], group[2], key, group) for group in groups(runs, self._texts, self._tokens)]
         candidates.sort(key=lambda candidate: candidate[:2])
-        claimed: dict[str, int] | None = None if self._holder else {}
-        """When nothing was held before (a rebuild): the nodes claimed here, per skill, as bits (the node
-        holders' table is large, and asked once a node)."""
+        if not self._holder:  # a rebuild: nothing held before
+            for position, occurrences in chosen(candidates, self._tokens):
+                _, _, key, group = candidates[position]
+                self._take(key, group, occurrences)
+            return
         for _, _, key, group in candidates:
-            found = group[1]
-            if claimed is None:
-                occurrences = tuple(o for o in found if self._free(o))
-            else:
-                occurrences = tuple(o for o in found if not claimed.get(o.skill, 0) >> o.start & (1 << o.length) - 1)
-            whole = len(occurrences) == len(found)  # all still free: its prototype, name and gain stand
-            if len(occurrences) >= MIN_OCCURRENCES and (whole or _gain(self._tokens, occurrences) > 0):
-                macro = macro_of(self._graphs, key, group, self.revised.get(key) or Level.CONTRACT)
-                self._macros[macro.macro_id] = macro
-                self._key_set(key).add(macro.macro_id)
-                if whole:
-                    self._claim(macro)
-                else:
-                    self._set_occurrences(macro, occurrences)
-                if claimed is not None:
-                    for o in occurrences:
-                        claimed[o.skill] = claimed.get(o.skill, 0) | (1 << o.length) - 1 << o.start
+            occurrences = tuple(o for o in group[1] if self._free(o))
+            if len(occurrences) >= MIN_OCCURRENCES and (
+                len(occurrences) == len(group[1]) or _gain(self._tokens, occurrences) > 0
+            ):
+                self._take(key, group, occurrences)
+
+    def _take(self, key: Key, group: Group, occurrences: tuple[Occurrence, ...]) -> None:
+        """Make the macro of a candidate group with these of its occurrences (those still free)."""
+        macro = macro_of(self._graphs, key, group, self.revised.get(key) or Level.CONTRACT)
+        self._macros[macro.macro_id] = macro
+        self._key_set(key).add(macro.macro_id)
+        if len(occurrences) == len(group[1]):  # all still free: its prototype, name and gain stand
+            self._claim(macro)
+        else:
+            self._set_occurrences(macro, occurrences)
 
     def _set_occurrences(self, macro: Macro, occurrences: tuple[Occurrence, ...]) -> None:
         """Give a macro these occurrences (claiming their nodes), or retire it when they are fewer than
@@ -384,7 +385,35 @@ class MacroIndex:
                 self._holder[(o.skill, i)] = held
 
 
-def _gain(tokens: dict[str, tuple[int, ...]], occurrences: tuple[Occurrence, ...]) -> int:
+Candidate = tuple[int, Occurrence, Key, Group]
+"""A candidate group of runs of a key, led by what the choice sorts on: its gain (negated) and prototype."""
+
+
+def chosen_in_python(
+    candidates: list[Candidate], tokens: Mapping[str, tuple[int, ...]]
+) -> list[tuple[int, tuple[Occurrence, ...]]]:
+    """The greedy choice of a rebuild, where no node is held yet: the position of each candidate taken (they
+    come best first) with its occurrences still free. A candidate is taken when two or more are, and all of
+    them or the gain of those. The reference for `chosen`, which is the C extension's when it is built."""
+    claimed: dict[str, int] = {}
+    """per skill, its nodes taken as bits"""
+    taken = []
+    for position, (_, _, _, group) in enumerate(candidates):
+        found = group[1]
+        occurrences = tuple(o for o in found if not claimed.get(o.skill, 0) >> o.start & (1 << o.length) - 1)
+        if len(occurrences) >= MIN_OCCURRENCES and (len(occurrences) == len(found) or _gain(tokens, occurrences) > 0):
+            taken.append((position, occurrences))
+            for o in occurrences:
+                claimed[o.skill] = claimed.get(o.skill, 0) | (1 << o.length) - 1 << o.start
+    return taken
+
+
+Choosing = Callable[[list[Candidate], Mapping[str, tuple[int, ...]]], list[tuple[int, tuple[Occurrence, ...]]]]
+chosen: Choosing = chosen_in_python if compiled is None else compiled.chosen
+"""The C extension's where it is built (the same choice as `chosen_in_python`), else `chosen_in_python`."""
+
+
+def _gain(tokens: Mapping[str, tuple[int, ...]], occurrences: tuple[Occurrence, ...]) -> int:
     sizes = [sum(tokens[o.skill][i] for i in o.nodes) for o in occurrences]
     return sum(sizes) - min(sizes) - REFERENCE_TOKENS * len(sizes)
 

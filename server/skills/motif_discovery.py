@@ -508,7 +508,7 @@ Filing = Callable[
 Shingling = Callable[[NodeWords], "tuple[array[int], array[int], array[int]]"]  # (quoted: array[int] needs 3.12)
 
 
-EXTENSION_VERSION = 2
+EXTENSION_VERSION = 3
 """The `_motifzip.VERSION` this module's calls are written for."""
 
 
@@ -532,9 +532,10 @@ def _compiled() -> ModuleType | None:
     return _motifzip
 
 
-_extension = _compiled()
-groups: Grouping = groups_of if _extension is None else _extension.groups
+compiled = _compiled()
+"""The C extension (`_motifzip`), or None."""
+groups: Grouping = groups_of if compiled is None else compiled.groups
 """What MotifZip groups runs with: the C extension's where it is built (the same groups as `groups_of`, several
 times faster), else `groups_of`; as `file_runs` and `shingled` are."""
-file_runs: Filing = file_runs_of if _extension is None else _extension.file_runs
-shingled: Shingling = shingled_in_python if _extension is None else _extension.shingled
+file_runs: Filing = file_runs_of if compiled is None else compiled.file_runs
+shingled: Shingling = shingled_in_python if compiled is None else compiled.shingled

@@ -25,10 +25,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.synthetic import generate_library
-from skillstate.server.skills import motif_discovery
+from skillstate.server.skills import macro_index, motif_discovery
 from skillstate.server.skills.graph import EdgeKind, SkillGraph, build_graph
 from skillstate.server.skills.library import node_tokens, node_words
-from skillstate.server.skills.macro_index import MacroIndex
+from skillstate.server.skills.macro_index import MacroIndex, chosen_in_python
 from skillstate.server.skills.macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Occurrence, Port
 from skillstate.server.skills.motif_discovery import (
     RunShapes,
@@ -77,6 +77,7 @@ def test_the_extension_uses_the_reference_constants() -> None:
     assert motif_discovery.groups is native.groups
     assert motif_discovery.file_runs is native.file_runs
     assert motif_discovery.shingled is native.shingled
+    assert macro_index.chosen is native.chosen
 
 
 def groups_of_every_bucket(graphs: list[SkillGraph]) -> int:
@@ -264,6 +265,50 @@ def test_a_build_from_other_sources_is_not_used() -> None:
     assert "was built from other sources" in shown.stdout
 
 
+def candidates_of(graphs: list[SkillGraph]) -> tuple[MacroIndex, list]:
+    """A rebuild's candidates, sorted as its choice takes them, with the index holding their token counts."""
+    index = buckets_of(graphs)[0]
+    candidates = [
+        (-group[4], group[2], key, group)
+        for key, bucket in index._buckets.items()
+        for group in groups_of(bucket, index._texts, index._tokens)
+    ]
+    candidates.sort(key=lambda candidate: candidate[:2])
+    return index, candidates
+
+
+def test_a_rebuild_chooses_as_the_reference_chooses() -> None:
+    native = compiled()
+    graphs = [build_graph(load_package(s.files, s.folder)) for s in generate_library(400, seed=23)]
+    for library in (graphs, list(corpus_graphs(require_corpus()))):
+        index, candidates = candidates_of(library)
+        expected = chosen_in_python(candidates, index._tokens)
+        assert native.chosen(candidates, index._tokens) == expected
+        assert sum(len(found) < len(candidates[position][3][1]) for position, found in expected) > 0
+
+
+@st.composite
+def overlapping_candidates(draw: st.DrawFn) -> tuple[list, dict]:
+    """Candidates over a few skills of up to 70 nodes (past one 64-bit word), whose occurrences overlap."""
+    skills = [f"s{n}" for n in range(draw(st.integers(2, 5)))]
+    tokens = {skill: tuple(draw(st.lists(st.integers(0, 40), min_size=70, max_size=70))) for skill in skills}
+    candidates = []
+    for n in range(draw(st.integers(0, 12))):
+        chosen_skills = draw(st.lists(st.sampled_from(skills), min_size=1, max_size=len(skills), unique=True))
+        found = tuple(
+            Occurrence(skill, draw(st.integers(0, 66)), draw(st.integers(1, 3))) for skill in sorted(chosen_skills)
+        )
+        candidates.append((-n, found[0], None, (frozenset(), found, found[0], 0, 0)))
+    return candidates, tokens
+
+
+@given(overlapping_candidates())
+def test_crafted_candidates_are_chosen_as_the_reference_chooses(case: tuple[list, dict]) -> None:
+    native = compiled()
+    candidates, tokens = case
+    assert native.chosen(candidates, tokens) == chosen_in_python(candidates, tokens)
+
+
 def test_bad_input_is_refused_with_the_reason() -> None:
     native = compiled()
     texts = {"a": SkillText.of([["one", "two"]])}
@@ -344,7 +389,9 @@ def test_calls_keep_nothing_they_allocate() -> None:
         for node_terms in words:
             native.shingled(node_terms)
         filed(graphs, native.file_runs)
+        native.chosen(candidates, index._tokens)
 
+    candidates = candidates_of(graphs)[1]
     calls()
     gc.collect()
     ports = filed(graphs, native.file_runs)[1][0][0][1]  # a set of ports every call shares (`_ports` memoizes)
@@ -380,3 +427,9 @@ def test_bad_filing_input_is_refused_with_the_reason() -> None:
         native.file_runs(shapes, graph.skill, rows, reach, files, None, [[]] * 999, lambda key: None, Occurrence)
     with pytest.raises(TypeError, match="a term must be a str"):
         native.shingled([["one", 2]])
+    a, b, c, d = (Occurrence(skill, 0, 1) for skill in "abcd")
+    with pytest.raises(TypeError, match="a candidate must be"):
+        native.chosen([(0, a, None)], {})
+    with pytest.raises(KeyError, match="'b'"):  # the second loses a's node: the gain of b's and d's is counted
+        native.chosen([(0, a, None, (frozenset(), (a, c), a, 0, 0)),
+                       (0, a, None, (frozenset(), (a, b, d), a, 0, 0))], {"a": (5,)})  # fmt: skip
