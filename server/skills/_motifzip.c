@@ -227,13 +227,17 @@ typedef struct {
     int error;
 } SkillKey;
 
+/* Whether two names are equal (the same object, as a run's skills mostly are, or equal strings). */
+static int same_name(PyObject *known, PyObject *wanted, int *error) {
+    if (known == wanted) return 1;
+    int equal = PyObject_RichCompareBool(known, wanted, Py_EQ);
+    if (equal < 0) *error = 1;
+    return equal > 0;
+}
+
 static int same_skill(void *context, Py_ssize_t value) {
     SkillKey *key = context;
-    PyObject *known = key->call->skills[value].name;
-    if (known == key->name) return 1;
-    int equal = PyObject_RichCompareBool(known, key->name, Py_EQ);
-    if (equal < 0) key->error = 1;
-    return equal > 0;
+    return same_name(key->call->skills[value].name, key->name, &key->error);
 }
 
 static int get_buffer(PyObject *text, const char *field, Py_buffer *view, Py_ssize_t item_size) {
@@ -977,11 +981,7 @@ typedef struct {
 
 static int same_claimed(void *context, Py_ssize_t value) {
     ClaimKey *key = context;
-    PyObject *known = key->claims->skills[value].name;
-    if (known == key->name) return 1;
-    int equal = PyObject_RichCompareBool(known, key->name, Py_EQ);
-    if (equal < 0) key->error = 1;
-    return equal > 0;
+    return same_name(key->claims->skills[value].name, key->name, &key->error);
 }
 
 /* The claims of a skill, made (with no node taken) if `make`; NULL (and no error) if not made. */
