@@ -338,9 +338,7 @@ class MacroIndex:
             return
         for _, _, key, group in candidates:
             occurrences = tuple(o for o in group[1] if self._free(o))
-            if len(occurrences) >= MIN_OCCURRENCES and (
-                len(occurrences) == len(group[1]) or _gain(self._tokens, occurrences) > 0
-            ):
+            if _worth_taking(self._tokens, group[1], occurrences):
                 self._take(key, group, occurrences)
 
     def _take(self, key: Key, group: Group, occurrences: tuple[Occurrence, ...]) -> None:
@@ -393,15 +391,15 @@ def chosen_in_python(
     candidates: list[Candidate], tokens: Mapping[str, tuple[int, ...]]
 ) -> list[tuple[int, tuple[Occurrence, ...]]]:
     """The greedy choice of a rebuild, where no node is held yet: the position of each candidate taken (they
-    come best first) with its occurrences still free. A candidate is taken when two or more are, and all of
-    them or the gain of those. The reference for `chosen`, which is the C extension's when it is built."""
+    come best first) with its occurrences still free (`_worth_taking`). The reference for `chosen`, which is
+    the C extension's when it is built."""
     claimed: dict[str, int] = {}
     """per skill, its nodes taken as bits"""
     taken = []
     for position, (_, _, _, group) in enumerate(candidates):
         found = group[1]
         occurrences = tuple(o for o in found if not claimed.get(o.skill, 0) >> o.start & (1 << o.length) - 1)
-        if len(occurrences) >= MIN_OCCURRENCES and (len(occurrences) == len(found) or _gain(tokens, occurrences) > 0):
+        if _worth_taking(tokens, found, occurrences):
             taken.append((position, occurrences))
             for o in occurrences:
                 claimed[o.skill] = claimed.get(o.skill, 0) | (1 << o.length) - 1 << o.start
@@ -411,6 +409,14 @@ def chosen_in_python(
 Choosing = Callable[[list[Candidate], Mapping[str, tuple[int, ...]]], list[tuple[int, tuple[Occurrence, ...]]]]
 chosen: Choosing = chosen_in_python if compiled is None else compiled.chosen
 """The C extension's where it is built (the same choice as `chosen_in_python`), else `chosen_in_python`."""
+
+
+def _worth_taking(
+    tokens: Mapping[str, tuple[int, ...]], found: tuple[Occurrence, ...], free: tuple[Occurrence, ...]
+) -> bool:
+    """Whether a candidate whose occurrences are `found` is taken with those still `free`: two or more, and all
+    of them (its gain stands) or a positive gain of those."""
+    return len(free) >= MIN_OCCURRENCES and (len(free) == len(found) or _gain(tokens, free) > 0)
 
 
 def _gain(tokens: Mapping[str, tuple[int, ...]], occurrences: tuple[Occurrence, ...]) -> int:
