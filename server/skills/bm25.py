@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import math
 from array import array
-from collections import Counter
+from collections import _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
@@ -64,9 +64,9 @@ class BM25Index(Generic[Key]):
         self._total_length = 0
         self._shared = False
         """Whether the tables above may be shared with a fork: copied before this index writes them."""
-        self._added: dict[str, tuple[array[int], array[float]]] = {}
-        """Staged: term -> (slots, frequencies) of documents added since the last settle, as machine words (a
-        bulk build stages every posting of the library before it settles)."""
+        self._added: dict[str, array[int]] = {}
+        """Staged: term -> slot, frequency, slot, frequency, ... of the documents added since the last settle,
+        as 32-bit words (a bulk build stages every posting of the library before it settles)."""
         self._dead: set[int] = set()
         """Slots whose documents were removed since the last settle; free again once it is done, so that no
         slot holds two documents in one staging."""
@@ -95,14 +95,15 @@ class BM25Index(Generic[Key]):
         slot = self._free.pop() if self._free else self._new_slot()
         self._slot_of[key] = slot
         self._keys[slot] = key
-        counts = Counter(document)
+        counts: dict[str, int] = {}
+        _count_elements(counts, document)  # Counter's loop without its checks: sections are many, small documents
         added = self._added
         for term, count in counts.items():
             staged = added.get(term)
             if staged is None:
-                staged = added[term] = (array("i"), array("f"))
-            staged[0].append(slot)
-            staged[1].append(count)
+                staged = added[term] = array("i")
+            staged.append(slot)
+            staged.append(count)
         length = sum(counts.values())
         self._lengths[slot] = length
         self._total_length += length
@@ -128,15 +129,16 @@ class BM25Index(Generic[Key]):
         dead = np.fromiter(self._dead, dtype=np.int32, count=len(self._dead))
         for term in sorted(self._touched.union(self._added)):
             staged = self._added.get(term)
-            if staged is not None and len(staged[0]) == 1 and term not in self._postings:
+            if staged is not None and len(staged) == 2 and term not in self._postings:
                 # a new term one document holds (most terms of a library): packed as is, with no arrays made
-                if staged[0][0] not in self._dead:
-                    self._postings[term] = _packed(staged[0][0], staged[1][0])
+                if staged[0] not in self._dead:
+                    self._postings[term] = _packed(staged[0], staged[1])
                 continue
             slots, frequencies = self._arrays(term)
             if staged:
-                slots = np.concatenate((slots, np.frombuffer(staged[0], dtype=np.int32)))
-                frequencies = np.concatenate((frequencies, np.frombuffer(staged[1], dtype=np.float32)))
+                pairs = np.frombuffer(staged, dtype=np.int32).reshape(-1, 2)
+                slots = np.concatenate((slots, pairs[:, 0]))
+                frequencies = np.concatenate((frequencies, pairs[:, 1].astype(np.float32)))
             if len(dead) and len(slots):
                 kept = ~np.isin(slots, dead)
                 slots, frequencies = slots[kept], frequencies[kept]
