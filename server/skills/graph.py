@@ -33,6 +33,7 @@ from .links import relative_links, resolve
 from .package import SkillPackage
 from .roles import Role, role_of
 from .sections import Part, split_body
+from .tokens import section_tokens
 
 
 class EdgeKind(StrEnum):
@@ -65,6 +66,9 @@ class SectionNode:
     contract: Contract
     provenance: Provenance
     text: str
+    tokens: int
+    """The text's tokens, by the tokenizer budgets are counted in (tokens.py): counted when the graph is built,
+    and kept in its record, so a restarted registry does not encode every section again."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -181,7 +185,9 @@ def _node(
     provenance = Provenance(package.name, file, part.first_line + line_offset, part.last_line + line_offset)
     # one string for every copy of a text (freed with its last holder): libraries repeat sections word for word
     title, text, heading_path = sys.intern(title), sys.intern(part.text), tuple(map(sys.intern, part.heading_path))
-    return SectionNode(index, title, heading_path, part.level, part.is_step, role, contract, provenance, text)
+    return SectionNode(
+        index, title, heading_path, part.level, part.is_step, role, contract, provenance, text, section_tokens(text)
+    )
 
 
 @lru_cache(maxsize=1 << 16)

@@ -19,7 +19,7 @@ from .bulk import settle_long_lived
 from .graph import SectionNode, SkillGraph
 from .ranking import SECTION_CANDIDATES, SKILL_CANDIDATES, Ranking, fuse, pairs, scaled, with_phrase_bonus
 from .text import NodeWords, section_terms, terms
-from .tokens import count_tokens
+from .tokens import section_tokens
 
 NodeKey = tuple[str, int]
 """(skill name, node index)"""
@@ -161,21 +161,15 @@ def node_words(graph: SkillGraph) -> list[tuple[str, ...]]:
 
 
 def node_tokens(graph: SkillGraph) -> tuple[int, ...]:
-    """Tokens of each node's text, by the tokenizer budgets are counted in."""
-    return tuple(map(_section_tokens, [node.text for node in graph.nodes]))
-
-
-@lru_cache(maxsize=1 << 16)
-def _section_tokens(text: str) -> int:
-    """Libraries repeat sections word for word: a text seen lately is not encoded again."""
-    return count_tokens(text)
+    """Tokens of each node's text, by the tokenizer budgets are counted in (`SectionNode.tokens`)."""
+    return tuple([node.tokens for node in graph.nodes])
 
 
 def forget_section_memos() -> None:
     """Empty the memos of sections' terms and token counts (about 30 MB when full, and holding texts of skills
     since removed): a bulk build gains from them, registrations one at a time hardly."""
     section_terms.cache_clear()
-    _section_tokens.cache_clear()
+    section_tokens.cache_clear()
 
 
 def skill_terms(skill: LibrarySkill) -> set[str]:

@@ -35,8 +35,9 @@ from .package import (
     SkillPackage,
 )
 from .roles import Role
+from .tokens import ENCODING
 
-FORMAT = 1
+FORMAT = 2
 """The layout of a record; part of the tag."""
 
 
@@ -62,6 +63,7 @@ def _code_digest() -> str | None:
     sources = sorted(here.rglob("*.py"))
     try:
         parsers = f"{metadata.version('strictyaml')} {metadata.version('PyYAML')} {unicodedata.unidata_version}"
+        parsers += f" {metadata.version('tiktoken')} {ENCODING}"  # what counted the sections' tokens
     except metadata.PackageNotFoundError:
         return None
     if not sources:  # (installed without its source: nothing to tell two versions apart by)
@@ -118,18 +120,21 @@ def _node(node: SectionNode) -> list[Any]:
     contract = [[[s.name, s.kind] for s in c.inputs], [[s.name, s.kind] for s in c.outputs], list(c.resources),
                 list(c.guards), list(c.verifies), c.state_changing]  # fmt: skip
     return [node.title, list(node.heading_path), node.level, node.is_step, node.role.value, contract,
-            [p.file, p.first_line, p.last_line], node.text]  # fmt: skip
+            [p.file, p.first_line, p.last_line], node.text, node.tokens]  # fmt: skip
 
 
 def _graph(skill: str, description: str, body_file: str, nodes: list[Any], edges: list[Any]) -> SkillGraph:
     made = []
-    for index, (title, heading_path, level, is_step, role, contract, (file, first, last), text) in enumerate(nodes):
+    for index, node in enumerate(nodes):
+        title, heading_path, level, is_step, role, contract, (file, first, last), text, tokens = node
         inputs, outputs, resources, guards, verifies, changing = contract
+        if type(tokens) is not int or tokens < 0:
+            raise ValueError(f"node {index}: tokens {tokens!r} is not a count")
         made.append(SectionNode(
             index, sys.intern(title), tuple(map(sys.intern, heading_path)), level, is_step, Role(role),
             interned(Contract(tuple(Signature(*s) for s in inputs), tuple(Signature(*s) for s in outputs),
                               tuple(resources), tuple(guards), tuple(verifies), changing)),
-            Provenance(skill, file, first, last), sys.intern(text),
+            Provenance(skill, file, first, last), sys.intern(text), tokens,
         ))  # fmt: skip
     made_edges = tuple(shared_edge(source, target, EdgeKind(kind), label) for source, target, kind, label in edges)
     return SkillGraph(skill, description, tuple(made), made_edges, body_file)

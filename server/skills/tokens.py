@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import tiktoken
@@ -39,6 +39,13 @@ def _encoding() -> tiktoken.Encoding:
 
 def count_tokens(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
+
+
+@lru_cache(maxsize=1 << 16)
+def section_tokens(text: str) -> int:
+    """`count_tokens` of a section's text, kept for the texts seen last: libraries repeat sections word for word,
+    and a text seen lately is not encoded again (`library.forget_section_memos` empties it)."""
+    return count_tokens(text)
 
 
 def count_joined(lines: Sequence[str], known: dict[str, int]) -> int:

@@ -8,6 +8,7 @@ from skillstate.server.skills.contracts import Signature, extract_contract
 from skillstate.server.skills.graph import Edge, EdgeKind, build_graph
 from skillstate.server.skills.package import load_package
 from skillstate.server.skills.roles import Role, role_of
+from skillstate.server.skills.tokens import count_tokens
 
 SKILL = """---
 name: ship-order
@@ -78,6 +79,11 @@ def test_nodes_have_roles_and_source_lines() -> None:
         first, last = node.provenance.first_line, node.provenance.last_line
         assert "".join(file_lines[first - 1 : last]) == node.text
     assert g.source() == SKILL.split("---\n", 2)[2]
+
+
+def test_each_node_carries_its_texts_token_count() -> None:
+    assert [n.tokens for n in graph().nodes] == [count_tokens(n.text) for n in graph().nodes]
+    assert graph().nodes[-1].tokens == 1  # "carrier"
 
 
 def test_contracts_read_artifacts_tools_guards_and_checks() -> None:

@@ -4,6 +4,7 @@ them back instead of loading and building every skill again, and only when the s
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 import zlib
 from collections.abc import AsyncIterator, Sequence
@@ -18,6 +19,7 @@ from skillstate.server.skills import registry as registry_module
 from skillstate.server.skills.graph import build_graph
 from skillstate.server.skills.package import PackageLimits, load_package
 from skillstate.server.skills.registry import SkillRegistry
+from skillstate.server.skills.tokens import count_tokens
 from skillstate.server.storage.records import SkillVersion
 from skillstate.server.storage.skill_store.base import SkillStore
 from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
@@ -51,6 +53,18 @@ def test_a_damaged_record_is_refused() -> None:
     for damaged in (record[: len(record) // 2], b"not a record", zlib.compress(b'{"graph": [1, 2]}')):
         with pytest.raises(records.RecordError):
             records.decode(damaged, package.files, package.name)
+
+
+def test_a_record_keeps_each_sections_token_count_and_refuses_one_that_is_not_a_count() -> None:
+    package = load_package(SKILLS[0].files, SKILLS[0].folder)
+    graph = build_graph(package)
+    _, decoded = records.decode(records.encode(package, graph), package.files, package.name)
+    assert [node.tokens for node in decoded.nodes] == [count_tokens(node.text) for node in graph.nodes]
+    fields = json.loads(zlib.decompress(records.encode(package, graph)))
+    for bad in (-1, 2.5, "12", None, True):
+        fields["graph"][3][0][-1] = bad
+        with pytest.raises(records.RecordError, match="tokens"):
+            records.decode(zlib.compress(json.dumps(fields).encode()), package.files, package.name)
 
 
 def test_the_tag_follows_the_package_limits() -> None:
