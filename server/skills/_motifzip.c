@@ -796,7 +796,71 @@ static PyObject *occurrence_of(PyTypeObject *type, PyObject *skill, Py_ssize_t s
     return made;
 }
 
-static PyObject *new_key_name, *new_ports_name, *keys_name, *ports_name;
+/* One (k, k + step, kind, label) of a key's pattern; NULL (no error) when the edge leaves the run. */
+static PyObject *pattern_edge(Py_ssize_t k, PyObject *edge, Py_ssize_t length) {
+    if (!PyTuple_Check(edge) || PyTuple_GET_SIZE(edge) != 3) {
+        PyErr_SetString(PyExc_TypeError, "a row's edge must be (step, kind, label)");
+        return NULL;
+    }
+    Py_ssize_t step = PyLong_AsSsize_t(PyTuple_GET_ITEM(edge, 0));
+    if (step == -1 && PyErr_Occurred()) return NULL;
+    if (k + step < 0 || k + step >= length) return NULL;
+    PyObject *from = PyLong_FromSsize_t(k), *to = PyLong_FromSsize_t(k + step);
+    PyObject *made = from && to ? PyTuple_Pack(4, from, to, PyTuple_GET_ITEM(edge, 1), PyTuple_GET_ITEM(edge, 2)) : NULL;
+    Py_XDECREF(from);
+    Py_XDECREF(to);
+    return made;
+}
+
+/* RunShapes._new_key: the key of a run of these row numbers (a tuple of ints), seen for the first time, appended
+ * to `keys` and its number memoized under the run in `memo`. Returns the number (a new reference). */
+static PyObject *new_key(PyObject *keys, PyObject *memo, PyObject *row_list, PyObject *run) {
+    Py_ssize_t length = PyTuple_GET_SIZE(run);
+    PyObject *signatures = PyTuple_New(length), *kinds = PyTuple_New(length), *pattern = PyList_New(0);
+    PyObject *rows[MAX_RUN], *key = NULL, *number = NULL;
+    if (signatures == NULL || kinds == NULL || pattern == NULL) goto done;
+    for (Py_ssize_t k = 0; k < length; k++) {
+        Py_ssize_t index = PyLong_AsSsize_t(PyTuple_GET_ITEM(run, k));
+        if (index == -1 && PyErr_Occurred()) goto done;
+        if (index < 0 || index >= PyList_GET_SIZE(row_list)) {
+            PyErr_Format(PyExc_IndexError, "row number %zd: there are %zd rows", index, PyList_GET_SIZE(row_list));
+            goto done;
+        }
+        PyObject *row = rows[k] = PyList_GET_ITEM(row_list, index);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(row, 2))) {
+            PyErr_SetString(PyExc_TypeError, "a row must be (signature, kinds, edges)");
+            goto done;
+        }
+        PyTuple_SET_ITEM(signatures, k, Py_NewRef(PyTuple_GET_ITEM(row, 0)));
+        PyTuple_SET_ITEM(kinds, k, Py_NewRef(PyTuple_GET_ITEM(row, 1)));
+    }
+    for (Py_ssize_t k = 0; k < length; k++) { /* (rows[k] stays alive: no Python code runs in this loop) */
+        PyObject *near = PyTuple_GET_ITEM(rows[k], 2);
+        for (Py_ssize_t e = 0; e < PyTuple_GET_SIZE(near); e++) {
+            PyObject *edge = pattern_edge(k, PyTuple_GET_ITEM(near, e), length);
+            if (edge == NULL && PyErr_Occurred()) goto done;
+            if (edge != NULL) {
+                int failed = PyList_Append(pattern, edge);
+                Py_DECREF(edge);
+                if (failed) goto done;
+            }
+        }
+    }
+    PyObject *edges = PyList_AsTuple(pattern);
+    key = edges ? PyTuple_Pack(3, signatures, kinds, edges) : NULL;
+    Py_XDECREF(edges);
+    if (key == NULL || PyList_Append(keys, key) < 0) goto done;
+    number = PyLong_FromSsize_t(PyList_GET_SIZE(keys) - 1);
+    if (number != NULL && PyDict_SetItem(memo, run, number) < 0) Py_CLEAR(number);
+done:
+    Py_XDECREF(signatures);
+    Py_XDECREF(kinds);
+    Py_XDECREF(pattern);
+    Py_XDECREF(key);
+    return number;
+}
+
+static PyObject *new_ports_name, *keys_name, *key_list_name, *row_list_name, *ports_name;
 
 static PyObject *file_runs(PyObject *module, PyObject *args) {
     PyObject *shapes, *skill, *rows, *reach, *files, *verifiable, *buckets, *grow;
@@ -816,10 +880,16 @@ static PyObject *file_runs(PyObject *module, PyObject *args) {
         return NULL;
     }
     PyObject *keys = PyObject_GetAttr(shapes, keys_name), *port_sets = PyObject_GetAttr(shapes, ports_name);
-    if (keys == NULL || port_sets == NULL || !PyDict_Check(keys) || !PyDict_Check(port_sets)) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "shapes._keys and shapes._ports must be dicts");
+    PyObject *key_list = PyObject_GetAttr(shapes, key_list_name), *row_list = PyObject_GetAttr(shapes, row_list_name);
+    if (keys == NULL || port_sets == NULL || key_list == NULL || row_list == NULL || !PyDict_Check(keys) ||
+        !PyDict_Check(port_sets) || !PyList_Check(key_list) || !PyList_Check(row_list)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError,
+                            "shapes._keys and shapes._ports must be dicts, shapes.keys and shapes._row_list lists");
         Py_XDECREF(keys);
         Py_XDECREF(port_sets);
+        Py_XDECREF(key_list);
+        Py_XDECREF(row_list);
         return NULL;
     }
     PyObject *result = NULL;
@@ -837,7 +907,9 @@ static PyObject *file_runs(PyObject *module, PyObject *args) {
                 if (!same) break;
             }
             PyObject *run = slice(rows, start, stop);
-            PyObject *key = run ? memoized(keys, run, shapes, new_key_name) : NULL;
+            PyObject *key = run ? PyDict_GetItemWithError(keys, run) : NULL;
+            if (key != NULL) Py_INCREF(key);
+            else if (run != NULL && !PyErr_Occurred()) key = new_key(key_list, keys, row_list, run);
             Py_XDECREF(run);
             if (key == NULL) goto done;
             Py_ssize_t number = PyLong_AsSsize_t(key);
@@ -881,6 +953,8 @@ static PyObject *file_runs(PyObject *module, PyObject *args) {
 done:
     Py_DECREF(keys);
     Py_DECREF(port_sets);
+    Py_DECREF(key_list);
+    Py_DECREF(row_list);
     return result;
 }
 
@@ -1165,14 +1239,16 @@ static int exec_module(PyObject *module) {
     if (arrays == NULL) return -1;
     array_type = PyObject_GetAttrString(arrays, "array");
     Py_DECREF(arrays);
-    new_key_name = PyUnicode_InternFromString("_new_key");
     new_ports_name = PyUnicode_InternFromString("_new_ports");
     keys_name = PyUnicode_InternFromString("_keys");
+    key_list_name = PyUnicode_InternFromString("keys");
+    row_list_name = PyUnicode_InternFromString("_row_list");
     ports_name = PyUnicode_InternFromString("_ports");
     starts_name = PyUnicode_InternFromString("starts");
     words_name = PyUnicode_InternFromString("words");
     trigrams_name = PyUnicode_InternFromString("trigrams");
-    if (array_type == NULL || !new_key_name || !new_ports_name || !keys_name || !ports_name || !starts_name ||
+    if (array_type == NULL || !new_ports_name || !keys_name || !key_list_name || !row_list_name || !ports_name ||
+        !starts_name ||
         !words_name || !trigrams_name)
         return -1;
     if (PyModule_AddIntConstant(module, "VERSION", VERSION) < 0 ||

@@ -425,6 +425,14 @@ def test_bad_filing_input_is_refused_with_the_reason() -> None:
         native.file_runs(shapes, graph.skill, rows, reach, files, None, [], lambda key: None, Occurrence)
     with pytest.raises(TypeError, match="a bucket is a dict"):
         native.file_runs(shapes, graph.skill, rows, reach, files, None, [[]] * 999, lambda key: None, Occurrence)
+    unknown, malformed = RunShapes(), RunShapes()
+    malformed._row_list = [("a", ((), ()), ((1, "order", ""),)), ("b", ((), ()), "no edges")]
+    with pytest.raises(IndexError, match="row number 7: there are 0 rows"):
+        native.file_runs(unknown, "s", [0, 7], [0, 0], ["f", "f"], None, [], lambda key: None, Occurrence)
+    with pytest.raises(TypeError, match="a row must be"):
+        buckets: list[dict] = [{}]  # (the run of row 0 gets key 0)
+        native.file_runs(malformed, "s", [0, 0, 1], [0, 0, 0], ["f"] * 3, None, buckets, lambda key: None, Occurrence)
+    assert (unknown.keys, unknown._keys, malformed._keys) == ([], {}, {(0,): 0})  # the bad run made no key
     with pytest.raises(TypeError, match="a term must be a str"):
         native.shingled([["one", 2]])
     a, b, c, d = (Occurrence(skill, 0, 1) for skill in "abcd")
