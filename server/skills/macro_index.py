@@ -377,10 +377,12 @@ class MacroIndex:
 
     def _claim(self, macro: Macro) -> None:
         """Mark the macro's occurrences' nodes as held by it."""
+        holder, macro_id = self._holder, macro.macro_id
         for o in macro.occurrences:
-            held = (macro.macro_id, o)
-            for i in o.nodes:
-                self._holder[(o.skill, i)] = held
+            skill, start, length = o
+            held = (macro_id, o)
+            for i in range(start, start + length):
+                holder[(skill, i)] = held
 
 
 Candidate = tuple[int, Occurrence, Key, Group]
@@ -446,8 +448,7 @@ class Rebuild:
             raise ValueError(f"skill {skill!r} is already in the rebuild")
         self._in_order, self._last = self._in_order and skill > self._last, skill
         index._graphs[skill], index._tokens[skill], index._texts[skill] = graph, tokens, SkillText.of(words)
-        verifiable = verifiable_nodes(graph)
-        self._shapes.file(graph, words, None if all(verifiable) else verifiable, self._buckets, self._grow)
+        self._shapes.file(graph, words, self._buckets, self._grow)
 
     def _grow(self, key: int) -> None:
         """Buckets for the key numbers up to this one."""

@@ -103,22 +103,23 @@ class RunShapes:
     def of_skill(self, graph: SkillGraph, node_terms: NodeWords) -> list[tuple[int, int, int, frozenset[Port]]]:
         """(start, length, key number, ports) of every run of the skill but those holding node 0, in order. A
         run never spans two files (SKILL.md and a Markdown reference, or two references)."""
-        rows, reach = self._rows_of(graph, node_terms)
+        rows, reach, _ = self._rows_of(graph, node_terms)
         return list(self._runs(rows, reach, [node.provenance.file for node in graph.nodes]))
 
     def file(
         self,
         graph: SkillGraph,
         node_terms: NodeWords,
-        verifiable: tuple[bool, ...] | None,
         buckets: list[dict[Occurrence, frozenset[Port]]],
         grow: Callable[[int], None],
     ) -> None:
-        """File each run of the skill (`of_skill`) whose nodes are all `verifiable` (None: every node is) in the
+        """File each run of the skill (`of_skill`) whose nodes are all verifiable (`verifiable_nodes`) in the
         bucket of its key number; `grow(key)` makes the buckets up to that key number."""
-        rows, reach = self._rows_of(graph, node_terms)
+        rows, reach, verified = self._rows_of(graph, node_terms)
+        verifiable = verifiable_nodes(graph, verified)
         files = [node.provenance.file for node in graph.nodes]
-        file_runs(self, graph.skill, rows, reach, files, verifiable, buckets, grow, Occurrence)
+        every = None if all(verifiable) else verifiable
+        file_runs(self, graph.skill, rows, reach, files, every, buckets, grow, Occurrence)
 
     def _runs(
         self, rows: list[int], reach: list[int], files: list[str]
@@ -153,14 +154,17 @@ class RunShapes:
         ports = self._ports[spans] = _ports_of_reach(spans)
         return ports
 
-    def _rows_of(self, graph: SkillGraph, node_terms: NodeWords) -> tuple[list[int], list[int]]:
-        """Each node's row number and reach."""
+    def _rows_of(self, graph: SkillGraph, node_terms: NodeWords) -> tuple[list[int], list[int], set[int]]:
+        """Each node's row number and reach, and the sources of the skill's `verifies` edges."""
         nodes = graph.nodes
         near: list[list[tuple[int, str, str]]] = [[] for _ in nodes]
         reach = [0] * len(nodes)
+        verified = set()
         for edge in graph.edges:
             source, target = edge.source, edge.target
             outward, inward, kind = _REACH[edge.kind]
+            if kind == _VERIFIES:
+                verified.add(source)
             step = target - source
             if -MAX_RUN < step < MAX_RUN:
                 near[source].append((step, kind, edge.label))
@@ -176,7 +180,7 @@ class RunShapes:
                 number = self._rows[row] = len(self._row_list)
                 self._row_list.append(row)
             rows.append(number)
-        return rows, reach
+        return rows, reach, verified
 
 
 def _ports_of_reach(reach: tuple[int, ...]) -> frozenset[Port]:
@@ -214,6 +218,7 @@ def _edge_reach(kind: EdgeKind) -> tuple[dict[int, int], dict[int, int], str]:
 
 
 _REACH = {kind: _edge_reach(kind) for kind in EdgeKind}
+_VERIFIES = EdgeKind.VERIFIES.value
 _CROSSING = [[(1 << k) | (1 << (MAX_RUN + after - 1)) if after else 0 for after in range(MAX_RUN + 1)]
              for k in range(MAX_RUN)]  # fmt: skip
 """[k][after]: the reach bits by which a node at offset k of a run, with `after` nodes from it to the run's
@@ -380,11 +385,12 @@ class SkillText:
         return self.trigrams[first : end - 2].tobytes()
 
 
-def verifiable_nodes(graph: SkillGraph) -> tuple[bool, ...]:
+def verifiable_nodes(graph: SkillGraph, verified: set[int] | None = None) -> tuple[bool, ...]:
     """Whether each node may sit in a macro: it changes nothing, or it keeps a path to a verifier (through
     a `verifies` edge, inside the macro or through its port), or its skill has no verifier at all. A run is
-    verifiable when all its nodes are."""
-    verified = {e.source for e in graph.edges if e.kind is EdgeKind.VERIFIES}
+    verifiable when all its nodes are. `verified`: the sources of the skill's `verifies` edges, if known."""
+    if verified is None:
+        verified = {e.source for e in graph.edges if e.kind is EdgeKind.VERIFIES}
     if not verified:
         return (True,) * len(graph.nodes)
     return tuple(not node.contract.state_changing or node.index in verified for node in graph.nodes)

@@ -338,9 +338,10 @@ def filed(graphs: list[SkillGraph], file_runs: object) -> tuple[list, list[list]
 
     for graph in sorted(graphs, key=lambda g: g.skill):
         words = node_words(graph)
-        rows, reach = shapes._rows_of(graph, words)
+        rows, reach, verified = shapes._rows_of(graph, words)
         files = [node.provenance.file for node in graph.nodes]
         verifiable = verifiable_nodes(graph)
+        assert verifiable_nodes(graph, verified) == verifiable  # the rows' pass finds the verified nodes too
         every = None if all(verifiable) else verifiable
         file_runs(shapes, graph.skill, rows, reach, files, every, buckets, grow, Occurrence)  # type: ignore[operator]
     return shapes.keys, [list(bucket.items()) for bucket in buckets]
@@ -417,7 +418,7 @@ def test_bad_filing_input_is_refused_with_the_reason() -> None:
     skill = generate_library(1, seed=19)[0]
     graph = build_graph(load_package(skill.files, skill.folder))
     shapes = RunShapes()
-    rows, reach = shapes._rows_of(graph, node_words(graph))
+    rows, reach, _ = shapes._rows_of(graph, node_words(graph))
     files = [node.provenance.file for node in graph.nodes]
     with pytest.raises(ValueError, match="one item a node"):
         native.file_runs(shapes, graph.skill, rows, reach[:-1], files, None, [], lambda key: None, Occurrence)
