@@ -426,6 +426,13 @@ def _gain(tokens: Mapping[str, tuple[int, ...]], occurrences: tuple[Occurrence, 
     return sum(sizes) - min(sizes) - REFERENCE_TOKENS * len(sizes)
 
 
+SETTLE_EVERY = 1024
+"""A rebuild moves what the build made so far out of the collector's reach each time it has filed this many more
+nodes (the library's entries too, when it adds them alongside): it is long-lived, and young collections would
+otherwise walk it before it ages (a tenth of the build at 1,000 skills, with the bulk thresholds). Freezing is a
+constant-time splice of the collector's lists."""
+
+
 class Rebuild:
     """A full MotifZip under way (`MacroIndex.rebuilding`): `add` files each skill's runs in their buckets,
     `finish` chooses the macros. Skills may come in any order; the buckets are put in occurrence order."""
@@ -440,6 +447,8 @@ class Rebuild:
         """key number (`RunShapes.keys`) -> its bucket"""
         self._in_order = True
         self._last = ""
+        self._unsettled = 0
+        """nodes filed since the last settle_long_lived"""
 
     def add(self, graph: SkillGraph, tokens: tuple[int, ...], words: NodeWords) -> None:
         """File a new skill's runs; `words`: the terms of each node's text."""
@@ -449,6 +458,10 @@ class Rebuild:
         self._in_order, self._last = self._in_order and skill > self._last, skill
         index._graphs[skill], index._tokens[skill], index._texts[skill] = graph, tokens, SkillText.of(words)
         self._shapes.file(graph, words, self._buckets, self._grow)
+        self._unsettled += len(graph.nodes)
+        if self._unsettled >= SETTLE_EVERY:
+            settle_long_lived()
+            self._unsettled = 0
 
     def _grow(self, key: int) -> None:
         """Buckets for the key numbers up to this one."""
