@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -10,7 +12,7 @@ from bench.synthetic import generate_library
 from skillstate.server.skills.compressed import compress_skill, expand
 from skillstate.server.skills.graph import SkillGraph, build_graph
 from skillstate.server.skills.library import node_tokens, node_words
-from skillstate.server.skills.macro_index import Evidence, MacroIndex, compress
+from skillstate.server.skills.macro_index import SETTLE_EVERY, Evidence, MacroIndex, compress
 from skillstate.server.skills.macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Level
 from skillstate.server.skills.motif_discovery import ports_of
 from skillstate.server.skills.package import load_package
@@ -123,6 +125,21 @@ def test_a_rebuild_fed_skill_by_skill_in_any_order_equals_one_over_the_whole_lib
     rebuild.finish()
     assert index.compression() == compress(GRAPHS, TOKENS)
     assert_valid(index, {g.skill: g for g in GRAPHS})
+
+
+def test_a_rebuild_moves_what_it_made_out_of_the_collectors_reach_as_it_goes() -> None:
+    index = MacroIndex()
+    rebuild = index.rebuilding()
+    filed = 0
+    for graph in GRAPHS:
+        rebuild.add(graph, TOKENS[graph.skill], node_words(graph))
+        filed += len(graph.nodes)
+        if filed >= SETTLE_EVERY:
+            break
+    young = {id(o) for o in gc.get_objects()}  # every generation but the frozen one
+    assert filed >= SETTLE_EVERY and id(index._texts[GRAPHS[0].skill]) not in young
+    rebuild.add(GRAPHS[-1], TOKENS[GRAPHS[-1].skill], node_words(GRAPHS[-1]))
+    assert id(index._texts[GRAPHS[-1].skill]) in {id(o) for o in gc.get_objects()}  # until the next settle
 
 
 def test_a_rebuild_refuses_a_skill_twice() -> None:
