@@ -13,9 +13,9 @@ then times, in one process,
 - the first start, from `start()` until `ready()` returns (no records yet: it makes and keeps them);
 - the next start over the same store (from the records);
 - the parts of a start without records, on the same packages: reading the store (`current()`), loading the
-  packages, Sec2Graph, and
-  the paper's measure (each skill's terms, token counts and indexes, then MotifZip, as the registry does),
-  each from cold caches, as the restart starts.
+  packages, Sec2Graph (which counts each section's tokens, kept in the record), and the paper's measure (each
+  skill's terms and indexes, then MotifZip, as the registry does), each from cold caches, as the restart
+  starts.
 One line of progress per step on stderr; a Markdown table on stdout.
 """
 

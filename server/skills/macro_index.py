@@ -322,6 +322,7 @@ class MacroIndex:
         candidates of equal gain, the one whose prototype comes first in occurrence order goes first (each
         run is in one candidate at most, so the order is total)."""
         candidates: list[tuple[int, Occurrence, Key, Group]] = []
+        settled = 0
         for key in keys:  # (in any order: the candidates are sorted below)
             bucket = self._buckets.get(key, {})
             if len(bucket) < MIN_OCCURRENCES or self._banned(key):
@@ -330,7 +331,10 @@ class MacroIndex:
             if self._holder:
                 runs = {o: ports for o, ports in runs.items() if self._free(o)}
             candidates += [(-group[4], group[2], key, group) for group in groups(runs, self._texts, self._tokens)]
-        candidates.sort(key=lambda candidate: candidate[:2])
+            if len(candidates) - settled >= SETTLE_EVERY:  # out of the collector's reach (see SETTLE_EVERY)
+                settle_long_lived()
+                settled = len(candidates)
+        candidates.sort()  # by gain and prototype: no two candidates share a prototype, so nothing after is compared
         if not self._holder:  # a rebuild: nothing held before
             for position, occurrences in chosen(candidates, self._tokens):
                 _, _, key, group = candidates[position]
@@ -348,28 +352,33 @@ class MacroIndex:
         self._key_set(key).add(macro.macro_id)
         if len(occurrences) == len(group[1]):  # all still free: its prototype, name and gain stand
             self._claim(macro)
-        else:
-            self._set_occurrences(macro, occurrences)
+        else:  # (a new macro: none of its nodes is held by it yet)
+            self._give(macro, occurrences)
 
     def _set_occurrences(self, macro: Macro, occurrences: tuple[Occurrence, ...]) -> None:
-        """Give a macro these occurrences (claiming their nodes), or retire it when they are fewer than
-        MIN_OCCURRENCES or no longer gain anything (a removal can leave a macro that costs more than it saves)."""
+        """Give a macro these occurrences instead of its own (`_give`)."""
         for o in macro.occurrences:
             for i in o.nodes:
                 if self._holder.get((o.skill, i), ("",))[0] == macro.macro_id:
                     del self._holder[(o.skill, i)]
-        if len(occurrences) < MIN_OCCURRENCES or _gain(self._tokens, occurrences) <= 0:
+        self._give(macro, occurrences)
+
+    def _give(self, macro: Macro, occurrences: tuple[Occurrence, ...]) -> None:
+        """Give a macro whose nodes are not held these occurrences (claiming their nodes), or retire it when they
+        are fewer than MIN_OCCURRENCES or no longer gain anything (a removal can leave a macro that costs more
+        than it saves)."""
+        occurrences = tuple(sorted(occurrences))
+        sizes = _sizes(self._tokens, occurrences)
+        if len(occurrences) < MIN_OCCURRENCES or _gain_of(sizes) <= 0:
             self._macros.pop(macro.macro_id, None)
             if macro.key in self._macros_by_key:
                 self._key_set(macro.key).discard(macro.macro_id)
             if not self._macros_by_key.get(macro.key):
                 self.evidence.pop(macro.key, None)
             return
-        occurrences = tuple(sorted(occurrences))
-        tokens = [sum(self._tokens[o.skill][i] for i in o.nodes) for o in occurrences]
-        prototype_tokens, prototype = min(zip(tokens, occurrences, strict=True))
+        prototype_tokens, prototype = min(zip(sizes, occurrences, strict=True))
         name = self._graphs[prototype.skill].nodes[prototype.start].title
-        gain = _gain(self._tokens, occurrences)
+        gain = _gain_of(sizes)
         self._macros[macro.macro_id] = macro = replace(
             macro, name=name, occurrences=occurrences, prototype=prototype, prototype_tokens=prototype_tokens, gain=gain
         )
@@ -418,11 +427,16 @@ def _worth_taking(
 ) -> bool:
     """Whether a candidate whose occurrences are `found` is taken with those still `free`: two or more, and all
     of them (its gain stands) or a positive gain of those."""
-    return len(free) >= MIN_OCCURRENCES and (len(free) == len(found) or _gain(tokens, free) > 0)
+    return len(free) >= MIN_OCCURRENCES and (len(free) == len(found) or _gain_of(_sizes(tokens, free)) > 0)
 
 
-def _gain(tokens: Mapping[str, tuple[int, ...]], occurrences: tuple[Occurrence, ...]) -> int:
-    sizes = [sum(tokens[o.skill][i] for i in o.nodes) for o in occurrences]
+def _sizes(tokens: Mapping[str, tuple[int, ...]], occurrences: tuple[Occurrence, ...]) -> list[int]:
+    """Each occurrence's tokens."""
+    return [sum(tokens[skill][start : start + length]) for skill, start, length in occurrences]
+
+
+def _gain_of(sizes: list[int]) -> int:
+    """What a macro saves: every occurrence but the prototype (the smallest) becomes a reference."""
     return sum(sizes) - min(sizes) - REFERENCE_TOKENS * len(sizes)
 
 
