@@ -5,7 +5,8 @@
  * occurrence order), each skill's SkillText and each skill's node token counts. It clusters the runs by
  * similar text (min-hash sketch postings, word 3-gram Jaccard) and returns, for each cluster and each ports
  * set in it, the candidate: (ports, occurrences one per skill, prototype, prototype tokens, gain), when it has
- * MIN_OCCURRENCES skills and a positive gain.
+ * MIN_OCCURRENCES skills and a positive gain. Grouper(texts, tokens)(runs) is the same for one bucket at a
+ * time, each skill's text and tokens read once for all its calls (motif_discovery.grouper).
  *
  * file_runs(...) (file_runs_of) files a skill's runs in the buckets of their keys, shingled(node_terms)
  * (shingled_in_python) hashes a skill's words and 3-grams for its SkillText, and chosen(candidates, tokens)
@@ -28,7 +29,7 @@
 #define REFERENCE_TOKENS 12
 #define PRIME 0x100000001B3ULL
 #ifndef VERSION /* (a test builds one with another, as if left from older sources) */
-#define VERSION 3 /* what motif_discovery.py expects: a build left from older sources is not used */
+#define VERSION 4 /* what motif_discovery.py expects: a build left from older sources is not used */
 #endif
 
 /* -- growable arrays --------------------------------------------------------------------------------- */
@@ -142,13 +143,28 @@ static uint64_t mix(uint64_t hash) { /* splitmix64's finalizer */
 /* -- the call's state ------------------------------------------------------------------------------- */
 
 typedef struct {
-    PyObject *name;       /* borrowed from a run's occurrence */
+    PyObject *name;       /* the skill's name, as a run's occurrence holds it */
     Py_buffer starts;     /* uint32: each node's first word */
     Py_buffer words;      /* uint32: word hashes */
     Py_buffer trigrams;   /* uint64: the 3-gram at each word */
-    PyObject *tokens;     /* tuple of ints (borrowed from the tokens dict) */
-    int held;             /* buffers held */
+    PyObject *tokens;     /* tuple of ints, from the tokens dict */
 } Skill;
+
+typedef struct {
+    Py_ssize_t call, number;
+} Met;
+
+/* Each skill's text and token counts as the runs name them, read from the dicts once and kept (with references
+ * to what they read) until freed: by one `groups` call, or by a Grouper for all of its calls. */
+typedef struct {
+    PyObject *texts, *tokens; /* the dicts */
+    Skill *skills;
+    Py_ssize_t count, capacity;
+    Table table; /* name hash -> skill number */
+    Met *met;    /* per skill: the last call that met it, and its number in that call */
+    Py_ssize_t met_capacity, met_count;
+    Py_ssize_t calls; /* calls made with it */
+} Skills;
 
 typedef struct {
     PyObject *occurrence, *ports; /* borrowed from the runs */
@@ -173,8 +189,9 @@ typedef struct {
 } Cluster;
 
 typedef struct {
-    Skill *skills;
-    Py_ssize_t n_skills, skills_capacity;
+    Skills *known;
+    Py_ssize_t *skills; /* the call's skills (numbered in order met) -> their number in `known` */
+    Py_ssize_t n_skills, skills_capacity, call;
     Run *runs;
     Py_ssize_t n_runs;
     Content *contents;
@@ -191,17 +208,12 @@ typedef struct {
     Py_ssize_t stamps_capacity, slots_capacity;
     PyObject **ports; /* distinct ports sets, borrowed */
     Py_ssize_t n_ports, ports_capacity;
-    Table skill_table, content_table, sketch_table;
+    Table content_table, sketch_table;
 } Call;
 
+static Skill *skill_at(Call *call, Py_ssize_t number) { return &call->known->skills[call->skills[number]]; }
+
 static void call_free(Call *call) {
-    for (Py_ssize_t i = 0; i < call->n_skills; i++) {
-        if (call->skills[i].held) {
-            PyBuffer_Release(&call->skills[i].starts);
-            PyBuffer_Release(&call->skills[i].words);
-            PyBuffer_Release(&call->skills[i].trigrams);
-        }
-    }
     for (Py_ssize_t i = 0; i < call->n_clusters; i++) PyMem_Free(call->clusters[i].members.items);
     for (Py_ssize_t i = 0; i < call->n_postings; i++) PyMem_Free(call->postings[i].items);
     PyMem_Free(call->skills);
@@ -214,15 +226,38 @@ static void call_free(Call *call) {
     PyMem_Free(call->stamp_of);
     PyMem_Free(call->slot_of);
     PyMem_Free(call->ports);
-    table_free(&call->skill_table);
     table_free(&call->content_table);
     table_free(&call->sketch_table);
 }
 
 /* -- skills ------------------------------------------------------------------------------------------- */
 
+static int skills_init(Skills *known, PyObject *texts, PyObject *tokens) {
+    memset(known, 0, sizeof(Skills));
+    if (table_init(&known->table, 16) < 0) return -1;
+    known->texts = Py_NewRef(texts);
+    known->tokens = Py_NewRef(tokens);
+    return 0;
+}
+
+static void skills_free(Skills *known) {
+    for (Py_ssize_t i = 0; i < known->count; i++) {
+        Skill *skill = &known->skills[i];
+        PyBuffer_Release(&skill->starts);
+        PyBuffer_Release(&skill->words);
+        PyBuffer_Release(&skill->trigrams);
+        Py_DECREF(skill->name);
+        Py_DECREF(skill->tokens);
+    }
+    PyMem_Free(known->skills);
+    PyMem_Free(known->met);
+    table_free(&known->table);
+    Py_CLEAR(known->texts);
+    Py_CLEAR(known->tokens);
+}
+
 typedef struct {
-    Call *call;
+    Skills *known;
     PyObject *name;
     int error;
 } SkillKey;
@@ -237,7 +272,7 @@ static int same_name(PyObject *known, PyObject *wanted, int *error) {
 
 static int same_skill(void *context, Py_ssize_t value) {
     SkillKey *key = context;
-    return same_name(key->call->skills[value].name, key->name, &key->error);
+    return same_name(key->known->skills[value].name, key->name, &key->error);
 }
 
 static PyObject *starts_name, *words_name, *trigrams_name;
@@ -257,45 +292,60 @@ static int get_buffer(PyObject *text, PyObject *field, Py_buffer *view, Py_ssize
     return 0;
 }
 
-/* The number of the run's skill, its text and tokens looked up the first time it is seen. */
-static Py_ssize_t skill_of(Call *call, PyObject *name, PyObject *texts, PyObject *tokens) {
+/* The number of a skill in `known`, its text and tokens read the first time it is named. */
+static Py_ssize_t known_skill(Skills *known, PyObject *name) {
     Py_hash_t hash = PyObject_Hash(name);
     if (hash == -1) return -1;
-    SkillKey key = {call, name, 0};
-    Py_ssize_t slot = table_find(&call->skill_table, (uint64_t)hash, same_skill, &key);
+    SkillKey key = {known, name, 0};
+    Py_ssize_t slot = table_find(&known->table, (uint64_t)hash, same_skill, &key);
     if (key.error) return -1;
-    if (call->skill_table.values[slot] >= 0) return call->skill_table.values[slot];
-    if (grow((void **)&call->skills, &call->skills_capacity, call->n_skills + 1, sizeof(Skill)) < 0) return -1;
-    Skill *skill = &call->skills[call->n_skills];
-    memset(skill, 0, sizeof(Skill));
-    skill->name = name;
-    PyObject *text = PyDict_GetItemWithError(texts, name);
+    if (known->table.values[slot] >= 0) return known->table.values[slot];
+    if (grow((void **)&known->skills, &known->capacity, known->count + 1, sizeof(Skill)) < 0) return -1;
+    Skill skill;
+    PyObject *text = PyDict_GetItemWithError(known->texts, name);
     if (text == NULL) {
         if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, name);
         return -1;
     }
-    skill->tokens = PyDict_GetItemWithError(tokens, name);
-    if (skill->tokens == NULL) {
-        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, name);
+    Py_INCREF(text); /* (reading its fields runs no code of ours, but the dict is not ours either) */
+    PyObject *tokens = PyDict_GetItemWithError(known->tokens, name);
+    if (tokens == NULL || !PyTuple_Check(tokens)) {
+        if (tokens != NULL) PyErr_SetString(PyExc_TypeError, "a skill's token counts must be a tuple");
+        else if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, name);
+        Py_DECREF(text);
         return -1;
     }
-    if (!PyTuple_Check(skill->tokens)) {
-        PyErr_SetString(PyExc_TypeError, "a skill's token counts must be a tuple");
+    skill.tokens = Py_NewRef(tokens);
+    int failed = get_buffer(text, starts_name, &skill.starts, 4);
+    if (!failed && (failed = get_buffer(text, words_name, &skill.words, 4)) != 0) PyBuffer_Release(&skill.starts);
+    if (!failed && (failed = get_buffer(text, trigrams_name, &skill.trigrams, 8)) != 0) {
+        PyBuffer_Release(&skill.starts);
+        PyBuffer_Release(&skill.words);
+    }
+    Py_DECREF(text);
+    if (failed) {
+        Py_DECREF(skill.tokens);
         return -1;
     }
-    if (get_buffer(text, starts_name, &skill->starts, 4) < 0) return -1;
-    if (get_buffer(text, words_name, &skill->words, 4) < 0) {
-        PyBuffer_Release(&skill->starts);
-        return -1;
-    }
-    if (get_buffer(text, trigrams_name, &skill->trigrams, 8) < 0) {
-        PyBuffer_Release(&skill->starts);
-        PyBuffer_Release(&skill->words);
-        return -1;
-    }
-    skill->held = 1;
-    Py_ssize_t number = call->n_skills++; /* counted before anything can fail: call_free releases its buffers */
-    return table_put(&call->skill_table, slot, (uint64_t)hash, number) < 0 ? -1 : number;
+    skill.name = Py_NewRef(name);
+    Py_ssize_t number = known->count++;
+    known->skills[number] = skill; /* counted before anything can fail: skills_free releases it */
+    return table_put(&known->table, slot, (uint64_t)hash, number) < 0 ? -1 : number;
+}
+
+/* The number in this call of the run's skill (numbered in the order the call meets them). */
+static Py_ssize_t skill_of(Call *call, PyObject *name) {
+    Skills *known = call->known;
+    Py_ssize_t number = known_skill(known, name);
+    if (number < 0) return -1;
+    if (grow((void **)&known->met, &known->met_capacity, known->count, sizeof(Met)) < 0) return -1;
+    for (; known->met_count < known->count; known->met_count++) known->met[known->met_count].call = 0;
+    Met *met = &known->met[number];
+    if (met->call == call->call) return met->number;
+    if (grow((void **)&call->skills, &call->skills_capacity, call->n_skills + 1, sizeof(Py_ssize_t)) < 0) return -1;
+    call->skills[call->n_skills] = number;
+    met->call = call->call;
+    return met->number = call->n_skills++;
 }
 
 /* -- runs --------------------------------------------------------------------------------------------- */
@@ -314,14 +364,14 @@ static Py_ssize_t ports_of(Call *call, PyObject *ports) {
     return call->n_ports++;
 }
 
-static int read_run(Call *call, Run *run, PyObject *occurrence, PyObject *ports, PyObject *texts, PyObject *tokens,
-                    Py_ssize_t *last_skill, PyObject **last_name) {
+static int read_run(Call *call, Run *run, PyObject *occurrence, PyObject *ports, Py_ssize_t *last_skill,
+                    PyObject **last_name) {
     if (!PyTuple_Check(occurrence) || PyTuple_GET_SIZE(occurrence) != 3) {
         PyErr_SetString(PyExc_TypeError, "a run's occurrence must be an Occurrence (skill, start, length)");
         return -1;
     }
     PyObject *name = PyTuple_GET_ITEM(occurrence, 0);
-    Py_ssize_t skill = name == *last_name ? *last_skill : skill_of(call, name, texts, tokens);
+    Py_ssize_t skill = name == *last_name ? *last_skill : skill_of(call, name);
     if (skill < 0) return -1;
     *last_skill = skill;
     *last_name = name;
@@ -331,7 +381,7 @@ static int read_run(Call *call, Run *run, PyObject *occurrence, PyObject *ports,
     run->start = PyLong_AsSsize_t(PyTuple_GET_ITEM(occurrence, 1));
     run->length = PyLong_AsSsize_t(PyTuple_GET_ITEM(occurrence, 2));
     if (PyErr_Occurred()) return -1;
-    Skill *known = &call->skills[skill];
+    Skill *known = skill_at(call, skill);
     Py_ssize_t nodes = known->starts.len / 4 - 1;
     if (run->start < 0 || run->length < 1 || run->start + run->length > nodes ||
         run->start + run->length > PyTuple_GET_SIZE(known->tokens)) {
@@ -395,7 +445,7 @@ static void sort_ascending(uint64_t *items, Py_ssize_t count) { /* quicksort, in
 
 /* The content of a run's nodes (SkillText.content), found or added with its distinct shingles. */
 static Py_ssize_t content_of(Call *call, Run *run) {
-    Skill *skill = &call->skills[run->skill];
+    Skill *skill = skill_at(call, run->skill);
     const uint32_t *starts = skill->starts.buf;
     Py_ssize_t first = starts[run->start], end = starts[run->start + run->length];
     if (end < first || end > skill->words.len / 4 || (end - first >= 3 && end - 2 > skill->trigrams.len / 8)) {
@@ -715,15 +765,15 @@ static int may_gain(Call *call) {
 
 /* -- the function ----------------------------------------------------------------------------------- */
 
-static PyObject *groups(PyObject *module, PyObject *args) {
-    PyObject *runs, *texts, *tokens, *found = NULL, *occurrence, *ports, *last_name = NULL;
-    if (!PyArg_ParseTuple(args, "O!O!O!:groups", &PyDict_Type, &runs, &PyDict_Type, &texts, &PyDict_Type, &tokens))
-        return NULL;
+/* The candidate groups among one bucket's runs (groups_of), the skills read through `known`. */
+static PyObject *group_runs(Skills *known, PyObject *runs) {
+    PyObject *found = NULL, *occurrence, *ports, *last_name = NULL;
     Call call;
     memset(&call, 0, sizeof(Call));
+    call.known = known;
+    call.call = ++known->calls;
     call.n_runs = PyDict_GET_SIZE(runs);
-    if (table_init(&call.skill_table, 16) < 0 || table_init(&call.content_table, call.n_runs) < 0 ||
-        table_init(&call.sketch_table, 4 * call.n_runs) < 0)
+    if (table_init(&call.content_table, call.n_runs) < 0 || table_init(&call.sketch_table, 4 * call.n_runs) < 0)
         goto done;
     call.runs = PyMem_Malloc((call.n_runs + 1) * sizeof(Run));
     if (call.runs == NULL) {
@@ -738,7 +788,7 @@ static PyObject *groups(PyObject *module, PyObject *args) {
     }
     for (Py_ssize_t r = 0; r < call.n_runs; r++) {
         Run *run = &call.runs[r];
-        if (read_run(&call, run, run->occurrence, run->ports, texts, tokens, &last_skill, &last_name) < 0) goto done;
+        if (read_run(&call, run, run->occurrence, run->ports, &last_skill, &last_name) < 0) goto done;
     }
     found = PyList_New(0);
     if (found == NULL || call.n_skills < MIN_OCCURRENCES || !may_gain(&call)) goto done;
@@ -754,6 +804,68 @@ done:
     call_free(&call);
     return found;
 }
+
+static PyObject *groups(PyObject *module, PyObject *args) {
+    PyObject *runs, *texts, *tokens;
+    if (!PyArg_ParseTuple(args, "O!O!O!:groups", &PyDict_Type, &runs, &PyDict_Type, &texts, &PyDict_Type, &tokens))
+        return NULL;
+    Skills known;
+    if (skills_init(&known, texts, tokens) < 0) return NULL;
+    PyObject *found = group_runs(&known, runs);
+    skills_free(&known);
+    return found;
+}
+
+/* Grouper(texts, tokens)(runs) is groups(runs, texts, tokens), with each skill's text and token counts read
+ * once for all its calls (a rebuild's buckets name the same skills again and again): the dicts, and what they
+ * hold for the skills it has met, must not change while it is used. */
+typedef struct {
+    PyObject_HEAD
+    Skills known;
+} Grouper;
+
+static PyObject *grouper_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *texts, *tokens;
+    if ((kwargs != NULL && PyDict_GET_SIZE(kwargs)) ||
+        !PyArg_ParseTuple(args, "O!O!:Grouper", &PyDict_Type, &texts, &PyDict_Type, &tokens)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Grouper(texts, tokens) takes no keywords");
+        return NULL;
+    }
+    Grouper *self = (Grouper *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    if (skills_init(&self->known, texts, tokens) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void grouper_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    skills_free(&((Grouper *)self)->known);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyObject *grouper_call(PyObject *self, PyObject *args, PyObject *kwargs) {
+    PyObject *runs;
+    if ((kwargs != NULL && PyDict_GET_SIZE(kwargs)) || !PyArg_ParseTuple(args, "O!:Grouper", &PyDict_Type, &runs)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a Grouper takes no keywords");
+        return NULL;
+    }
+    return group_runs(&((Grouper *)self)->known, runs);
+}
+
+static PyType_Slot grouper_slots[] = {
+    {Py_tp_new, grouper_new},
+    {Py_tp_dealloc, grouper_dealloc},
+    {Py_tp_call, grouper_call},
+    {Py_tp_doc, "Grouper(texts, tokens)(runs) -> groups(runs, texts, tokens), each skill read once for all calls"},
+    {0, NULL},
+};
+
+static PyType_Spec grouper_spec = {"skillstate.server.skills._motifzip.Grouper", sizeof(Grouper), 0,
+                                   Py_TPFLAGS_DEFAULT, grouper_slots};
 
 /* -- filing a skill's runs (motif_discovery.file_runs_of) -------------------------------------------- */
 
@@ -1251,6 +1363,11 @@ static int exec_module(PyObject *module) {
         !starts_name ||
         !words_name || !trigrams_name)
         return -1;
+    PyObject *grouper = PyType_FromSpec(&grouper_spec);
+    if (grouper == NULL) return -1;
+    int added = PyModule_AddObjectRef(module, "Grouper", grouper);
+    Py_DECREF(grouper);
+    if (added < 0) return -1;
     if (PyModule_AddIntConstant(module, "VERSION", VERSION) < 0 ||
         PyModule_AddIntConstant(module, "MAX_RUN", MAX_RUN) < 0 ||
         PyModule_AddIntConstant(module, "SKETCH", SKETCH) < 0 ||

@@ -1,5 +1,8 @@
+from collections.abc import Mapping
+
 from .macro_index import Choosing
-from .motif_discovery import Filing, Grouping, Shingling
+from .macros import Occurrence, Port
+from .motif_discovery import Filing, Group, Grouping, Shingling, SkillText
 
 VERSION: int
 MAX_RUN: int
@@ -13,3 +16,9 @@ groups: Grouping
 file_runs: Filing
 shingled: Shingling
 chosen: Choosing
+
+class Grouper:
+    """`groups(runs, texts, tokens)` for one bucket's runs at a time, each skill read once for all of them."""
+
+    def __init__(self, texts: Mapping[str, SkillText], tokens: Mapping[str, tuple[int, ...]]) -> None: ...
+    def __call__(self, runs: Mapping[Occurrence, frozenset[Port]]) -> list[Group]: ...

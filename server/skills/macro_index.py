@@ -30,7 +30,7 @@ from .motif_discovery import (
     RunShapes,
     SkillText,
     compiled,
-    groups,
+    grouper,
     jaccard,
     macro_of,
     run_key,
@@ -322,7 +322,7 @@ class MacroIndex:
         candidates of equal gain, the one whose prototype comes first in occurrence order goes first (each
         run is in one candidate at most, so the order is total)."""
         candidates: list[tuple[int, Occurrence, Key, Group]] = []
-        settled = 0
+        grouping, settled = grouper(self._texts, self._tokens), 0
         for key in keys:  # (in any order: the candidates are sorted below)
             bucket = self._buckets.get(key, {})
             if len(bucket) < MIN_OCCURRENCES or self._banned(key):
@@ -330,7 +330,7 @@ class MacroIndex:
             runs = dict(sorted(bucket.items())) if key in self._unsorted else bucket
             if self._holder:
                 runs = {o: ports for o, ports in runs.items() if self._free(o)}
-            candidates += [(-group[4], group[2], key, group) for group in groups(runs, self._texts, self._tokens)]
+            candidates += [(-group[4], group[2], key, group) for group in grouping(runs)]
             if len(candidates) - settled >= SETTLE_EVERY:  # out of the collector's reach (see SETTLE_EVERY)
                 settle_long_lived()
                 settled = len(candidates)

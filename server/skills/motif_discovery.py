@@ -29,7 +29,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import chain
 from types import ModuleType
 from typing import NamedTuple
@@ -512,9 +512,10 @@ Filing = Callable[
     None,
 ]  # fmt: skip
 Shingling = Callable[[NodeWords], "tuple[array[int], array[int], array[int]]"]  # (quoted: array[int] needs 3.12)
+BucketGrouping = Callable[[Mapping[Occurrence, frozenset[Port]]], list[Group]]
 
 
-EXTENSION_VERSION = 3
+EXTENSION_VERSION = 4
 """The `_motifzip.VERSION` this module's calls are written for."""
 
 
@@ -545,3 +546,13 @@ groups: Grouping = groups_of if compiled is None else compiled.groups
 times faster), else `groups_of`; as `file_runs` and `shingled` are."""
 file_runs: Filing = file_runs_of if compiled is None else compiled.file_runs
 shingled: Shingling = shingled_in_python if compiled is None else compiled.shingled
+
+
+def grouper(texts: Mapping[str, SkillText], tokens: Mapping[str, tuple[int, ...]]) -> BucketGrouping:
+    """`groups` of one bucket's runs at a time, over these texts and token counts, which must not change while it
+    is used: the C extension's reads each skill's once for all the buckets (a rebuild's name the same skills
+    again and again), the Python's calls `groups_of`."""
+    if compiled is None:
+        return partial(groups_of, texts=texts, tokens=tokens)
+    native: BucketGrouping = compiled.Grouper(texts, tokens)
+    return native

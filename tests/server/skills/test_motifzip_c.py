@@ -81,14 +81,18 @@ def test_the_extension_uses_the_reference_constants() -> None:
 
 
 def groups_of_every_bucket(graphs: list[SkillGraph]) -> int:
-    """Checks the C's groups of every bucket of these skills against the reference's; how many there are."""
+    """Checks the C's groups of every bucket of these skills against the reference's, alone and through one
+    Grouper for them all (as a rebuild groups them); how many there are."""
     native = compiled()
     index, buckets = buckets_of(graphs)
+    grouping = motif_discovery.grouper(index._texts, index._tokens)
     found = 0
     for bucket in buckets:
         expected = groups_of(bucket, index._texts, index._tokens)
         assert native.groups(bucket, index._texts, index._tokens) == expected
+        assert grouping(bucket) == expected
         found += len(expected)
+    assert isinstance(grouping, native.Grouper)
     return found
 
 
@@ -320,6 +324,21 @@ def test_bad_input_is_refused_with_the_reason() -> None:
         native.groups({("a", 0): frozenset()}, texts, {"a": (5,)})
     with pytest.raises(TypeError):
         native.groups([(Occurrence("a", 0, 1), frozenset())], texts, {"a": (5,)})
+    with pytest.raises(TypeError, match="token counts must be a tuple"):
+        native.groups({Occurrence("a", 0, 1): frozenset()}, texts, {"a": [5]})
+    grouping = native.Grouper(texts, {"a": (5,)})
+    with pytest.raises(KeyError, match="'b'"):  # a skill it cannot read is not kept: it fails again, and the
+        grouping({Occurrence("b", 0, 1): frozenset()})  # skills it read serve on
+    with pytest.raises(KeyError, match="'b'"):
+        grouping({Occurrence("b", 0, 1): frozenset()})
+    assert grouping({Occurrence("a", 0, 1): frozenset()}) == []
+    texts.clear()  # (against the rules) what it read, it holds
+    gc.collect()
+    assert grouping({Occurrence("a", 0, 1): frozenset()}) == []
+    with pytest.raises(TypeError):
+        native.Grouper(texts)
+    with pytest.raises(TypeError, match="keywords"):
+        grouping(runs={})
 
 
 def test_the_reference_runs_when_extensions_are_turned_off() -> None:
@@ -385,8 +404,10 @@ def test_calls_keep_nothing_they_allocate() -> None:
     words = [node_words(graph) for graph in graphs]
 
     def calls() -> None:
+        grouping = native.Grouper(index._texts, index._tokens)
         for bucket in buckets:
             native.groups(bucket, index._texts, index._tokens)
+            grouping(bucket)
         for node_terms in words:
             native.shingled(node_terms)
         filed(graphs, native.file_runs)
