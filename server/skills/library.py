@@ -91,7 +91,7 @@ class SkillLibrary:
         skill = LibrarySkill(graph, version, node_tokens(graph))
         self._skills[graph.skill] = skill
         self._skill_index.add(graph.skill, [*terms(graph.skill), *summary])
-        self._whole_index.add(graph.skill, list(chain(summary, *sections)))
+        self._whole_index.add(graph.skill, chain(summary, *sections))
         for node, section in zip(graph.nodes, sections, strict=True):
             self._section_index.add((graph.skill, node.index), section)
         return skill
