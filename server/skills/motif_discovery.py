@@ -187,13 +187,21 @@ def _ports_of_reach(reach: tuple[int, ...]) -> frozenset[Port]:
     """The ports of a run whose nodes have this reach."""
     mask, length = 0, len(reach)
     for k, beyond in enumerate(reach):
-        group = 0
-        while beyond:
-            if beyond & _CROSSING[k][length - k]:
-                mask |= 1 << (MAX_RUN * group + k)
-            beyond >>= _REACH_BITS
-            group += 1
+        mask |= _port_bits(beyond, k, length - k)
     return _ports(mask)
+
+
+@lru_cache(maxsize=1 << 14)
+def _port_bits(beyond: int, k: int, after: int) -> int:
+    """The port mask bits of a node at offset k of a run, with `after` nodes from it to the run's end, and this
+    reach (nodes repeat their reach: a library has a few thousand)."""
+    mask, group = 0, 0
+    while beyond:
+        if beyond & _CROSSING[k][after]:
+            mask |= 1 << (MAX_RUN * group + k)
+        beyond >>= _REACH_BITS
+        group += 1
+    return mask
 
 
 _REACH_BITS = 2 * MAX_RUN
