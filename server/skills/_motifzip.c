@@ -164,6 +164,7 @@ typedef struct {
     Met *met;    /* per skill: the last call that met it, and its number in that call */
     Py_ssize_t met_capacity, met_count;
     Py_ssize_t calls; /* calls made with it */
+    int busy;         /* a call is under way: a call from inside it (Python code it ran) is refused */
 } Skills;
 
 typedef struct {
@@ -240,20 +241,23 @@ static int skills_init(Skills *known, PyObject *texts, PyObject *tokens) {
     return 0;
 }
 
+/* Releases what `known` holds, leaving it empty (and refusing calls: no texts) before any release can run code. */
 static void skills_free(Skills *known) {
-    for (Py_ssize_t i = 0; i < known->count; i++) {
-        Skill *skill = &known->skills[i];
+    Skills gone = *known;
+    memset(known, 0, sizeof(Skills));
+    for (Py_ssize_t i = 0; i < gone.count; i++) {
+        Skill *skill = &gone.skills[i];
         PyBuffer_Release(&skill->starts);
         PyBuffer_Release(&skill->words);
         PyBuffer_Release(&skill->trigrams);
         Py_DECREF(skill->name);
         Py_DECREF(skill->tokens);
     }
-    PyMem_Free(known->skills);
-    PyMem_Free(known->met);
-    table_free(&known->table);
-    Py_CLEAR(known->texts);
-    Py_CLEAR(known->tokens);
+    PyMem_Free(gone.skills);
+    PyMem_Free(gone.met);
+    table_free(&gone.table);
+    Py_XDECREF(gone.texts);
+    Py_XDECREF(gone.tokens);
 }
 
 typedef struct {
@@ -383,8 +387,8 @@ static int read_run(Call *call, Run *run, PyObject *occurrence, PyObject *ports,
     if (PyErr_Occurred()) return -1;
     Skill *known = skill_at(call, skill);
     Py_ssize_t nodes = known->starts.len / 4 - 1;
-    if (run->start < 0 || run->length < 1 || run->start + run->length > nodes ||
-        run->start + run->length > PyTuple_GET_SIZE(known->tokens)) {
+    if (run->start < 0 || run->length < 1 || run->start > nodes || run->length > nodes - run->start ||
+        run->length > PyTuple_GET_SIZE(known->tokens) - run->start) {
         PyErr_Format(PyExc_ValueError, "run %R lies outside its skill's nodes", occurrence);
         return -1;
     }
@@ -392,7 +396,10 @@ static int read_run(Call *call, Run *run, PyObject *occurrence, PyObject *ports,
     for (Py_ssize_t i = run->start; i < run->start + run->length; i++) {
         long long size = PyLong_AsLongLong(PyTuple_GET_ITEM(known->tokens, i));
         if (size == -1 && PyErr_Occurred()) return -1;
-        sum += size;
+        if (__builtin_add_overflow(sum, size, &sum)) {
+            PyErr_Format(PyExc_OverflowError, "the tokens of run %R do not fit in 64 bits", occurrence);
+            return -1;
+        }
     }
     run->tokens = sum;
     run->ports_id = ports_of(call, ports);
@@ -768,6 +775,12 @@ static int may_gain(Call *call) {
 /* The candidate groups among one bucket's runs (groups_of), the skills read through `known`. */
 static PyObject *group_runs(Skills *known, PyObject *runs) {
     PyObject *found = NULL, *occurrence, *ports, *last_name = NULL;
+    if (known->texts == NULL || known->busy) {
+        PyErr_SetString(PyExc_RuntimeError, known->texts == NULL ? "the Grouper was cleared"
+                                                                  : "the Grouper was called from inside its own call");
+        return NULL;
+    }
+    known->busy = 1;
     Call call;
     memset(&call, 0, sizeof(Call));
     call.known = known;
@@ -802,6 +815,7 @@ failed:
     Py_CLEAR(found);
 done:
     call_free(&call);
+    known->busy = 0;
     return found;
 }
 
@@ -840,8 +854,31 @@ static PyObject *grouper_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     return (PyObject *)self;
 }
 
+static int grouper_traverse(PyObject *self, visitproc visit, void *arg) {
+    Skills *known = &((Grouper *)self)->known;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(known->texts);
+    Py_VISIT(known->tokens);
+    for (Py_ssize_t i = 0; i < known->count; i++) {
+        Skill *skill = &known->skills[i];
+        Py_VISIT(skill->name);
+        Py_VISIT(skill->tokens);
+        Py_VISIT(skill->starts.obj);
+        Py_VISIT(skill->words.obj);
+        Py_VISIT(skill->trigrams.obj);
+    }
+    return 0;
+}
+
+static int grouper_clear(PyObject *self) {
+    Skills *known = &((Grouper *)self)->known;
+    if (!known->busy) skills_free(known); /* (a collection during a call leaves it for the dealloc) */
+    return 0;
+}
+
 static void grouper_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
     skills_free(&((Grouper *)self)->known);
     type->tp_free(self);
     Py_DECREF(type);
@@ -860,12 +897,14 @@ static PyType_Slot grouper_slots[] = {
     {Py_tp_new, grouper_new},
     {Py_tp_dealloc, grouper_dealloc},
     {Py_tp_call, grouper_call},
+    {Py_tp_traverse, grouper_traverse},
+    {Py_tp_clear, grouper_clear},
     {Py_tp_doc, "Grouper(texts, tokens)(runs) -> groups(runs, texts, tokens), each skill read once for all calls"},
     {0, NULL},
 };
 
 static PyType_Spec grouper_spec = {"skillstate.server.skills._motifzip.Grouper", sizeof(Grouper), 0,
-                                   Py_TPFLAGS_DEFAULT, grouper_slots};
+                                   Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, grouper_slots};
 
 /* -- filing a skill's runs (motif_discovery.file_runs_of) -------------------------------------------- */
 
@@ -915,8 +954,12 @@ static PyObject *pattern_edge(Py_ssize_t k, PyObject *edge, Py_ssize_t length) {
         return NULL;
     }
     Py_ssize_t step = PyLong_AsSsize_t(PyTuple_GET_ITEM(edge, 0));
-    if (step == -1 && PyErr_Occurred()) return NULL;
-    if (k + step < 0 || k + step >= length) return NULL;
+    if (step == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear(); /* an int beyond Py_ssize_t: far outside the run */
+        return NULL;
+    }
+    if (step < -k || step >= length - k) return NULL;
     PyObject *from = PyLong_FromSsize_t(k), *to = PyLong_FromSsize_t(k + step);
     PyObject *made = from && to ? PyTuple_Pack(4, from, to, PyTuple_GET_ITEM(edge, 1), PyTuple_GET_ITEM(edge, 2)) : NULL;
     Py_XDECREF(from);
@@ -930,6 +973,7 @@ static PyObject *new_key(PyObject *keys, PyObject *memo, PyObject *row_list, PyO
     Py_ssize_t length = PyTuple_GET_SIZE(run);
     PyObject *signatures = PyTuple_New(length), *kinds = PyTuple_New(length), *pattern = PyList_New(0);
     PyObject *rows[MAX_RUN], *key = NULL, *number = NULL;
+    Py_ssize_t held = 0;
     if (signatures == NULL || kinds == NULL || pattern == NULL) goto done;
     for (Py_ssize_t k = 0; k < length; k++) {
         Py_ssize_t index = PyLong_AsSsize_t(PyTuple_GET_ITEM(run, k));
@@ -938,15 +982,16 @@ static PyObject *new_key(PyObject *keys, PyObject *memo, PyObject *row_list, PyO
             PyErr_Format(PyExc_IndexError, "row number %zd: there are %zd rows", index, PyList_GET_SIZE(row_list));
             goto done;
         }
-        PyObject *row = rows[k] = PyList_GET_ITEM(row_list, index);
+        PyObject *row = PyList_GET_ITEM(row_list, index);
         if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(row, 2))) {
             PyErr_SetString(PyExc_TypeError, "a row must be (signature, kinds, edges)");
             goto done;
         }
+        rows[held++] = Py_NewRef(row); /* (a collection below may run finalizers that change the row list) */
         PyTuple_SET_ITEM(signatures, k, Py_NewRef(PyTuple_GET_ITEM(row, 0)));
         PyTuple_SET_ITEM(kinds, k, Py_NewRef(PyTuple_GET_ITEM(row, 1)));
     }
-    for (Py_ssize_t k = 0; k < length; k++) { /* (rows[k] stays alive: no Python code runs in this loop) */
+    for (Py_ssize_t k = 0; k < length; k++) {
         PyObject *near = PyTuple_GET_ITEM(rows[k], 2);
         for (Py_ssize_t e = 0; e < PyTuple_GET_SIZE(near); e++) {
             PyObject *edge = pattern_edge(k, PyTuple_GET_ITEM(near, e), length);
@@ -965,6 +1010,7 @@ static PyObject *new_key(PyObject *keys, PyObject *memo, PyObject *row_list, PyO
     number = PyLong_FromSsize_t(PyList_GET_SIZE(keys) - 1);
     if (number != NULL && PyDict_SetItem(memo, run, number) < 0) Py_CLEAR(number);
 done:
+    for (Py_ssize_t k = 0; k < held; k++) Py_DECREF(rows[k]);
     Py_XDECREF(signatures);
     Py_XDECREF(kinds);
     Py_XDECREF(pattern);

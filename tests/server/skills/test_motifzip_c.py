@@ -16,6 +16,7 @@ import sys
 import sysconfig
 import tempfile
 import tracemalloc
+import weakref
 from array import array
 from pathlib import Path
 from types import ModuleType
@@ -137,7 +138,11 @@ def crafted_buckets(draw: st.DrawFn) -> tuple[dict[Occurrence, frozenset[Port]],
 def test_crafted_buckets_group_as_the_reference_does(case: tuple) -> None:
     native = compiled()
     bucket, texts, tokens = case
-    assert native.groups(bucket, texts, tokens) == groups_of(bucket, texts, tokens)
+    expected = groups_of(bucket, texts, tokens)
+    assert native.groups(bucket, texts, tokens) == expected
+    grouping = native.Grouper(texts, tokens)
+    assert grouping(bucket) == expected
+    assert grouping(bucket) == expected  # (the skills it read serve the next call)
 
 
 def test_a_bucket_of_many_near_duplicates_groups_as_the_reference_does() -> None:
@@ -209,16 +214,20 @@ def test_the_last_of_the_clusters_compared_is_compared() -> None:
 
 ROWS = [(f"r{n}", ((), ()), tuple((step, "requires", "") for step in (1, -1) if n % (2 + (step > 0)) == 0))
         for n in range(6)]  # fmt: skip
+ROWS.append(("r6", (("file",), ()), ((-(2**70), "data", "x"), (-sys.maxsize, "uses", ""), (0, "data", "self"),
+                                     (2, "order", ""), (sys.maxsize, "uses", ""), (2**70, "data", "y"))))  # fmt: skip
+"""Rows of a few kinds: edges one node back, one forward, both or none, and one whose edges reach its own node,
+two nodes on, or far beyond any run (past what a machine word holds)."""
 
 
 @st.composite
 def filings(draw: st.DrawFn) -> list[tuple]:
-    """Skills of up to 9 nodes over six rows, with reach from every port group, nodes in two files that
+    """Skills of up to 9 nodes over seven rows, with reach from every port group, nodes in two files that
     alternate (equal names, distinct objects), and verifiable flags that are any truthy or falsy values."""
     skills = []
     for n in range(draw(st.integers(1, 6))):
         count = draw(st.integers(0, 9))
-        rows = [draw(st.integers(0, 5)) for _ in range(count)]
+        rows = [draw(st.integers(0, len(ROWS) - 1)) for _ in range(count)]
         reach = [draw(st.sampled_from([0, 1, 8, 1 << 6, (1 << 13) | 3, 1 << 40, 1 << 80])) for _ in range(count)]
         files = ["".join(["SKILL", ".md"]) if draw(st.integers(0, 3)) else "references/a.md" for _ in range(count)]
         flags = st.tuples(*[st.sampled_from([True, False, 0, 1, (), (0,)]) for _ in range(count)])
@@ -313,8 +322,25 @@ def test_crafted_candidates_are_chosen_as_the_reference_chooses(case: tuple[list
     assert native.chosen(candidates, tokens) == chosen_in_python(candidates, tokens)
 
 
+class ReadsItsGrouper:
+    """A skill's text whose `starts` calls a Grouper (the one that reads it) on another skill."""
+
+    def __init__(self, text: SkillText) -> None:
+        self.text, self.grouping = text, None
+
+    @property
+    def starts(self) -> array:
+        self.grouping({Occurrence("a", 0, 1): frozenset()})  # type: ignore[misc]
+        return self.text.starts
+
+    words = property(lambda self: self.text.words)
+    trigrams = property(lambda self: self.text.trigrams)
+
+
 def test_bad_input_is_refused_with_the_reason() -> None:
     native = compiled()
+    text = ReadsItsGrouper(SkillText.of([["one", "two"]]))
+    reentrant = text.grouping = native.Grouper({"a": SkillText.of([["one"]]), "b": text}, {"a": (5,), "b": (5,)})
     texts = {"a": SkillText.of([["one", "two"]])}
     with pytest.raises(KeyError, match="'b'"):
         native.groups({Occurrence("b", 0, 1): frozenset()}, texts, {"b": (5,)})
@@ -326,6 +352,12 @@ def test_bad_input_is_refused_with_the_reason() -> None:
         native.groups([(Occurrence("a", 0, 1), frozenset())], texts, {"a": (5,)})
     with pytest.raises(TypeError, match="token counts must be a tuple"):
         native.groups({Occurrence("a", 0, 1): frozenset()}, texts, {"a": [5]})
+    with pytest.raises(ValueError, match="outside its skill's nodes"):  # (start + length overflows a word)
+        native.groups({Occurrence("a", 0, 1): frozenset(), Occurrence("a", 1, sys.maxsize): frozenset()},
+                      texts, {"a": (5, 5)})  # fmt: skip
+    with pytest.raises(OverflowError, match="64 bits"):
+        native.groups({Occurrence("a", 0, 2): frozenset()}, {"a": SkillText.of([["x"], ["y"]])},
+                      {"a": (2**62, 2**62)})  # fmt: skip
     grouping = native.Grouper(texts, {"a": (5,)})
     with pytest.raises(KeyError, match="'b'"):  # a skill it cannot read is not kept: it fails again, and the
         grouping({Occurrence("b", 0, 1): frozenset()})  # skills it read serve on
@@ -337,8 +369,21 @@ def test_bad_input_is_refused_with_the_reason() -> None:
     assert grouping({Occurrence("a", 0, 1): frozenset()}) == []
     with pytest.raises(TypeError):
         native.Grouper(texts)
+    with pytest.raises(RuntimeError, match="from inside its own call"):  # (its tables would change under it)
+        reentrant({Occurrence("b", 0, 1): frozenset()})
     with pytest.raises(TypeError, match="keywords"):
         grouping(runs={})
+
+
+def test_a_grouper_in_a_cycle_is_collected() -> None:
+    native = compiled()
+    marker = {"a value the texts hold"}
+    alive = weakref.ref(marker)
+    texts: dict[str, object] = {"marker": marker}
+    texts["grouper"] = native.Grouper(texts, {})  # texts -> its Grouper -> texts
+    del texts, marker
+    gc.collect()
+    assert alive() is None
 
 
 def test_the_reference_runs_when_extensions_are_turned_off() -> None:
@@ -397,7 +442,7 @@ def test_the_corpus_words_are_hashed_as_the_reference_hashes_them() -> None:
 
 def test_calls_keep_nothing_they_allocate() -> None:
     """Repeated calls leave no memory behind, and every reference and buffer a call takes is given back (a
-    skill's name, a shared set of ports, a text's array)."""
+    skill's name and text, a shared set of ports, a text's array, the Grouper type)."""
     native = compiled()
     graphs = [build_graph(load_package(s.files, s.folder)) for s in generate_library(60, seed=17)]
     index, buckets = buckets_of(graphs)
@@ -411,13 +456,18 @@ def test_calls_keep_nothing_they_allocate() -> None:
         for node_terms in words:
             native.shingled(node_terms)
         filed(graphs, native.file_runs)
+        long = RunShapes()  # a skill of 300 nodes: starts past the small ints Python keeps
+        long._row_list = list(ROWS)
+        native.file_runs(long, "long", [n % 6 for n in range(300)], [0] * 300, ["f"] * 300, None,
+                         [{} for _ in range(600)], lambda key: None, Occurrence)  # fmt: skip
         native.chosen(candidates, index._tokens)
 
     candidates = candidates_of(graphs)[1]
     calls()
     gc.collect()
     ports = filed(graphs, native.file_runs)[1][0][0][1]  # a set of ports every call shares (`_ports` memoizes)
-    shared = [graphs[0].skill, ports, index._texts[graphs[0].skill].words]
+    shared = [graphs[0].skill, ports, index._texts[graphs[0].skill], index._texts[graphs[0].skill].words,
+              native.Grouper]  # fmt: skip
     references = [sys.getrefcount(value) for value in shared]
     tracemalloc.start()
     try:
@@ -451,6 +501,8 @@ def test_bad_filing_input_is_refused_with_the_reason() -> None:
     malformed._row_list = [("a", ((), ()), ((1, "order", ""),)), ("b", ((), ()), "no edges")]
     with pytest.raises(IndexError, match="row number 7: there are 0 rows"):
         native.file_runs(unknown, "s", [0, 7], [0, 0], ["f", "f"], None, [], lambda key: None, Occurrence)
+    with pytest.raises(IndexError, match="row number -1"):
+        native.file_runs(unknown, "s", [0, -1], [0, 0], ["f", "f"], None, [], lambda key: None, Occurrence)
     with pytest.raises(TypeError, match="a row must be"):
         buckets: list[dict] = [{}]  # (the run of row 0 gets key 0)
         native.file_runs(malformed, "s", [0, 0, 1], [0, 0, 0], ["f"] * 3, None, buckets, lambda key: None, Occurrence)
