@@ -443,8 +443,8 @@ def _gain_of(sizes: list[int]) -> int:
 SETTLE_EVERY = 1024
 """A rebuild moves what the build made so far out of the collector's reach each time it has filed this many more
 nodes (the library's entries too, when it adds them alongside): it is long-lived, and young collections would
-otherwise walk it before it ages (a tenth of the build at 1,000 skills, with the bulk thresholds). Freezing is a
-constant-time splice of the collector's lists."""
+otherwise walk it before it ages (with the bulk thresholds, 0.02-0.03 s of a 0.32 s build at 1,000 skills, and
+0.14-0.21 s of 3.1-3.6 s on the real corpus). Freezing is a constant-time splice of the collector's lists."""
 
 
 class Rebuild:
