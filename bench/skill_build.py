@@ -298,7 +298,7 @@ def breakdown(library: str) -> dict[str, Any]:
     with traced_stage(resident, "baseline index"):
         index = baseline(graphs)
     del index
-    with traced_stage(resident, "library (token counts, per-skill entries, indexes)"), fewer_collections():
+    with traced_stage(resident, "library (per-skill entries, indexes)"), fewer_collections():
         skills = SkillLibrary()
         for graph in graphs:
             skills.add(graph, 1)
