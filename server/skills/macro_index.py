@@ -315,19 +315,22 @@ class MacroIndex:
                 return
 
     def _banned(self, key: Key) -> bool:
-        return key in self.revised and self.revised[key] is None
+        return bool(self.revised) and key in self.revised and self.revised[key] is None  # (a key hashes slowly)
 
     def _promote(self, keys: Iterable[Key]) -> None:
+        """Macros from residual runs in the buckets of these keys (`_choose`)."""
+        self._choose((key, self._buckets.get(key, {})) for key in keys)
+
+    def _choose(self, buckets: Iterable[tuple[Key, dict[Occurrence, frozenset[Port]]]]) -> None:
         """Macros from residual runs in these buckets, chosen greedily by gain, never overlapping; among
         candidates of equal gain, the one whose prototype comes first in occurrence order goes first (each
         run is in one candidate at most, so the order is total)."""
         candidates: list[tuple[int, Occurrence, Key, Group]] = []
         grouping, settled = grouper(self._texts, self._tokens), 0
-        for key in keys:  # (in any order: the candidates are sorted below)
-            bucket = self._buckets.get(key, {})
+        for key, bucket in buckets:  # (in any order: the candidates are sorted below)
             if len(bucket) < MIN_OCCURRENCES or self._banned(key):
                 continue
-            runs = dict(sorted(bucket.items())) if key in self._unsorted else bucket
+            runs = dict(sorted(bucket.items())) if self._unsorted and key in self._unsorted else bucket
             if self._holder:
                 runs = {o: ports for o, ports in runs.items() if self._free(o)}
             candidates += [(-group[4], group[2], key, group) for group in grouping(runs)]
@@ -487,5 +490,5 @@ class Rebuild:
         if not self._in_order:
             index._buckets = {key: dict(sorted(bucket.items())) for key, bucket in index._buckets.items()}
         index._own_every_bucket = True
-        index._promote(index._buckets)
+        index._choose(index._buckets.items())
         settle_long_lived()  # the new tables, out of the collector's reach before a full collection walks them
