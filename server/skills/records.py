@@ -3,10 +3,11 @@ registry reads records back instead of loading every package and building its gr
 restart at 10,000 skills, where decoding takes an eighth of that).
 
 A record is read back only by code that makes the same packages and graphs: its `tag` digests the source of
-every module of this package, what they parse with and the package limits, so a record made by other code or
-under other limits is not read (the registry builds that skill again and keeps the new record). Texts are not
-stored twice: a SKILL.md body or Markdown reference is the concatenation of its sections' texts
-(`SkillGraph.source`), and is stored only when it is not."""
+every module of this package, what they parse and count tokens with, and the package limits, so a record made
+by other code or under other limits is not read (the registry builds that skill again and keeps the new
+record). Texts are not stored twice: a SKILL.md body or Markdown reference is the concatenation of its
+sections' texts (`SkillGraph.source`), and is stored only when it is not. Each section's token count is kept
+(`SectionNode.tokens`): a start from records encodes no text."""
 
 from __future__ import annotations
 
