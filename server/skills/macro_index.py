@@ -30,10 +30,12 @@ from .motif_discovery import (
     RunShapes,
     SkillText,
     compiled,
+    gain_of,
     grouper,
     jaccard,
     macro_of,
     run_key,
+    run_sizes,
     runs_of,
     verifiable_nodes,
 )
@@ -371,8 +373,8 @@ class MacroIndex:
         are fewer than MIN_OCCURRENCES or no longer gain anything (a removal can leave a macro that costs more
         than it saves)."""
         occurrences = tuple(sorted(occurrences))
-        sizes = _sizes(self._tokens, occurrences)
-        if len(occurrences) < MIN_OCCURRENCES or _gain_of(sizes) <= 0:
+        sizes = run_sizes(self._tokens, occurrences)
+        if len(occurrences) < MIN_OCCURRENCES or gain_of(sizes) <= 0:
             self._macros.pop(macro.macro_id, None)
             if macro.key in self._macros_by_key:
                 self._key_set(macro.key).discard(macro.macro_id)
@@ -381,7 +383,7 @@ class MacroIndex:
             return
         prototype_tokens, prototype = min(zip(sizes, occurrences, strict=True))
         name = self._graphs[prototype.skill].nodes[prototype.start].title
-        gain = _gain_of(sizes)
+        gain = gain_of(sizes)
         self._macros[macro.macro_id] = macro = replace(
             macro, name=name, occurrences=occurrences, prototype=prototype, prototype_tokens=prototype_tokens, gain=gain
         )
@@ -430,17 +432,7 @@ def _worth_taking(
 ) -> bool:
     """Whether a candidate whose occurrences are `found` is taken with those still `free`: two or more, and all
     of them (its gain stands) or a positive gain of those."""
-    return len(free) >= MIN_OCCURRENCES and (len(free) == len(found) or _gain_of(_sizes(tokens, free)) > 0)
-
-
-def _sizes(tokens: Mapping[str, tuple[int, ...]], occurrences: tuple[Occurrence, ...]) -> list[int]:
-    """Each occurrence's tokens."""
-    return [sum(tokens[skill][start : start + length]) for skill, start, length in occurrences]
-
-
-def _gain_of(sizes: list[int]) -> int:
-    """What a macro saves: every occurrence but the prototype (the smallest) becomes a reference."""
-    return sum(sizes) - min(sizes) - REFERENCE_TOKENS * len(sizes)
+    return len(free) >= MIN_OCCURRENCES and (len(free) == len(found) or gain_of(run_sizes(tokens, free)) > 0)
 
 
 SETTLE_EVERY = 1024

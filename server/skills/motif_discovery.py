@@ -265,7 +265,7 @@ def groups_of(
     gain; `tokens`: each skill's node token counts. The reference for `groups`, which is the C extension's
     when it is built."""
     occurrences, ports = list(runs), list(runs.values())
-    sizes = [sum(tokens[skill][start : start + length]) for skill, start, length in occurrences]
+    sizes = run_sizes(tokens, occurrences)
     if len({o.skill for o in occurrences}) < MIN_OCCURRENCES or not may_gain(sizes):
         return []
     found = []
@@ -281,11 +281,21 @@ def groups_of(
             if len(one_per_skill) < MIN_OCCURRENCES:
                 continue
             prototype = min(one_per_skill, key=lambda i: (sizes[i], occurrences[i]))
-            gain = sum(sizes[i] for i in one_per_skill) - sizes[prototype] - REFERENCE_TOKENS * len(one_per_skill)
+            gain = gain_of([sizes[i] for i in one_per_skill])  # (the prototype's size is the smallest)
             if gain > 0:
                 chosen = tuple(occurrences[i] for i in one_per_skill)
                 found.append((shared_ports, chosen, occurrences[prototype], sizes[prototype], gain))
     return found
+
+
+def run_sizes(tokens: Mapping[str, tuple[int, ...]], occurrences: Sequence[Occurrence]) -> list[int]:
+    """Each occurrence's tokens."""
+    return [sum(tokens[skill][start : start + length]) for skill, start, length in occurrences]
+
+
+def gain_of(sizes: list[int]) -> int:
+    """What a macro of runs of these sizes saves: every run but the prototype (the smallest) becomes a reference."""
+    return sum(sizes) - min(sizes) - REFERENCE_TOKENS * len(sizes)
 
 
 def may_gain(tokens: list[int]) -> bool:
