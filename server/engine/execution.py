@@ -1,9 +1,9 @@
-"""One execution in memory: its contract, its head state, and a window of recent revisions.
+"""One execution in memory: its contract, its head state, its path index, and a window of recent revisions.
 
 The head state is changed in place and each revision in the window keeps its undo (server/engine/undo.py), so a
 patch costs what it changes, never the size of the objects it writes into, and the window costs memory in
-proportion to what changed. The window serves stale-base merges, watch catch-up, history and reads of
-recent states without touching storage; anything older is replayed from the log.
+proportion to what changed. The window serves watch catch-up, history and reads of recent states without
+touching storage (anything older is replayed from the log); the path index (paths.py) serves merges.
 """
 
 from __future__ import annotations
@@ -12,29 +12,28 @@ import asyncio
 import collections
 import functools
 import itertools
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from ..errors import CorruptLogError, NotFoundError
+from ..limits import DEFAULT_LIMITS
 from ..storage.records import RevisionRecord, SnapshotRecord
 from . import canonical
 from .committer import Pending
-from .merge import Change
-from .mergepatch import MISSING, written_paths
+from .mergepatch import Path, written_paths
 from .ownership import OwnerMap
-from .policy import PolicyMap
+from .paths import PathIndex
+from .policy import MergePolicy, PolicyMap
 from .statesize import size_change, state_bytes
-from .undo import Restore, Undo, apply_in_place, compose, revert_in_place, reverted
+from .undo import Undo, apply_in_place, compose, revert_in_place, reverted
 from .validation import SchemaValidator
 
 HASH_DOMAIN = b"skillstate.state.v1"
 MAX_PATCH_IDS = 100_000
 """Idempotency keys remembered per execution; older ones are looked up in the log."""
-KEPT_REPLAYS = 4
-"""Replays of the log kept per execution, for bases older than the window."""
 
 
 def genesis_hash(execution_id: str, schema: Any, initial_state: Any) -> str:
@@ -60,14 +59,13 @@ def revision_hash(
 
 @dataclass(slots=True)
 class Entry:
-    """A revision held in memory: its hash, what it changed, and how to undo it. Never changed (not frozen:
-    one is made per patch, and frozen ones cost twice as much)."""
+    """A revision held in memory: its hash, its record, and how to undo it. Never changed (not frozen: one is
+    made per patch, and frozen ones cost twice as much)."""
 
     revision: int
     state_hash: str
     record: RevisionRecord | None
     """None for a snapshot, which stands in for the revisions before it."""
-    change: Change | None
     undo: Undo | None
     """Restores the state before this revision; None where the window starts from a snapshot."""
     size: int = 0
@@ -77,7 +75,14 @@ class Entry:
 class Execution:
     """The live state of one execution. Mutated only by the engine, on the event loop."""
 
-    def __init__(self, execution_id: str, schema: dict[str, Any], created_at: float, window: int) -> None:
+    def __init__(
+        self,
+        execution_id: str,
+        schema: dict[str, Any],
+        created_at: float,
+        window: int,
+        max_base_lag: int = DEFAULT_LIMITS.max_base_lag,
+    ) -> None:
         self.id = execution_id
         self.schema = schema
         self.created_at = created_at
@@ -85,6 +90,9 @@ class Execution:
         """The head state, changed in place; window entries hold the undos that lead back from it."""
         self.window: collections.deque[Entry] = collections.deque()
         self.window_size = window
+        self.max_base_lag = max_base_lag
+        self.paths = PathIndex(0, self._is_text)
+        """What each path was written by since `paths.start`: what a merge reads (paths.py)."""
         self.committed = 0
         """The newest revision that is durable; reads and watches never go past it."""
         self.compacted = 0
@@ -98,14 +106,8 @@ class Execution:
         """True when patch_ids holds every key the log retains, so a miss needs no storage lookup."""
         self.pending_patches: dict[tuple[str, str], Pending[Execution]] = {}
         """Idempotency keys of revisions merged but not yet durable -> their place in the group commit."""
-        self.last_written: dict[str, int] = {}
-        """Top-level member -> the newest revision in the window that wrote at or below it."""
-        self.replays: collections.deque[Execution] = collections.deque(maxlen=KEPT_REPLAYS)
-        """The last replays of the log for bases older than the window, newest last: each is this execution's
-        past rebuilt from a snapshot through a durable revision, and serves a merge on any base it holds
-        while it still reaches the window (an lww merge may need its patch's base and earlier ones at once)."""
         self.replaying = asyncio.Lock()
-        """One replay at a time: many agents stale on the same base share one."""
+        """One reading back of the log at a time (Timeline.extend): many agents stale on one base share one."""
         self.refreshing = asyncio.Lock()
         """Held while catching up with what other servers committed (a shared log)."""
         self.refresh_requests = 0
@@ -135,6 +137,14 @@ class Execution:
         (recovery, reads of the past) never needs them."""
         return OwnerMap(self.schema)
 
+    def _is_text(self, path: Path) -> bool:
+        return self.policies.policy_at(path) is MergePolicy.TEXT
+
+    @property
+    def oldest_base(self) -> int:
+        """The oldest base a patch may have now: none before the compact revision or over the lag limit."""
+        return max(self.compacted, self.committed - self.max_base_lag)
+
     def compile(self) -> None:
         """Compile the contract now, so that a new execution's bad schema is refused when it is created."""
         _ = self.validator, self.policies, self.owners
@@ -155,16 +165,17 @@ class Execution:
         return self.window[-1]
 
     def begin(self, revision: int, state: dict[str, Any], state_hash: str) -> None:
-        """Start the (empty) window at a revision whose state is known: the initial state or a snapshot."""
+        """Start the (empty) window and the path index at a revision whose state is known: the initial state
+        or a snapshot."""
         self.state = state
-        self.push(Entry(revision, state_hash, None, None, None, state_bytes(state)))
+        self.paths = PathIndex(revision, self._is_text)
+        self.push(Entry(revision, state_hash, None, None, state_bytes(state)))
 
     def restart_from(self, snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> None:
         """Start over from a snapshot newer than the head (a shared log compacted past this server's head),
         then catch up. The head must be durable; idempotency keys older than the snapshot are looked up."""
         assert self.head.revision == self.committed, "restart only from a durable head"
         self.window.clear()
-        self.last_written = {}
         self.patch_ids = {}
         self.patch_ids_complete = False
         self.recover(snapshot, records)
@@ -196,7 +207,7 @@ class Execution:
                     f"execution {self.id!r}: hash chain broken at revision {record.revision}; "
                     "the log was altered or corrupted"
                 )
-            self.advance(record, orjson.loads(record.applied_patch_json), orjson.loads(record.patch_json))
+            self.advance(record, orjson.loads(record.applied_patch_json), orjson.loads(record.patch_json), durable=True)
             applied_records.append(record)
         if applied_records:
             self.mark_committed(self.head.revision)
@@ -208,9 +219,12 @@ class Execution:
         applied: dict[str, Any],
         submitted: dict[str, Any],
         check: Callable[[Undo, int], None] | None = None,
+        *,
+        durable: bool = False,
     ) -> None:
-        """Make `record` the head: apply its effective patch in place and keep the undo in the window. The one
-        way the head moves forward, for a new commit and for revisions read back from the log alike.
+        """Make `record` the head: apply its effective patch in place, keep the undo in the window and index
+        what it wrote. The one way the head moves forward, for a new commit and for revisions read back from
+        the log (`durable`) alike.
 
         `check` sees the undo and the new state's size; if it raises (a new commit the schema or a limit
         refuses), the state is reverted and the head stays where it was.
@@ -225,53 +239,15 @@ class Execution:
             except BaseException:
                 revert_in_place(state, undo)
                 raise
-        change = Change(
-            record.revision, record.base_revision, record.agent_id, touched, submitted, record.client_patch_id
-        )
-        self.push(Entry(record.revision, record.state_hash, record, change, undo, size))
+        stamp = (record.base_revision, record.agent_id)
+        self.paths.record(record.revision, stamp, record.client_patch_id, submitted, touched, undo, durable=durable)
+        self.push(Entry(record.revision, record.state_hash, record, undo, size))
 
     def state_at(self, revision: int) -> dict[str, Any]:
         """The state at a revision the window holds. At head this is the live state: use it before any await."""
         if revision == self.head.revision:
             return self.state
         return reverted(self.state, compose(self._undos_after(revision)))
-
-    def members_at(self, revision: int, keys: Collection[str]) -> dict[str, Any]:
-        """The members `keys` of the state at a revision the window holds, copying only what was undone.
-
-        A member the first change after `revision` replaced is that change's Restore: found without
-        looking further, which is the usual case. Only a member merged into since is composed from undos.
-        """
-        members: dict[str, Any] = {}
-        merged_since = []
-        for key in keys:
-            node = self._first_undo(key, after=revision) if self.last_written.get(key, -1) > revision else None
-            if node is None:  # unchanged since `revision`
-                value = self.state.get(key, MISSING)
-            elif isinstance(node, Restore):
-                value = node.value
-            else:
-                merged_since.append(key)
-                continue
-            if value is not MISSING:
-                members[key] = value
-        if merged_since:
-            undone = compose(self._undos_after(revision), only=merged_since)
-            for key in merged_since:
-                node = undone[key]
-                value = node.value if isinstance(node, Restore) else reverted(self.state[key], node)
-                if value is not MISSING:
-                    members[key] = value
-        return members
-
-    def _first_undo(self, key: str, after: int) -> Restore | Undo | None:
-        """The undo of member `key` by the first revision after `after` that changed it; None if none did."""
-        window, first = self.window, self.window[0].revision
-        for index in range(after + 1 - first, len(window)):
-            node = window[index].undo.get(key)  # type: ignore[union-attr]  # all but the first entry have one
-            if node is not None:
-                return node
-        return None
 
     def _undos_after(self, revision: int) -> Iterator[Undo]:
         """The undos of the revisions after `revision` (held by the window), newest first."""
@@ -284,9 +260,6 @@ class Execution:
     def push(self, entry: Entry) -> None:
         """Add the next revision (durable or pending) at the head."""
         self.window.append(entry)
-        if entry.change is not None:
-            for path in entry.change.touched:
-                self.last_written[path[0]] = entry.revision
         if entry.record is not None and entry.record.client_patch_id:
             self.patch_ids[(entry.record.agent_id, entry.record.client_patch_id)] = entry.revision
             if len(self.patch_ids) > MAX_PATCH_IDS:
@@ -324,14 +297,12 @@ class Execution:
     def mark_committed(self, revision: int) -> None:
         """Record that revisions up to `revision` are durable, and trim the window behind them."""
         self.committed = max(self.committed, revision)
+        self.paths.committed(self.committed)
+        self.paths.fold(self.oldest_base)
         if self._settle_waiters:
             self._release_waiters(self.committed)
         while len(self.window) > self.window_size and self.window[0].revision < self.committed:
-            dropped = self.window.popleft()
-            if dropped.change is not None:
-                for path in dropped.change.touched:
-                    if self.last_written.get(path[0]) == dropped.revision:
-                        del self.last_written[path[0]]
+            self.window.popleft()
 
     @property
     def patch_id_room(self) -> int:
@@ -359,15 +330,12 @@ class Execution:
         return self.patch_ids_complete and key not in self.pending_patches and key not in self.patch_ids
 
     def untouched_since(self, base: int, patch: dict[str, Any]) -> bool:
-        """True if no revision after `base` wrote under any member `patch` writes (base within the window).
+        """True if no revision after `base` wrote under any member `patch` writes (the index reaching `base`).
 
-        Every path starts with a top-level member, so such a patch overlaps no change since its base, and
-        the merge would apply it as it is.
+        Every path starts with a top-level member, so such a patch overlaps no write since its base, and the
+        merge would apply it as it is.
         """
-        if base < self.window[0].revision:
-            return False
-        last_written = self.last_written
-        return not any(last_written.get(key, -1) > base for key in patch)
+        return base >= self.paths.start and self.paths.untouched_since(base, patch)
 
     def rollback(self) -> None:
         """Forget every revision that is not durable (after a failed commit)."""
@@ -377,10 +345,7 @@ class Execution:
                 revert_in_place(self.state, dropped.undo)
             if dropped.record is not None:
                 self.patch_ids.pop((dropped.record.agent_id, dropped.record.client_patch_id), None)
-        self.last_written = {}
-        for entry in self.window:
-            if entry.change is not None:
-                self.last_written.update((path[0], entry.revision) for path in entry.change.touched)
+        self.paths.rollback(self.committed)
         self.pending_patches.clear()
         self.observation_sequence = self.observation_committed
         self.epoch += 1

@@ -20,6 +20,7 @@ from typing import NoReturn
 import orjson
 
 from ..errors import AlreadyExistsError, NotFoundError
+from ..limits import DEFAULT_LIMITS
 from ..storage.records import ExecutionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
 from . import canonical
@@ -39,8 +40,14 @@ class Executions:
     """Finds an execution by id, loading it from the log at most once however many callers ask together, and
     keeps at most `max_loaded` in memory beyond those in use (None: no cap)."""
 
-    def __init__(self, log: RevisionLog, window: int, max_loaded: int | None = None) -> None:
-        self._log, self._window, self.max_loaded = log, window, max_loaded
+    def __init__(
+        self,
+        log: RevisionLog,
+        window: int,
+        max_loaded: int | None = None,
+        max_base_lag: int = DEFAULT_LIMITS.max_base_lag,
+    ) -> None:
+        self._log, self._window, self.max_loaded, self._max_base_lag = log, window, max_loaded, max_base_lag
         self.leaseholder: Leaseholder | None = None
         """On a shared log with leases: an execution is loaded or created only under this replica's lease."""
         self.loaded: dict[str, Execution] = {}
@@ -198,7 +205,8 @@ class Executions:
         if stored is None:
             _raise_not_found(execution_id)
         record = stored.record
-        execution = Execution(execution_id, orjson.loads(record.schema_json), record.created_at, self._window)
+        schema = orjson.loads(record.schema_json)
+        execution = Execution(execution_id, schema, record.created_at, self._window, self._max_base_lag)
         execution.recover(stored.snapshot, stored.revisions)
         execution.compacted = stored.compacted
         execution.remember_older_patch_ids(stored.patch_ids)

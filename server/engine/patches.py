@@ -1,5 +1,5 @@
-"""One patch from submission to commit: checked, merged into the head (replaying the past when its base is
-older than the window), validated, made the next revision and queued for the group commit.
+"""One patch from submission to commit: checked, merged into the head (reading the log back first when the
+execution was loaded after its base), validated, made the next revision and queued for the group commit.
 
 Between the merge and the enqueue there is no await, so a merge always sees exactly the head it commits on;
 a caller is answered only after its revision is durable.
@@ -32,9 +32,8 @@ from . import canonical
 from .committer import GroupCommitter, Pending
 from .config import EngineConfig
 from .execution import Execution, revision_hash
-from .merge import Change, Resolution, decode_resolutions, encode_resolutions, merge
+from .merge import Resolution, decode_resolutions, encode_resolutions, merge
 from .mergepatch import NoChange, effective, path_of
-from .policy import MergePolicy
 from .replicas import Replicas
 from .requests import Submission
 from .results import SubmitResult
@@ -106,9 +105,9 @@ class Patches:
         """`submit` without waiting, where it need not wait: the patch checked, merged and queued for the
         group commit at once, its result to be answered once the commit succeeds. None where `submit` would
         wait for something first (a base not committed here, an idempotency key that may have been used, a
-        replay of old revisions, a text merge off the loop, a conflict to answer once its winners are
-        durable, a shared log's commit races where no lease makes this server its only writer): call
-        `submit`, which decides as it would have. Raises what
+        base older than the path index reaches, a text merge off the loop, a conflict to answer once its
+        winners are durable, a shared log's commit races where no lease makes this server its only writer):
+        call `submit`, which decides as it would have. Raises what
         `submit` raises before it waits (a malformed patch, a path not owned, a schema violation)."""
         if self._replicas.racing(execution):
             return None
@@ -134,17 +133,10 @@ class Patches:
         self, execution: Execution, submission: Submission
     ) -> tuple[dict[str, Any], list[Resolution]] | None:
         """`_merge` of a patch whose key is unused, where it needs no wait (else None)."""
-        base_revision = submission.base_revision
-        if execution.untouched_since(base_revision, submission.patch):
-            return _effective(execution.state, submission.patch), []
-        since_base = self._timeline.changes_since(execution, base_revision, submission.patch.keys())
-        if since_base is None:
-            return None
-        lww_history = self._lww_history(execution, submission, since_base)
-        if isinstance(lww_history, int):
+        if submission.base_revision < execution.paths.start:
             return None
         try:
-            return self._merge_into_head(execution, submission, since_base, lww_history)
+            return self._merge_into_head(execution, submission)
         except (Deferred, ConflictError):
             return None  # `submit` merges again, and waits as these need
 
@@ -192,19 +184,12 @@ class Patches:
                     return earlier
             if base_revision < execution.compacted:
                 raise compacted_base(execution, base_revision)
-            if execution.untouched_since(base_revision, submission.patch):
-                return _effective(execution.state, submission.patch), []  # nothing to merge with
-            since_base = self._timeline.changes_since(execution, base_revision, submission.patch.keys())
-            if since_base is None:
-                await self._timeline.replay_to(execution, base_revision)  # then look again: the window moved on
-                continue
-            lww_history = self._lww_history(execution, submission, since_base)
-            if not isinstance(lww_history, int):
+            if base_revision >= execution.paths.start:
                 break
-            await self._timeline.replay_to(execution, lww_history)
+            await self._timeline.extend(execution, base_revision)  # then look again: an await passed
         # From here to enqueue there is no await: the merge sees exactly the head it commits on.
         try:
-            return self._merge_into_head(execution, submission, since_base, lww_history)
+            return self._merge_into_head(execution, submission)
         except Deferred as deferred:
             await self._texts.run(deferred)
             return None
@@ -216,51 +201,24 @@ class Patches:
             self._metrics.conflict([execution.policies.policy_at(path_of(p)).value for p in conflict.paths])
             raise
 
-    def _merge_into_head(
-        self,
-        execution: Execution,
-        submission: Submission,
-        since_base: tuple[dict[str, Any], list[Change]],
-        lww_history: tuple[dict[str, Any], list[Change]] | None,
-    ) -> tuple[dict[str, Any], list[Resolution]]:
+    def _merge_into_head(self, execution: Execution, submission: Submission) -> tuple[dict[str, Any], list[Resolution]]:
         """The patch merged into head under each path's policy, its resolutions counted; raises Deferred (a
         text merge to compute off the loop first) or ConflictError, having changed nothing."""
+        if execution.untouched_since(submission.base_revision, submission.patch):
+            return _effective(execution.state, submission.patch), []  # nothing to merge with
         result = merge(
-            base=since_base[0],
             head=execution.state,
             head_revision=execution.committed,
-            changes=since_base[1],
+            paths=execution.paths.root,
             patch=submission.patch,
             stamp=(submission.base_revision, submission.agent_id),
             policies=execution.policies,
             client_patch_id=submission.client_patch_id,
             texts=self._texts,
-            lww_history=lww_history,
         )
         for resolution in result.resolutions:
             self._metrics.resolved(resolution.policy.value, resolution.outcome.lower())
         return result.applied_patch, result.resolutions
-
-    def _lww_history(
-        self, execution: Execution, submission: Submission, since_base: tuple[dict[str, Any], list[Change]]
-    ) -> tuple[dict[str, Any], list[Change]] | int | None:
-        """Where an lww merge of the patch must start (merge.py explains why): None when at the patch's own
-        base; else the state at the earliest base B* that no later write to the patch's members undercuts,
-        with the changes since it; or B* itself, when the log must be replayed to reach it first."""
-        keys = {key for key in submission.patch if execution.policies.reaches(MergePolicy.LWW, key)}
-        if not keys:
-            return None
-        base, history = submission.base_revision, since_base
-        while True:
-            writes = [c for c in history[1] if any(path[0] in keys for path in c.touched)]
-            earliest = min((c.base_revision for c in writes), default=base)
-            if earliest >= base:
-                return None if base == submission.base_revision else history
-            base = earliest
-            found = self._timeline.changes_since(execution, base, keys)
-            if found is None:
-                return base
-            history = found
 
     def _append(
         self, execution: Execution, submission: Submission, applied: dict[str, Any], resolutions: list[Resolution]

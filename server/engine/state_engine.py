@@ -69,7 +69,7 @@ class StateEngine:
         self._metrics = metrics
         self._config = config
         self._limits = config.limits
-        self._executions = Executions(log, config.window, config.max_loaded_executions)
+        self._executions = Executions(log, config.window, config.max_loaded_executions, config.limits.max_base_lag)
         self._revisions: Hub[RevisionRecord] = Hub(config.subscriber_queue, config.max_watchers, "watchers")
         self._committer: GroupCommitter[Execution] = GroupCommitter(
             log, self._committed, self._rolled_back, config.max_batch, metrics
@@ -316,6 +316,8 @@ class StateEngine:
             # another compaction may have gone further
             execution.compacted = max(execution.compacted, snapshot.revision)
             execution.forget_patch_ids(execution.compacted)
+            while execution.paths.fold(execution.oldest_base):  # what only older bases needed, a little at a time
+                await asyncio.sleep(0)
             return execution.compacted
 
     def _compaction_done(self, task: asyncio.Task[int]) -> None:
@@ -436,7 +438,7 @@ def _new_execution(
     """A new execution checked whole (schema, policies, initial state) and its revision 0."""
     schema = canonical.parse_object(schema_json or "{}", "schema_json", limits, max_bytes=limits.max_schema_bytes)
     state = strip_nulls(canonical.parse_object(initial_state_json or "{}", "initial_state_json", limits))
-    execution = Execution(execution_id, schema, time.time(), window)
+    execution = Execution(execution_id, schema, time.time(), window, limits.max_base_lag)
     execution.compile()
     execution.policies.check_values(state, "initial_state_json")
     execution.validator.validate(state)

@@ -1,21 +1,16 @@
-"""An execution's past: states, changes and records at any retained revision, from memory or the log.
+"""An execution's past: states and records at any retained revision, from memory or the log.
 
 The window of recent revisions answers most questions; anything older is replayed from the newest
-snapshot before it, checking the hash chain as it goes.
+snapshot before it, checking the hash chain as it goes. The path index is extended back the same way.
 """
 
 from __future__ import annotations
-
-import itertools
-from collections.abc import Collection
-from typing import Any
 
 from ..errors import OutOfRangeError
 from ..storage.records import RevisionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
 from . import canonical
 from .execution import Execution
-from .merge import Change
 from .results import StateView
 
 
@@ -43,49 +38,24 @@ class Timeline:
         past = _replayed(execution, snapshot, records)
         return StateView(revision, canonical.dumps_str(past.state), past.head.state_hash)
 
-    def changes_since(
-        self, execution: Execution, base: int, keys: Collection[str]
-    ) -> tuple[dict[str, Any], list[Change]] | None:
-        """The state at `base` (at least its members `keys`) and every change after it up to head.
-
-        None if memory holds neither the base nor a replay from it.
-        """
-        window = execution.window
-        if execution.entry(base) is not None:
-            after_base = itertools.islice(window, len(window) - (execution.head.revision - base), None)
-            return execution.members_at(base, keys), [e.change for e in after_base if e.change is not None]
-        past = self._replay_holding(execution, base)
-        if past is None:
-            return None
-        replayed = [e.change for e in past.window if e.revision > base and e.change is not None]
-        later = [e.change for e in window if e.revision > past.committed and e.change is not None]
-        return past.members_at(base, keys), replayed + later
-
-    @staticmethod
-    def _replay_holding(execution: Execution, base: int) -> Execution | None:
-        """A kept replay of the log that holds `base` and still reaches the window, if there is one."""
-        for past in reversed(execution.replays):
-            if past.entry(base) is not None and execution.window[0].revision <= past.committed + 1:
-                return past
-        return None
-
-    async def replay_to(self, execution: Execution, base: int) -> None:
-        """Replay the log from the snapshot before `base` to the durable head, for a base older than the window.
-
-        The replay serves every base from that snapshot on, so an lww merge that walks back through earlier
-        bases (state_engine.py) replays once per snapshot it passes; concurrent callers share one replay.
-        """
+    async def extend(self, execution: Execution, base: int) -> None:
+        """Reach the path index back to `base`, older than where it starts (an execution loaded from a
+        snapshot after `base`): the log is read from the snapshot before `base` up to where the index starts,
+        once, and concurrent callers share it. The index then answers every base from that snapshot on."""
         async with execution.replaying:
-            if execution.entry(base) is not None or self._replay_holding(execution, base) is not None:
-                return  # replayed while this caller waited
+            if base >= execution.paths.start:
+                return  # extended while this caller waited
             if base < execution.compacted:
                 raise compacted_base(execution, base)
             snapshot = await self._log.latest_snapshot(execution.id, at_most=base)
             if snapshot is None:
                 raise OutOfRangeError(f"base_revision: no snapshot at or before {base}")
-            through = execution.committed
-            records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=through)
-            execution.replays.append(_replayed(execution, snapshot, records))
+            start = execution.paths.start
+            records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=start)
+            past = Execution(execution.id, execution.schema, execution.created_at, window=1)
+            past.policies = execution.policies
+            past.recover(snapshot, records)
+            execution.paths.prepend(past.paths)
 
     async def record(self, execution: Execution, revision: int) -> RevisionRecord:
         entry = execution.entry(revision)
@@ -111,6 +81,7 @@ def _replayed(execution: Execution, snapshot: SnapshotRecord, records: list[Revi
     """The execution's past, rebuilt from a snapshot and the revisions after it (hash chain checked), with
     every one of them kept in its window."""
     past = Execution(execution.id, execution.schema, execution.created_at, window=len(records) + 1)
+    past.policies = execution.policies
     past.recover(snapshot, records)
     return past
 

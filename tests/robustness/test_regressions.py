@@ -329,8 +329,7 @@ async def test_019_a_stale_patch_whose_merge_walks_back_past_several_snapshots_f
     """Found by CI, which then ran out of time: the lww merge walks back through the bases of earlier writes,
     one log replay for each base older than the window, and kept only the last four replays by base; a walk
     needing five evicted the one its next step needed and replayed forever, holding the submit (and, on an
-    in-memory log, the event loop). A replay now serves every base after its snapshot, and a patch writing no
-    lww path does not walk at all."""
+    in-memory log, the event loop). Merges now read no log at all: the path index answers every base."""
     from skillstate.server.engine.config import EngineConfig
     from skillstate.server.engine.state_engine import StateEngine
     from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
@@ -437,3 +436,17 @@ async def test_021_a_watch_resumed_just_before_the_snapshot_recovery_started_fro
         assert [r.revision for r in page.revisions] == [3, 4, 5]
     finally:
         await recovered.close()
+
+
+async def test_022_an_lww_write_that_lost_to_a_greater_stamp_is_not_applied_again_below_a_replaced_path(
+    client: StateClient,
+) -> None:
+    """Found with issue 37's covering stamps: the lww merge replayed the writes to the conflict point since the
+    last write above it, so ada's {"z": 5}, which had lost to bea's greater stamp, was applied again in
+    bob's merge (the state became {"x": {"z": 5}}). In stamp order (ada, bea, bob) it stays lost."""
+    await client.create_execution("x", schema={"properties": {"v": {"x-merge": "lww"}}}, initial_state={})
+    await client.submit_patch("x", {"v": {"x": 1}}, agent_id="bea", base_revision=0)  # replaces v
+    lost = await client.submit_patch("x", {"v": {"x": {"z": 5}}}, agent_id="ada", base_revision=0)
+    assert lost.applied_patch == {} and (await client.get_state("x")).state == {"v": {"x": 1}}
+    await client.submit_patch("x", {"v": {"x": {}}}, agent_id="bob", base_revision=1)
+    assert (await client.get_state("x")).state == {"v": {"x": {}}}

@@ -285,22 +285,16 @@ def _reject(*_: Any) -> Any:
 def _lww(
     ex: ReferenceExecution, point: Path, base: Any, head: Any, mine: Any, since: Since, stamp: Any, patch: Any
 ) -> Any:
-    """The greatest stamp wins, also for nested writes: the value the subtree had when a write above it last
-    replaced it (at creation, if none did), with every write to it since, and the patch, applied in stamp
-    order; equal stamps go to the later commit (the patch commits last). Whatever the patch's base: a write
-    that lost to a greater stamp is never applied over it again."""
-    replaced = [r.number for r in ex.revisions if any(prefix_of(q, point) and q != point for q in r.written)]
-    start = max(replaced, default=0)
-    writes = [
-        (r.stamp, r.number, r.patch) for r in ex.revisions[start + 1 :] if any(prefix_of(point, q) for q in r.written)
-    ]
+    """The greatest stamp wins, also for nested writes and whatever the bases: every patch the execution
+    committed, and this one, applied to the initial state in stamp order (equal stamps go to the later commit:
+    the patch commits last); the point's value in the result. A write that lost to a greater stamp is never
+    applied over it again, not even when a write above the point replaced the subtree in between."""
+    writes = [(r.stamp, r.number, r.patch) for r in ex.revisions[1:]]
     writes.append((stamp, math.inf, patch))
-    value = at(ex.revisions[start].state, point)
+    state = ex.revisions[0].state
     for _, _, submitted in sorted(writes, key=lambda w: (w[0], w[1])):
-        member = at(submitted, point)
-        if member is not ABSENT:
-            value = applied(value, member)
-    return value
+        state = merge_patch(state, submitted)
+    return at(state, point)
 
 
 def _is_number(value: Any) -> bool:

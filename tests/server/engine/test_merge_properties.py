@@ -20,10 +20,12 @@ from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 from skillstate.server.engine.config import EngineConfig
-from skillstate.server.engine.merge import Change, merge
+from skillstate.server.engine.merge import merge
 from skillstate.server.engine.mergepatch import NO_CHANGE, apply, effective, strip_nulls, written_paths
+from skillstate.server.engine.paths import PathIndex
 from skillstate.server.engine.policy import PolicyMap
 from skillstate.server.engine.state_engine import StateEngine
+from skillstate.server.engine.undo import apply_in_place
 from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 
 from ...strategies import json_values
@@ -541,16 +543,15 @@ def test_a_patch_that_meets_no_change_since_its_base_merges_to_its_effect_on_hea
 ) -> None:
     """The engine applies such a patch without a merge (Execution.untouched_since); the merge agrees."""
     schema = {"type": "object", "properties": {key: {"x-merge": policy} for key, policy in policies.items()}}
-    base = head = strip_nulls(initial)
-    committed = []
+    head = strip_nulls(initial)
+    paths = PathIndex(0, lambda path: False)
     for revision, change in enumerate(changes, start=1):
-        committed.append(Change(revision, revision - 1, "other", written_paths(head, change, change), change))
-        head = apply(head, change)
+        written = written_paths(head, change, change)
+        paths.record(revision, (revision - 1, "other"), "", change, written, apply_in_place(head, change), durable=True)
     result = merge(
-        base=base,
         head=head,
         head_revision=len(changes),
-        changes=committed,
+        paths=paths.root,
         patch=patch,
         stamp=(0, "me"),
         policies=PolicyMap(schema),

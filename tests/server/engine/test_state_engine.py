@@ -112,9 +112,11 @@ async def play(engine: StateEngine, steps: list[tuple[str, int, dict]]) -> list[
 
 @settings(max_examples=40)
 @given(histories())
-def test_replay_and_small_windows_give_identical_states_and_hashes(steps: list[tuple[str, int, dict]]) -> None:
-    """Bases outside the window (2) are replayed from the log and snapshots, and must merge as from memory:
-    every step ends alike, and at least one merge in each history had its base outside the window."""
+def test_replay_and_cold_loads_give_identical_states_and_hashes(steps: list[tuple[str, int, dict]]) -> None:
+    """An execution unloaded after every call is loaded from the newest snapshot (every 3 revisions) each
+    time, so a base before it is merged after reading the log back to it (Timeline.extend), with a window of
+    2: every step must end as with everything in memory, and at least one merge in each history had its base
+    outside the window."""
 
     async def main() -> None:
         log = MemoryRevisionLog()
@@ -123,7 +125,7 @@ def test_replay_and_small_windows_give_identical_states_and_hashes(steps: list[t
         expected = await play(roomy, steps)
         await roomy.close()
 
-        tight = StateEngine(MemoryRevisionLog(), EngineConfig(window=2, snapshot_every=3))
+        tight = StateEngine(MemoryRevisionLog(), EngineConfig(window=2, snapshot_every=3, max_loaded_executions=0))
         await tight.start()
         assert await play(tight, steps) == expected, "a base outside the window merged differently"
         await tight.close()
@@ -446,21 +448,43 @@ class CountingLog(SqliteRevisionLog):
         return await super().read_revisions(*args, **kwargs)  # type: ignore[arg-type]
 
 
-async def test_agents_stale_on_one_old_base_share_one_replay(tmp_path: Path) -> None:
+async def test_a_stale_base_merges_without_reading_the_log(tmp_path: Path) -> None:
     log = CountingLog(tmp_path / "e.db")
-    engine = StateEngine(log, EngineConfig(window=16))
+    engine = StateEngine(log, EngineConfig(window=16, snapshot_every=5))
     await engine.start()
     try:
         await engine.create_execution("x", json.dumps(SCHEMA), json.dumps(INITIAL))
         for i in range(20):  # base 0 leaves the window
-            await engine.submit_patch("x", "writer", i, json.dumps({"slots": {f"s{i}": i}}))
+            await engine.submit_patch("x", "writer", i, json.dumps({"count": i + 1, "slots": {f"s{i}": i}}))
         reads = log.revision_reads
         await asyncio.gather(*(engine.submit_patch("x", f"agent-{i}", 0, '{"count": 1}') for i in range(8)))
-        assert log.revision_reads == reads + 1
-        state = json.loads((await engine.get_state("x")).state_json)
-        assert state["count"] == 8 and len(state["slots"]) == 20
+        assert log.revision_reads == reads, "the path index holds every base since the execution began"
+        assert json.loads((await engine.get_state("x")).state_json)["count"] == 20 + 8
     finally:
         await engine.close()
+
+
+async def test_agents_stale_on_a_base_before_a_load_share_one_reading_of_the_log(tmp_path: Path) -> None:
+    """Loaded from the snapshot at 20, the execution's path index starts there: agents on base 0 read the log
+    back to it once between them, and merge as if it had never been unloaded."""
+    path = tmp_path / "e.db"
+    engine = StateEngine(SqliteRevisionLog(path), EngineConfig(snapshot_every=5))
+    await engine.start()
+    await engine.create_execution("x", json.dumps(SCHEMA), json.dumps(INITIAL))
+    for i in range(20):
+        await engine.submit_patch("x", "writer", i, json.dumps({"count": i + 1, "slots": {f"s{i}": i}}))
+    await engine.close()
+    log = CountingLog(path)
+    restarted = StateEngine(log, EngineConfig(snapshot_every=5))
+    await restarted.start()
+    try:
+        assert (await restarted.get_state("x")).revision == 20 and log.revision_reads == 1  # the load
+        await asyncio.gather(*(restarted.submit_patch("x", f"agent-{i}", 0, '{"count": 1}') for i in range(8)))
+        assert log.revision_reads == 2
+        state = json.loads((await restarted.get_state("x")).state_json)
+        assert state["count"] == 20 + 8 and len(state["slots"]) == 20
+    finally:
+        await restarted.close()
 
 
 async def write_log(path: Path, names: Sequence[str], patches: int) -> None:

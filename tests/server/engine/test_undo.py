@@ -8,8 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from skillstate.server.engine.execution import Entry, Execution
-from skillstate.server.engine.merge import Change
-from skillstate.server.engine.mergepatch import NO_CHANGE, apply, effective, strip_nulls, written_paths
+from skillstate.server.engine.mergepatch import NO_CHANGE, apply, effective, strip_nulls
 from skillstate.server.engine.undo import apply_in_place, compose, revert_in_place, reverted
 
 from ...strategies import json_objects, patches
@@ -54,12 +53,9 @@ def test_a_value_the_patch_holds_is_never_shared_with_the_head() -> None:
 @given(
     initial=json_objects(),
     history=st.lists(st.tuples(patches(), st.booleans()), min_size=1, max_size=8),
-    keys=st.sets(st.sampled_from(["a", "b", "c", "d", "é"]), min_size=1),
 )
-def test_an_execution_window_gives_every_recent_state_and_its_members(
-    initial: dict, history: list[tuple[dict, bool]], keys: set[str]
-) -> None:
-    """Execution.state_at and members_at (the merge's view of a stale base) against copy-on-write states."""
+def test_an_execution_window_gives_every_recent_state(initial: dict, history: list[tuple[dict, bool]]) -> None:
+    """Execution.state_at against copy-on-write states."""
     execution = Execution("x", {}, 0.0, window=len(history) + 1)
     states = [strip_nulls(initial)]
     execution.begin(0, copy.deepcopy(states[0]), "h0")
@@ -70,9 +66,7 @@ def test_an_execution_window_gives_every_recent_state_and_its_members(
         applied = effective(before, patch)
         applied = {} if applied is NO_CHANGE else applied
         states.append(apply(before, applied))
-        change = Change(revision, revision - 1, "a", written_paths(before, applied, patch), patch)
-        execution.push(Entry(revision, f"h{revision}", None, change, apply_in_place(execution.state, applied)))
+        execution.push(Entry(revision, f"h{revision}", None, apply_in_place(execution.state, applied)))
     for revision, expected in enumerate(states):
         assert execution.state_at(revision) == expected
-        assert execution.members_at(revision, keys) == {k: expected[k] for k in keys if k in expected}
     assert execution.state == states[-1]

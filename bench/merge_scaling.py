@@ -1,0 +1,308 @@
+"""Merges as an execution's history grows: every policy on members of one map, beside top-level keys.
+
+    python bench/merge_scaling.py            # 1K, 10K and 100K revisions; 60 s runs (about 30 minutes)
+    python bench/merge_scaling.py --quick    # 1K and 10K; 20 s runs, for a smoke run
+
+One `skillstate serve` process (SQLite), driven through the Python SDK from this one. Four tables, each case
+beside its control measured in the same run, rounds of the two interleaved:
+- lag: for each policy, one client writing members of one map (8 in flight, base = newest revision it saw
+  minus the lag), at 1K, 10K and 100K revisions of history: "cold" members (10,000 written in turn, as the
+  README's inventory: none written since the base) and "hot" ones (64 in turn: each write meets writes of
+  its own member since its base, so the policy merges). The control is the same on top-level keys.
+- writers: 64 writers at once, each its own member of one map, base = the newest revision it saw, for 60 s,
+  beside 64 writers on top-level keys; the rate in the first and the last 10 s.
+- counter: one counter written from base 0 after 10K revisions, beside the same counter written at head.
+- memory: one execution (in this process) after 100K revisions on a 10K-member lww map, before and after a
+  compaction, beside the state alone.
+Targets (issue 37): the rate at 100K >= 0.8x the rate at 1K for every policy and lag; 64 writers on a map
+>= 0.8x those on top-level keys, and their last 10 s >= 0.9x their first; base 0 >= 0.8x head. Writes a PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import bisect
+import collections
+import json
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillstate.clients import RetryPolicy, SkillstateError, StateClient
+
+sys.path.insert(0, str(Path(__file__).parent))
+from state_server import spawn
+
+POLICIES = ("lww", "counter", "set", "max", "append", "text")
+LAGS = (0, 64, 1024)
+COLD, HOT = 10_000, 64
+IN_FLIGHT = 8
+
+
+def schema(policy: str, nested: bool) -> dict[str, Any]:
+    """The policy on the members of map `m`, or (the control) on top-level keys."""
+    members = {"additionalProperties": {"x-merge": policy}}
+    return {"type": "object", "properties": {"m": members}} if nested else {"type": "object", **members}
+
+
+def next_value(policy: str, n: int, before: Any) -> Any:
+    """What a writer that read `before` writes under each policy (append and text extend what they read)."""
+    if policy == "counter":
+        return (before or 0) + 1
+    if policy == "set":
+        return sorted({n % 7, 10 + n % 5})
+    if policy == "append":
+        return [*(before or []), n]
+    if policy == "text":
+        return f"{before or ''}{n}\n"
+    return f"v{n}" if policy == "lww" else n
+
+
+@dataclass
+class Writes:
+    """One execution and what its client knows of it: the newest revision, and each member's values by
+    revision (from the effective changes of its own writes: the client makes every write)."""
+
+    client: StateClient
+    execution: str
+    policy: str
+    nested: bool
+    newest: int = 0
+    values: dict[str, list[tuple[int, Any]]] = field(default_factory=dict)
+    refused: int = 0
+    sequence: int = 0
+    turns: collections.Counter[str] = field(default_factory=collections.Counter)
+    """How many writes each group of members (by prefix) has had: its members are written in turn."""
+
+    def patch(self, member: str, value: Any) -> dict[str, Any]:
+        return {"m": {member: value}} if self.nested else {member: value}
+
+    def value_at(self, member: str, revision: int) -> Any:
+        known = self.values.get(member, [])
+        index = bisect.bisect_right(known, revision, key=lambda item: item[0])
+        return known[index - 1][1] if index else None
+
+    async def write(self, member: str, lag: int, agent: str) -> None:
+        base = max(0, self.newest - lag)
+        n = self.sequence = self.sequence + 1
+        value = next_value(self.policy, n, self.value_at(member, base))
+        try:
+            result = await self.client.submit_patch(self.execution, self.patch(member, value), agent_id=agent,
+                                                    base_revision=base)  # fmt: skip
+        except SkillstateError:
+            self.refused += 1
+            return
+        self.newest = max(self.newest, result.revision)
+        applied = result.applied_patch.get("m", {}) if self.nested else result.applied_patch
+        if member in applied:
+            known = self.values.setdefault(member, [])
+            bisect.insort(known, (result.revision, applied[member]), key=lambda item: item[0])
+            del known[:-64]
+
+    async def run(self, count: int, lag: int, members: int, prefix: str, in_flight: int = IN_FLIGHT) -> float:
+        """`count` writes, `in_flight` at a time, to `members` members written in turn; returns writes/s."""
+        numbers = iter(range(count))
+
+        async def worker(index: int) -> None:
+            for _ in numbers:
+                turn = self.turns[prefix] = self.turns[prefix] + 1
+                await self.write(f"{prefix}{turn % members}", lag, f"agent-{index}")
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(i) for i in range(in_flight)))
+        return count / (time.perf_counter() - started)
+
+
+async def open_writes(client: StateClient, policy: str, nested: bool) -> Writes:
+    created = await client.create_execution(schema=schema(policy, nested), initial_state={"m": {}} if nested else {})
+    return Writes(client, created.execution_id, policy, nested)
+
+
+async def lag_table(client: StateClient, histories: list[int], commits: int) -> list[dict[str, Any]]:
+    rows = []
+    for policy in POLICIES:
+        pair = [await open_writes(client, policy, True), await open_writes(client, policy, False)]
+        for history in histories:
+            for writes in pair:  # grown as the cold case writes, at head, 64 in flight
+                await writes.run(max(0, history - writes.newest), 0, COLD, "c", in_flight=64)
+            for lag in LAGS:
+                for shape, members, prefix in (("cold", COLD, "c"), ("hot", HOT, "h")):
+                    rates: dict[bool, list[float]] = {True: [], False: []}
+                    for _ in range(2):
+                        for writes in pair:
+                            rates[writes.nested].append(await writes.run(commits, lag, members, prefix))
+                    row = {"policy": policy, "history": history, "lag": lag, "shape": shape,
+                           "map": statistics.mean(rates[True]), "keys": statistics.mean(rates[False])}  # fmt: skip
+                    rows.append(row)
+                    print(f"  {policy} at {history:,}, lag {lag}, {shape}: {row['map']:,.0f}/s on a map, "
+                          f"{row['keys']:,.0f}/s on keys", file=sys.stderr)  # fmt: skip
+        refused = sum(w.refused for w in pair)
+        if refused:
+            print(f"  {policy}: {refused} writes refused (a base value the client did not know yet)", file=sys.stderr)
+    return rows
+
+
+async def writers_run(writes: Writes, seconds: float, writers: int = 64) -> list[float]:
+    """`writers` writers, each writing its own member at the newest revision it saw; commits per 10 s."""
+    done: list[float] = []
+    started = time.perf_counter()
+
+    async def writer(index: int) -> None:
+        while time.perf_counter() - started < seconds:
+            await writes.write(f"w{index}", 0, f"agent-{index}")
+            done.append(time.perf_counter() - started)
+
+    await asyncio.gather(*(writer(i) for i in range(writers)))
+    windows = collections.Counter(int(t // 10) for t in done if t < seconds)
+    return [windows[i] / 10 for i in range(int(seconds // 10))]
+
+
+async def writers_table(client: StateClient, seconds: float) -> list[dict[str, Any]]:
+    rows = []
+    for policy in POLICIES:
+        on_map = await writers_run(await open_writes(client, policy, True), seconds)
+        on_keys = await writers_run(await open_writes(client, policy, False), seconds / 3)
+        rows.append({"policy": policy, "windows": on_map, "keys": statistics.mean(on_keys)})
+        print(f"  64 writers, {policy}: {on_map[0]:,.0f}/s first 10 s, {on_map[-1]:,.0f}/s last, "
+              f"{statistics.mean(on_keys):,.0f}/s on keys", file=sys.stderr)  # fmt: skip
+    return rows
+
+
+async def counter_table(client: StateClient, history: int, commits: int) -> dict[str, Any]:
+    writes = await open_writes(client, "counter", False)
+    await writes.run(history, 0, COLD, "c", in_flight=64)
+    rates: dict[str, list[float]] = {"base 0": [], "head": [], "base 0, 64 in flight": []}
+    for _ in range(3):
+        rates["base 0"].append(await writes.run(commits, 10**9, 1, "hits"))
+        rates["head"].append(await writes.run(commits, 0, 1, "hits"))
+        rates["base 0, 64 in flight"].append(await writes.run(commits, 10**9, 1, "hits", in_flight=64))
+    print(f"  counter: {rates}", file=sys.stderr)
+    return {"history": history, **{k: statistics.mean(v) for k, v in rates.items()}, "rounds": rates}
+
+
+async def memory_table(revisions: int, members: int) -> dict[str, float]:
+    """MiB one execution holds after `revisions` writes to members of an lww map, before and after a
+    compaction, beside the state alone (in this process, on SQLite: tracemalloc does not see its page cache)."""
+    from skillstate.server.engine.config import EngineConfig
+    from skillstate.server.engine.state_engine import StateEngine
+    from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog
+
+    folder = tempfile.TemporaryDirectory()
+    tracemalloc.start()
+    mark = tracemalloc.get_traced_memory()[0]
+    engine = StateEngine(SqliteRevisionLog(Path(folder.name) / "memory.db"), EngineConfig(snapshot_every=1000))
+    await engine.start()
+    await engine.create_execution("x", json.dumps(schema("lww", True)), json.dumps({"m": {}}))
+    log_bytes = 0
+    for n in range(revisions):
+        patch = json.dumps({"m": {f"k{n % members}": f"v{n}"}})
+        await engine.submit_patch("x", f"agent-{n % 8}", n, patch)
+        log_bytes += len(patch)
+    held = tracemalloc.get_traced_memory()[0] - mark
+    await engine.compact("x", revisions)
+    after = tracemalloc.get_traced_memory()[0] - mark
+    state_json = (await engine.get_state("x")).state_json
+    before_state = tracemalloc.get_traced_memory()[0]
+    state = json.loads(state_json)
+    alone = tracemalloc.get_traced_memory()[0] - before_state
+    tracemalloc.stop()
+    del state
+    await engine.close()
+    folder.cleanup()
+    return {"held": held / 2**20, "compacted": after / 2**20, "state": alone / 2**20, "log": log_bytes / 2**20}
+
+
+def report(lag: list[dict[str, Any]], writers: list[dict[str, Any]], counter: dict[str, Any], memory: dict) -> str:
+    histories = sorted({row["history"] for row in lag})
+    first, last = histories[0], histories[-1]
+    lines = ["### Lag (commits/s, 8 in flight, through the SDK)", ""]
+    lines.append("| policy | lag | members | " + " | ".join(f"map at {h:,}" for h in histories)
+                 + f" | {last:,} / {first:,} | keys at {last:,} | map / keys at {last:,} |")  # fmt: skip
+    lines.append("|---|---|---|" + "---|" * (len(histories) + 3))
+    worst = 9.0
+    for policy in POLICIES:
+        for lag_ in LAGS:
+            for shape in ("cold", "hot"):
+                cells = {r["history"]: r for r in lag if (r["policy"], r["lag"], r["shape"]) == (policy, lag_, shape)}
+                flat = cells[last]["map"] / cells[first]["map"]
+                worst = min(worst, flat)
+                rates = " | ".join(f"{cells[h]['map']:,.0f}" for h in histories)
+                lines.append(f"| {policy} | {lag_} | {shape} | {rates} | **{flat:.2f}** | {cells[last]['keys']:,.0f} "
+                             f"| {cells[last]['map'] / cells[last]['keys']:.2f} |")  # fmt: skip
+    lines += ["", f"Worst {last:,} / {first:,}: {worst:.2f} (target >= 0.8).", ""]
+    lines += ["### 64 writers at once (commits/s)", "", "| policy | map, first 10 s | map, last 10 s | last / first "
+              "| top-level keys | map / keys |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for row in writers:
+        windows = row["windows"]
+        lines.append(f"| {row['policy']} | {windows[0]:,.0f} | {windows[-1]:,.0f} | **{windows[-1] / windows[0]:.2f}** "
+                     f"| {row['keys']:,.0f} | **{statistics.mean(windows) / row['keys']:.2f}** |")  # fmt: skip
+    lines += ["", f"### One counter after {counter['history']:,} revisions (commits/s)", "",
+              "| base 0, 8 in flight | at head, 8 in flight | base 0 / head | base 0, 64 in flight, rounds |",
+              "|---|---|---|---|",
+              f"| {counter['base 0']:,.0f} | {counter['head']:,.0f} | **{counter['base 0'] / counter['head']:.2f}** | "
+              + ", ".join(f"{r:,.0f}" for r in counter["rounds"]["base 0, 64 in flight"]) + " |"]  # fmt: skip
+    lines += ["", "### Memory of one execution (MiB, tracemalloc)", "",
+              "| after 100K revisions, 10K-member lww map | after a compaction | the state alone | the patches' JSON |",
+              "|---|---|---|---|",
+              f"| {memory['held']:.1f} | {memory['compacted']:.1f} | {memory['state']:.1f} | {memory['log']:.1f} |"]  # fmt: skip
+    return "\n".join(lines)
+
+
+def plot(lag: list[dict[str, Any]], writers: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (by_history, over_time) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for policy in POLICIES:
+        cells = sorted((r["history"], r["map"]) for r in lag if (r["policy"], r["lag"], r["shape"]) == (policy, 64, "hot"))
+        line = by_history.plot([c[0] for c in cells], [c[1] for c in cells], marker="o", label=f"{policy}, map")
+        keys = sorted((r["history"], r["keys"]) for r in lag if (r["policy"], r["lag"], r["shape"]) == (policy, 64, "hot"))
+        by_history.plot([c[0] for c in keys], [c[1] for c in keys], linestyle=":", color=line[0].get_color())
+    by_history.set(xscale="log", xlabel="revisions of history", ylabel="commits/s",
+                   title="lag 64, hot members (dotted: top-level keys)", ylim=(0, None))  # fmt: skip
+    by_history.legend(fontsize=8)
+    for row in writers:
+        over_time.plot([10 * (i + 1) for i in range(len(row["windows"]))], row["windows"], marker=".", label=row["policy"])
+    over_time.set(xlabel="seconds", ylabel="commits/s per 10 s", title="64 writers at once on one map", ylim=(0, None))
+    over_time.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--plot", type=Path, default=Path("docs/merge_scaling.png"))
+    args = parser.parse_args()
+    histories, commits, seconds = ([1_000, 10_000], 600, 20.0) if args.quick else ([1_000, 10_000, 100_000], 1_500, 60.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        cli = [sys.executable, "-m", "skillstate.cli", "serve", "--db", str(Path(tmp) / "bench.db")]
+        server, address, _ = await spawn(*cli, "--listen", "127.0.0.1:0", "--log-level", "WARNING")
+        try:
+            async with StateClient(address, retry=RetryPolicy(attempts=1)) as client:
+                print("lag, as history grows...", file=sys.stderr)
+                lag = await lag_table(client, histories, commits)
+                print("64 writers at once...", file=sys.stderr)
+                writers = await writers_table(client, seconds)
+                print("one counter from base 0...", file=sys.stderr)
+                counter = await counter_table(client, 10_000, commits)
+        finally:
+            server.kill()
+            await server.wait()
+    print("memory...", file=sys.stderr)
+    memory = await memory_table(histories[-1], 10_000)
+    print(report(lag, writers, counter, memory))
+    plot(lag, writers, args.plot)
+    print(f"\nplot: {args.plot}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
