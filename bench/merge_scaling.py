@@ -250,7 +250,8 @@ def report(lag: list[dict[str, Any]], writers: list[dict[str, Any]], counter: di
     lines += ["", "### Memory of one execution (MiB, tracemalloc)", "",
               "| after 100K revisions, 10K-member lww map | after a compaction | the state alone | the patches' JSON |",
               "|---|---|---|---|",
-              f"| {memory['held']:.1f} | {memory['compacted']:.1f} | {memory['state']:.1f} | {memory['log']:.1f} |"]  # fmt: skip
+              f"| {memory['held']:.1f} | {memory['compacted']:.1f} | {memory['state']:.1f} "
+              f"| {memory['log']:.1f} |"]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -260,17 +261,21 @@ def plot(lag: list[dict[str, Any]], writers: list[dict[str, Any]], path: Path) -
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    def series(policy: str, column: str) -> tuple[list[int], list[float]]:
+        chosen = [r for r in lag if (r["policy"], r["lag"], r["shape"]) == (policy, 64, "hot")]
+        cells = sorted((r["history"], r[column]) for r in chosen)
+        return [c[0] for c in cells], [c[1] for c in cells]
+
     figure, (by_history, over_time) = plt.subplots(1, 2, figsize=(12, 4.5))
     for policy in POLICIES:
-        cells = sorted((r["history"], r["map"]) for r in lag if (r["policy"], r["lag"], r["shape"]) == (policy, 64, "hot"))
-        line = by_history.plot([c[0] for c in cells], [c[1] for c in cells], marker="o", label=f"{policy}, map")
-        keys = sorted((r["history"], r["keys"]) for r in lag if (r["policy"], r["lag"], r["shape"]) == (policy, 64, "hot"))
-        by_history.plot([c[0] for c in keys], [c[1] for c in keys], linestyle=":", color=line[0].get_color())
+        line = by_history.plot(*series(policy, "map"), marker="o", label=f"{policy}, map")
+        by_history.plot(*series(policy, "keys"), linestyle=":", color=line[0].get_color())
     by_history.set(xscale="log", xlabel="revisions of history", ylabel="commits/s",
                    title="lag 64, hot members (dotted: top-level keys)", ylim=(0, None))  # fmt: skip
     by_history.legend(fontsize=8)
     for row in writers:
-        over_time.plot([10 * (i + 1) for i in range(len(row["windows"]))], row["windows"], marker=".", label=row["policy"])
+        seconds = [10 * (i + 1) for i in range(len(row["windows"]))]
+        over_time.plot(seconds, row["windows"], marker=".", label=row["policy"])
     over_time.set(xlabel="seconds", ylabel="commits/s per 10 s", title="64 writers at once on one map", ylim=(0, None))
     over_time.legend(fontsize=8)
     figure.tight_layout()
@@ -282,7 +287,8 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--plot", type=Path, default=Path("docs/merge_scaling.png"))
     args = parser.parse_args()
-    histories, commits, seconds = ([1_000, 10_000], 600, 20.0) if args.quick else ([1_000, 10_000, 100_000], 1_500, 60.0)
+    quick = ([1_000, 10_000], 600, 20.0)
+    histories, commits, seconds = quick if args.quick else ([1_000, 10_000, 100_000], 1_500, 60.0)
     with tempfile.TemporaryDirectory() as tmp:
         cli = [sys.executable, "-m", "skillstate.cli", "serve", "--db", str(Path(tmp) / "bench.db")]
         server, address, _ = await spawn(*cli, "--listen", "127.0.0.1:0", "--log-level", "WARNING")

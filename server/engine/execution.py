@@ -25,7 +25,7 @@ from . import canonical
 from .committer import Pending
 from .mergepatch import Path, written_paths
 from .ownership import OwnerMap
-from .paths import PathIndex
+from .path_index import PathIndex
 from .policy import MergePolicy, PolicyMap
 from .statesize import size_change, state_bytes
 from .undo import Undo, apply_in_place, compose, revert_in_place, reverted

@@ -35,7 +35,7 @@ from .config import EngineConfig
 from .deletion import Deletions
 from .execution import Execution, genesis_hash
 from .executions import Executions
-from .hub import Hub, follow
+from .hub import Hub
 from .leaseholder import Leaseholder
 from .mergepatch import strip_nulls
 from .observations import GroupOptions, Observations
@@ -43,6 +43,7 @@ from .patches import MAX_COMMIT_RACES, Committing, Patches
 from .replicas import Replicas
 from .requests import check_execution_id, check_label, new_execution_id
 from .results import Created, ExecutionPage, HistoryPage, StateView, SubmitResult, WatchProgress, WatchSnapshot
+from .revision_reads import RevisionReads
 from .textmerge import TextMerges
 from .timeline import Timeline
 
@@ -50,8 +51,6 @@ log = logging.getLogger(__name__)
 
 MAX_EXECUTIONS_PAGE = 1000
 """Executions in one ListExecutions page at most."""
-PAGE_MARGIN = 64 << 10
-"""Bytes of a GetHistory reply kept for what is not the revisions' JSON (framing, ids, hashes)."""
 
 
 class StateEngine:
@@ -100,6 +99,7 @@ class StateEngine:
             self._executions.leaseholder = self._leaseholder
             self._committer.on_fenced = self._lost
         self._patches = Patches(log, self._committer, self._timeline, self._texts, self._replicas, config, metrics)
+        self._reads = RevisionReads(self._executions, self._revisions, self._replicas, self._timeline, config)
         metrics.watch_gauges(
             watchers=self._revisions.count,
             observation_streams=self._observations.stream_count,
@@ -370,66 +370,19 @@ class StateEngine:
 
     # -- watch and history -------------------------------------------------------------------------------
 
-    async def watch(
+    def watch(
         self, execution_id: str, from_revision: int
     ) -> AsyncGenerator[RevisionRecord | WatchSnapshot | WatchProgress, None]:
         """Every revision after from_revision, in order, exactly once, then live ones as they commit; and,
         once caught up, a WatchProgress after each `progress_interval` seconds in which nothing else came."""
-        async with self._executions.use(execution_id) as execution:
-            if from_revision < 0:
-                raise InvalidArgumentError(f"from_revision: must be >= 0, got {from_revision}")
-            await self._replicas.refresh(execution)
-
-            def progress(sent: int) -> WatchProgress | None:
-                # committed past what was sent: a revision is on its way (queued behind the timer's nudge)
-                return WatchProgress(execution.committed) if execution.committed <= sent else None
-
-            subscription = self._revisions.subscribe(execution.id)  # before reading history: no gap, no await
-            caught_up_to = execution.committed
-            cursor = from_revision
-            try:
-                execution.refuse_if_deleted()
-                if cursor < execution.compacted:
-                    view = await self._timeline.view(execution, execution.compacted)
-                    yield WatchSnapshot(view.revision, view.state_json, view.state_hash, execution.compacted)
-                    cursor = execution.compacted
-                while cursor < caught_up_to:
-                    for record in await self._timeline.records(execution, cursor, caught_up_to, 512):
-                        yield record
-                        cursor = record.revision
-                live = follow(
-                    subscription, cursor, lambda r: r.revision, "watch", "from_revision",
-                    progress, self._config.progress_interval,
-                )  # fmt: skip
-                async with contextlib.aclosing(live) as items:  # its timer is cancelled with the watch
-                    async for item in items:
-                        yield item
-            finally:
-                self._revisions.unsubscribe(subscription)
+        return self._reads.watch(execution_id, from_revision)
 
     async def history(
         self, execution_id: str, from_revision: int, to_revision: int, page_size: int, after: int | None = None
     ) -> HistoryPage:
         """A page of committed revisions from from_revision (or after `after`, continuing a page) through
         to_revision (0: the head)."""
-        if page_size < 0:
-            raise InvalidArgumentError(f"page_size: must be >= 0, got {page_size}")
-        if from_revision < 0 or to_revision < 0:
-            raise InvalidArgumentError(f"from_revision, to_revision: must be >= 0, got {from_revision}, {to_revision}")
-        if to_revision and from_revision > to_revision:
-            raise InvalidArgumentError(f"to_revision: {to_revision} is before from_revision {from_revision}")
-        if after is not None and after < 0:
-            raise InvalidArgumentError(f"after: must be >= 0, got {after}")
-        size = min(page_size or 100, self._limits.max_history_page)
-        async with self._executions.use(execution_id) as execution:
-            await self._replicas.refresh(execution)
-            head = execution.committed
-            last = min(to_revision or head, head)
-            after = max(max(from_revision, 1) - 1 if after is None else after, execution.compacted)
-            records = await self._timeline.records(execution, after, last, size) if after < last else []
-            records = _within(records, self._limits.max_message_bytes - PAGE_MARGIN)
-            more = bool(records) and records[-1].revision < last
-            return HistoryPage(records, more, head, execution.compacted)
+        return await self._reads.history(execution_id, from_revision, to_revision, page_size, after)
 
 
 def _new_execution(
@@ -444,13 +397,3 @@ def _new_execution(
     execution.validator.validate(state)
     state_hash = genesis_hash(execution_id, schema, state)
     return execution, state, SnapshotRecord(execution_id, 0, canonical.dumps_str(state), state_hash)
-
-
-def _within(records: list[RevisionRecord], budget: int) -> list[RevisionRecord]:
-    """The first records whose replies fit in `budget` bytes (at least one: a revision always fits alone)."""
-    for count, record in enumerate(records):
-        json_texts = (record.applied_patch_json, record.action_json, record.resolutions_json)
-        budget -= sum(len(text.encode()) for text in json_texts) + 256
-        if budget < 0:
-            return records[: max(count, 1)]
-    return records

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from skillstate.server.engine.config import EngineConfig
 from skillstate.server.engine.merge import merge
 from skillstate.server.engine.mergepatch import NO_CHANGE, apply, effective, strip_nulls, written_paths
-from skillstate.server.engine.paths import PathIndex
+from skillstate.server.engine.path_index import PathIndex
 from skillstate.server.engine.policy import PolicyMap
 from skillstate.server.engine.state_engine import StateEngine
 from skillstate.server.engine.undo import apply_in_place

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from skillstate.server.engine import paths as paths_module
 from skillstate.server.engine.mergepatch import written_paths
-from skillstate.server.engine.paths import LOWEST, PathIndex, PathNode, value_at
+from skillstate.server.engine.path_index import BUNDLE, PathIndex
+from skillstate.server.engine.paths import LOWEST, PathNode, value_at
 from skillstate.server.engine.undo import apply_in_place
 
 from .merge_reference import ABSENT, at, merge_patch, prefix_of, written
@@ -43,7 +44,7 @@ def play(
     *,
     start: int = 0,
     durable: bool = True,
-    bundle: int = paths_module.BUNDLE,
+    bundle: int = BUNDLE,
 ) -> tuple[PathIndex, list[dict[str, Any]]]:
     """An index of steps[start:], recorded on the state after steps[:start]; and every state, from revision 0."""
     states = [copy.deepcopy(initial)]
