@@ -43,6 +43,7 @@ POLICIES = ("lww", "counter", "set", "max", "append", "text")
 LAGS = (0, 64, 1024)
 COLD, HOT = 10_000, 64
 IN_FLIGHT = 8
+PARTS = ["lag", "writers", "counter", "memory"]
 
 
 def schema(policy: str, nested: bool) -> dict[str, Any]:
@@ -167,7 +168,7 @@ async def writers_table(client: StateClient, seconds: float) -> list[dict[str, A
     rows = []
     for policy in POLICIES:
         on_map = await writers_run(await open_writes(client, policy, True), seconds)
-        on_keys = await writers_run(await open_writes(client, policy, False), seconds / 3)
+        on_keys = await writers_run(await open_writes(client, policy, False), max(20.0, seconds / 3))
         rows.append({"policy": policy, "windows": on_map, "keys": statistics.mean(on_keys)})
         print(f"  64 writers, {policy}: {on_map[0]:,.0f}/s first 10 s, {on_map[-1]:,.0f}/s last, "
               f"{statistics.mean(on_keys):,.0f}/s on keys", file=sys.stderr)  # fmt: skip
@@ -218,7 +219,7 @@ async def memory_table(revisions: int, members: int) -> dict[str, float]:
     return {"held": held / 2**20, "compacted": after / 2**20, "state": alone / 2**20, "log": log_bytes / 2**20}
 
 
-def report(lag: list[dict[str, Any]], writers: list[dict[str, Any]], counter: dict[str, Any], memory: dict) -> str:
+def lag_report(lag: list[dict[str, Any]]) -> list[str]:
     histories = sorted({row["history"] for row in lag})
     first, last = histories[0], histories[-1]
     lines = ["### Lag (commits/s, 8 in flight, through the SDK)", ""]
@@ -235,24 +236,34 @@ def report(lag: list[dict[str, Any]], writers: list[dict[str, Any]], counter: di
                 rates = " | ".join(f"{cells[h]['map']:,.0f}" for h in histories)
                 lines.append(f"| {policy} | {lag_} | {shape} | {rates} | **{flat:.2f}** | {cells[last]['keys']:,.0f} "
                              f"| {cells[last]['map'] / cells[last]['keys']:.2f} |")  # fmt: skip
-    lines += ["", f"Worst {last:,} / {first:,}: {worst:.2f} (target >= 0.8).", ""]
-    lines += ["### 64 writers at once (commits/s)", "", "| policy | map, first 10 s | map, last 10 s | last / first "
-              "| top-level keys | map / keys |", "|---|---|---|---|---|---|"]  # fmt: skip
+    return [*lines, "", f"Worst {last:,} / {first:,}: {worst:.2f} (target >= 0.8).", ""]
+
+
+def writers_report(writers: list[dict[str, Any]]) -> list[str]:
+    lines = ["### 64 writers at once (commits/s)", "",
+             "| policy | map, first 10 s | map, last 10 s | last / first | top-level keys | map / keys |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
     for row in writers:
         windows = row["windows"]
         lines.append(f"| {row['policy']} | {windows[0]:,.0f} | {windows[-1]:,.0f} | **{windows[-1] / windows[0]:.2f}** "
                      f"| {row['keys']:,.0f} | **{statistics.mean(windows) / row['keys']:.2f}** |")  # fmt: skip
-    lines += ["", f"### One counter after {counter['history']:,} revisions (commits/s)", "",
-              "| base 0, 8 in flight | at head, 8 in flight | base 0 / head | base 0, 64 in flight, rounds |",
-              "|---|---|---|---|",
-              f"| {counter['base 0']:,.0f} | {counter['head']:,.0f} | **{counter['base 0'] / counter['head']:.2f}** | "
-              + ", ".join(f"{r:,.0f}" for r in counter["rounds"]["base 0, 64 in flight"]) + " |"]  # fmt: skip
-    lines += ["", "### Memory of one execution (MiB, tracemalloc)", "",
-              "| after 100K revisions, 10K-member lww map | after a compaction | the state alone | the patches' JSON |",
-              "|---|---|---|---|",
-              f"| {memory['held']:.1f} | {memory['compacted']:.1f} | {memory['state']:.1f} "
-              f"| {memory['log']:.1f} |"]  # fmt: skip
-    return "\n".join(lines)
+    return [*lines, ""]
+
+
+def counter_report(counter: dict[str, Any]) -> list[str]:
+    rounds = ", ".join(f"{r:,.0f}" for r in counter["rounds"]["base 0, 64 in flight"])
+    return [f"### One counter after {counter['history']:,} revisions (commits/s)", "",
+            "| base 0, 8 in flight | at head, 8 in flight | base 0 / head | base 0, 64 in flight, by round |",
+            "|---|---|---|---|",
+            f"| {counter['base 0']:,.0f} | {counter['head']:,.0f} | **{counter['base 0'] / counter['head']:.2f}** "
+            f"| {rounds} |", ""]  # fmt: skip
+
+
+def memory_report(memory: dict[str, float], revisions: int) -> list[str]:
+    return [f"### Memory of one execution (MiB, tracemalloc), {revisions:,} revisions on a 10K-member lww map", "",
+            "| held | after a compaction | the state alone | the patches' JSON |", "|---|---|---|---|",
+            f"| {memory['held']:.1f} | {memory['compacted']:.1f} | {memory['state']:.1f} "
+            f"| {memory['log']:.1f} |", ""]  # fmt: skip
 
 
 def plot(lag: list[dict[str, Any]], writers: list[dict[str, Any]], path: Path) -> None:
@@ -285,29 +296,40 @@ def plot(lag: list[dict[str, Any]], writers: list[dict[str, Any]], path: Path) -
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=PARTS, help="which tables to measure")
     parser.add_argument("--plot", type=Path, default=Path("docs/merge_scaling.png"))
     args = parser.parse_args()
     quick = ([1_000, 10_000], 600, 20.0)
     histories, commits, seconds = quick if args.quick else ([1_000, 10_000, 100_000], 1_500, 60.0)
+    lag: list[dict[str, Any]] = []
+    writers: list[dict[str, Any]] = []
+    lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         cli = [sys.executable, "-m", "skillstate.cli", "serve", "--db", str(Path(tmp) / "bench.db")]
         server, address, _ = await spawn(*cli, "--listen", "127.0.0.1:0", "--log-level", "WARNING")
         try:
             async with StateClient(address, retry=RetryPolicy(attempts=1)) as client:
-                print("lag, as history grows...", file=sys.stderr)
-                lag = await lag_table(client, histories, commits)
-                print("64 writers at once...", file=sys.stderr)
-                writers = await writers_table(client, seconds)
-                print("one counter from base 0...", file=sys.stderr)
-                counter = await counter_table(client, 10_000, commits)
+                if "lag" in args.parts:
+                    print("lag, as history grows...", file=sys.stderr)
+                    lag = await lag_table(client, histories, commits)
+                    lines += lag_report(lag)
+                if "writers" in args.parts:
+                    print("64 writers at once...", file=sys.stderr)
+                    writers = await writers_table(client, seconds)
+                    lines += writers_report(writers)
+                if "counter" in args.parts:
+                    print("one counter from base 0...", file=sys.stderr)
+                    lines += counter_report(await counter_table(client, 10_000, commits))
         finally:
             server.kill()
             await server.wait()
-    print("memory...", file=sys.stderr)
-    memory = await memory_table(histories[-1], 10_000)
-    print(report(lag, writers, counter, memory))
-    plot(lag, writers, args.plot)
-    print(f"\nplot: {args.plot}")
+    if "memory" in args.parts:
+        print("memory...", file=sys.stderr)
+        lines += memory_report(await memory_table(histories[-1], 10_000), histories[-1])
+    print("\n".join(lines))
+    if lag and writers:
+        plot(lag, writers, args.plot)
+        print(f"plot: {args.plot}")
 
 
 if __name__ == "__main__":

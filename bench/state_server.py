@@ -285,6 +285,14 @@ def one_counter(agent: int, n: int, hits: int) -> dict[str, object]:
     return {"hits": hits + 1}  # the server adds the delta from the base to whatever head holds
 
 
+def counter_from_zero(agent: int, n: int, hits: int) -> dict[str, object]:
+    return {"hits": 1}  # written on base 0, where hits was 0: a delta of 1 whatever the history since
+
+
+def lww_map(agent: int, n: int, hits: int) -> dict[str, object]:
+    return {"m": {f"agent-{agent}": n}}  # each agent its own member of one map, merged by its stamps
+
+
 class Agents:
     """Agents that submit against the newest revision they know, as SKILL.state agents that watch do."""
 
@@ -300,6 +308,8 @@ class Agents:
 
         async def submit(agent: int, n: int) -> None:
             base, hits = latest
+            if patch_of is counter_from_zero:
+                base, hits = 0, 0
             request = pb.SubmitPatchRequest(
                 execution_id=execution,
                 agent_id=f"agent-{agent}",
@@ -359,7 +369,11 @@ class Sessions:
     def __init__(self, stub: pb_grpc.StateServiceStub) -> None:
         self._stub = stub
 
-    async def rate(self, execution: str, streams: int, in_flight: int, total: int) -> tuple[float, list[float]]:
+    async def rate(
+        self, execution: str, streams: int, in_flight: int, total: int, shape: str = "disjoint keys"
+    ) -> tuple[float, list[float]]:
+        """`shape`: "disjoint keys" (each slot a top-level key of its own), "one counter from base 0", or "one
+        lww map" (each slot its own member, base = the newest revision seen)."""
         latest = [0]
         agents: dict[grpc.aio.StreamStreamCall, str] = {}
 
@@ -375,7 +389,13 @@ class Sessions:
 
         async def submit(call: grpc.aio.StreamStreamCall, n: int) -> None:
             agent = agents[call]  # each of its slots writes a member of its own: concurrent, never overlapping
-            await call.write(_session_submit(n + 1, agent, latest[0], {f"{agent}-{n % in_flight}": n}))
+            member = f"{agent}-{n % in_flight}"
+            if shape == "one counter from base 0":
+                await call.write(_session_submit(n + 1, agent, 0, {"hits": 1}))
+            elif shape == "one lww map":
+                await call.write(_session_submit(n + 1, agent, latest[0], {"m": {member: n}}))
+            else:
+                await call.write(_session_submit(n + 1, agent, latest[0], {member: n}))
 
         def answered(message: object) -> None:
             assert isinstance(message, pb.SessionResponse)
@@ -403,7 +423,17 @@ async def bracketed_session(
     row.stream_ratios.append(rate / row.stream_baselines[-1])
 
 
-COUNTER_SCHEMA = {"type": "object", "properties": {"hits": {"type": "integer", "x-merge": "counter"}}}
+COUNTER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "hits": {"type": "integer", "x-merge": "counter"},
+        "m": {"type": "object", "additionalProperties": {"x-merge": "lww"}},
+    },
+}
+STALE_SHAPES = ("one counter from base 0", "one lww map")
+"""Shapes where every submit is merged: a counter whose base is always 0, and one map written at once."""
+HISTORY = 2_000
+"""Revisions an execution of a stale shape holds before its rounds, so that base 0 lies far behind."""
 
 
 async def bench_sessions(address: str, echo: Echo, total: int, rounds: int) -> list[Row]:
@@ -423,6 +453,15 @@ async def bench_sessions(address: str, echo: Echo, total: int, rounds: int) -> l
                 execution = await agents.create(COUNTER_SCHEMA, {"hits": 0})
                 rate = functools.partial(sessions.rate, execution, streams, in_flight, total)
                 await bracketed_session(row, echo, streams, in_flight, rate)
+            rows.append(row)
+            print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
+        for shape in STALE_SHAPES:
+            row = Row(f"Session submits, 64 streams x 1 in flight, {shape}", "commits/s")
+            for _ in range(rounds):
+                execution = await agents.create(COUNTER_SCHEMA, {"hits": 0, "m": {}})
+                await sessions.rate(execution, 64, 1, HISTORY, shape)  # history first: base 0 is far behind
+                rate = functools.partial(sessions.rate, execution, 64, 1, total, shape)
+                await bracketed_session(row, echo, 64, 1, rate)
             rows.append(row)
             print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
         sdk = Row("Session submits, 64 streams x 1 in flight, disjoint keys, through the Python SDK", "commits/s")
@@ -474,6 +513,14 @@ async def bench_state_server(address: str, echo: Echo, total: int, rounds: int) 
             for shape, patch_of in (("disjoint keys", disjoint_keys), ("one counter key", one_counter)):
                 row = Row(f"SubmitPatch, {in_flight} in flight, {shape}", "commits/s")
                 await run(row, in_flight, lambda e, p=patch_of: agents.through_stub(e, p), {"hits": 0})  # type: ignore[misc]
+        for shape, patch_of in zip(STALE_SHAPES, (counter_from_zero, lww_map), strict=True):
+            row = Row(f"SubmitPatch, 64 in flight, {shape}", "commits/s")
+            for _ in range(rounds):
+                execution = await agents.create(COUNTER_SCHEMA, {"hits": 0, "m": {}})
+                await closed_loop(agents.through_stub(execution, patch_of), 64, HISTORY)  # base 0 far behind
+                await bracketed(row, echo.unary_rate, closed_loop(agents.through_stub(execution, patch_of), 64, total))
+            rows.append(row)
+            print(f"  {row.case}: {statistics.median(row.rates):,.0f} {row.unit}", file=sys.stderr)
         sdk = Row("SubmitPatch, 64 in flight, disjoint keys, through the Python SDK", "commits/s")
         await run(sdk, 64, lambda e: agents.through_sdk(e, disjoint_keys), {"hits": 0})
 
