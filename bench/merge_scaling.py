@@ -9,8 +9,8 @@ beside its control measured in the same run, rounds of the two interleaved:
   minus the lag), at 1K, 10K and 100K revisions of history: "cold" members (10,000 written in turn, as the
   README's inventory: none written since the base) and "hot" ones (64 in turn: each write meets writes of
   its own member since its base, so the policy merges). The control is the same on top-level keys.
-- writers: 64 writers at once, each its own member of one map, base = the newest revision it saw, for 60 s,
-  beside 64 writers on top-level keys; the rate in the first and the last 10 s.
+- writers: 64 writers at once, each writing members of its own of one map, base = the newest revision it
+  saw, for 60 s, beside 64 writers on top-level keys; the rate in the first and the last 10 s.
 - counter: one counter written from base 0 after 10K revisions, beside the same counter written at head.
 - memory: one execution (in this process) after 100K revisions on a 10K-member lww map, before and after a
   compaction, beside the state alone.
@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import bisect
 import collections
+import itertools
 import json
 import statistics
 import sys
@@ -150,13 +151,17 @@ async def lag_table(client: StateClient, histories: list[int], commits: int) -> 
 
 
 async def writers_run(writes: Writes, seconds: float, writers: int = 64) -> list[float]:
-    """`writers` writers, each writing its own member at the newest revision it saw; commits per 10 s."""
+    """`writers` writers, each writing members of its own in turn (COLD of them in all, so that what append
+    and text members hold stays short) at the newest revision it saw; commits per 10 s."""
     done: list[float] = []
     started = time.perf_counter()
+    own = COLD // writers
 
     async def writer(index: int) -> None:
-        while time.perf_counter() - started < seconds:
-            await writes.write(f"w{index}", 0, f"agent-{index}")
+        for n in itertools.count():
+            if time.perf_counter() - started >= seconds:
+                return
+            await writes.write(f"w{index}-{n % own}", 0, f"agent-{index}")
             done.append(time.perf_counter() - started)
 
     await asyncio.gather(*(writer(i) for i in range(writers)))

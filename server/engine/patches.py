@@ -150,14 +150,7 @@ class Patches:
                 base_revision=base_revision,
                 head_revision=execution.committed,
             )
-        lag, limit = execution.committed - base_revision, self._limits.max_base_lag
-        if lag > limit:
-            raise OutOfRangeError(
-                f"base_revision: {base_revision} is {lag} revisions behind the head {execution.committed}, "
-                f"more than the limit of {limit}: re-read the state and retry",
-                revision=base_revision,
-                head_revision=execution.committed,
-            )
+        self._check_lag(execution, base_revision)
         while (merged := await self._merge(execution, submission)) is None:
             pass  # merge again, on the head as it is now (see _merge)
         if isinstance(merged, SubmitResult):
@@ -184,6 +177,7 @@ class Patches:
                     return earlier
             if base_revision < execution.compacted:
                 raise compacted_base(execution, base_revision)
+            self._check_lag(execution, base_revision)  # again: commits may have folded past it during an await
             if base_revision >= execution.paths.start:
                 break
             await self._timeline.extend(execution, base_revision)  # then look again: an await passed
@@ -200,6 +194,16 @@ class Patches:
                 return None  # a failed commit rolled back what it lost to: merge again, on the durable head
             self._metrics.conflict([execution.policies.policy_at(path_of(p)).value for p in conflict.paths])
             raise
+
+    def _check_lag(self, execution: Execution, base_revision: int) -> None:
+        lag, limit = execution.committed - base_revision, self._limits.max_base_lag
+        if lag > limit:
+            raise OutOfRangeError(
+                f"base_revision: {base_revision} is {lag} revisions behind the head {execution.committed}, "
+                f"more than the limit of {limit}: re-read the state and retry",
+                revision=base_revision,
+                head_revision=execution.committed,
+            )
 
     def _merge_into_head(self, execution: Execution, submission: Submission) -> tuple[dict[str, Any], list[Resolution]]:
         """The patch merged into head under each path's policy, its resolutions counted; raises Deferred (a

@@ -140,7 +140,10 @@ class PathIndex:
         then starts where that one does. Revisions not durable yet stay undoable, down to what came before."""
         assert older.start < self.start and not older._pending
         merged: list[PathNode] = []
-        pending = {id(saved.node): saved for _, changes in self._pending for saved in changes}
+        pending: dict[int, list[_Saved]] = {}
+        for _, changes in self._pending:
+            for saved in changes:
+                pending.setdefault(id(saved.node), []).append(saved)
 
         def take(mine: PathNode, theirs: PathNode) -> None:
             merged.append(mine)
@@ -150,8 +153,7 @@ class PathIndex:
                 assert theirs.replaced is not None
                 mine.revisions = theirs.revisions + (mine.revisions or array("q"))
                 mine.replaced = theirs.replaced + (mine.replaced or [])
-            saved = pending.get(id(mine))
-            if saved is not None:  # a rollback goes back to what the older revisions left, not before it
+            for saved in pending.get(id(mine), ()):  # a rollback goes back to what the older revisions left
                 saved.below, saved.created = max(saved.below, theirs.below), False
                 saved.stamp, saved.cover = max(saved.stamp, theirs.stamp), max(saved.cover, theirs.cover)
             if theirs.children:
@@ -162,7 +164,8 @@ class PathIndex:
                 _sort_children(mine)
 
         take(self.root, older.root)
-        self._bundles.appendleft((self.start, merged))
+        for first in reversed(range(0, len(merged), self._bundle_size)):  # folded a bundle at a time, as others
+            self._bundles.appendleft((self.start, merged[first : first + self._bundle_size]))
         self.start = older.start
 
     def _note(self, node: PathNode, created: bool = False) -> None:

@@ -50,12 +50,14 @@ class Timeline:
             snapshot = await self._log.latest_snapshot(execution.id, at_most=base)
             if snapshot is None:
                 raise OutOfRangeError(f"base_revision: no snapshot at or before {base}")
-            start = execution.paths.start
-            records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=start)
-            past = Execution(execution.id, execution.schema, execution.created_at, window=1)
+            paths = execution.paths
+            records = await self._log.read_revisions(execution.id, after=snapshot.revision, up_to=paths.start)
+            if execution.paths is not paths:
+                return  # restarted from a newer snapshot meanwhile (a shared log): the caller looks again
+            past = Execution(execution.id, execution.schema, execution.created_at, 1, execution.max_base_lag)
             past.policies = execution.policies
             past.recover(snapshot, records)
-            execution.paths.prepend(past.paths)
+            paths.prepend(past.paths)
 
     async def record(self, execution: Execution, revision: int) -> RevisionRecord:
         entry = execution.entry(revision)

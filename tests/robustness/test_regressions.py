@@ -8,10 +8,13 @@ winning revision was durable, so the loser's immediate re-read saw the old state
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import sys
+import threading
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -450,3 +453,46 @@ async def test_022_an_lww_write_that_lost_to_a_greater_stamp_is_not_applied_agai
     assert lost.applied_patch == {} and (await client.get_state("x")).state == {"v": {"x": 1}}
     await client.submit_patch("x", {"v": {"x": {}}}, agent_id="bob", base_revision=1)
     assert (await client.get_state("x")).state == {"v": {"x": {}}}
+
+
+async def test_023_a_patch_whose_base_falls_behind_the_lag_limit_while_it_waits_is_out_of_range() -> None:
+    """Found by a review of issue 37's path index: the lag limit was checked once, before the merge's awaits
+    (here a text merge large enough to run off the event loop). Commits meanwhile folded the index past the
+    patch's base, and the merge then missed the write since its base: a `reject` conflict applied, another
+    writer's text edit lost. Also: two revisions not durable yet that wrote one path, taken back after the
+    log was read back for an older base, deleted that path's node (tests/server/engine/test_paths.py)."""
+    from skillstate.server.engine.config import EngineConfig
+    from skillstate.server.engine.state_engine import StateEngine
+    from skillstate.server.errors import OutOfRangeError
+    from skillstate.server.limits import Limits
+    from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
+
+    go = threading.Event()
+
+    class HeldWorker(concurrent.futures.ThreadPoolExecutor):
+        """Runs the text merge only once `go` is set: the late patch waits while the others commit."""
+
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+            return super().submit(lambda: (go.wait(), fn(*args, **kwargs))[1])
+
+    worker = HeldWorker(1)
+    engine = StateEngine(MemoryRevisionLog(), EngineConfig(limits=Limits(max_base_lag=4)), worker=worker)
+    await engine.start()
+    try:
+        schema = {"properties": {"r": {}, "t": {"x-merge": "text"}, "z": {"x-merge": "lww"}}}
+        await engine.create_execution("x", json.dumps(schema), json.dumps({"t": "a" * 3000, "r": 0}))
+        for revision in range(1, 1023):  # the index's first bundle of 1,024 revisions, nearly
+            await engine.submit_patch("x", "p", revision - 1, json.dumps({"z": revision}))
+        await engine.submit_patch("x", "w", 1022, json.dumps({"r": 1, "t": "b" * 3000}))  # its last revision
+        late = asyncio.ensure_future(engine.submit_patch("x", "late", 1022, json.dumps({"r": 2, "t": "c" * 3000})))
+        for revision in range(1024, 1030):  # the oldest base allowed passes 1022, and the bundle is folded
+            await engine.submit_patch("x", "p", revision - 1, json.dumps({"z": revision}))
+        go.set()
+        with pytest.raises(OutOfRangeError, match="1022 is 7 revisions behind the head 1029, more than the limit of 4"):
+            await late
+        state = json.loads((await engine.get_state("x")).state_json)
+        assert state["r"] == 1 and state["t"] == "b" * 3000
+    finally:
+        go.set()
+        await engine.close()
+        worker.shutdown()

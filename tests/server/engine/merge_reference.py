@@ -2,7 +2,8 @@
 
 It imports nothing of the server (compare tests/robustness/model.py), so a policy that the server gets wrong
 cannot be wrong here in the same way. `ReferenceExecution` follows the page step by step: written paths,
-conflict points, the policy table, refusal of the whole patch. It does not model `text` (a CRDT): for that,
+conflict points, the policy table, refusal of the whole patch. It does not model another policy declared
+inside an lww subtree (the page says what merged values below an lww point hold), nor `text` (a CRDT): for that,
 `text_insertion_violations` and `text_three_way_violations` check what the page promises of a three-way merge
 of concurrent edits. The closed forms below (`lww_fold`, `extreme`, `set_items`) state the table's promises for
 a whole set of concurrent writes, independently of the step-by-step rules.
