@@ -151,6 +151,11 @@ _INSERT_REVISIONS = (  # and their agents, in the same round trip, in one order 
     "ORDER BY execution_id, agent_id ON CONFLICT DO NOTHING"
 )
 _FILL_AGENTS = f"{FILL_AGENTS} ON CONFLICT DO NOTHING"
+FIND_PATCH = (
+    f"SELECT {', '.join(REVISION_COLUMNS)} FROM revisions "
+    "WHERE execution_id = $1 AND agent_id = $2 AND client_patch_id = $3 AND client_patch_id <> ''"
+)
+"""A revision by its idempotency key; the last condition lets the planner use the partial index on the keys."""
 _INSERT_SNAPSHOTS = _unnest_insert("snapshots", SNAPSHOT_COLUMNS, _SNAPSHOT_TYPES)
 _INSERT_OBSERVATIONS = _unnest_insert("observations", OBSERVATION_COLUMNS, _OBSERVATION_TYPES)
 
@@ -359,11 +364,7 @@ class PostgresRevisionLog(RevisionLog):
 
     async def find_patch(self, execution_id: str, agent_id: str, client_patch_id: str) -> RevisionRecord | None:
         await self._require(execution_id)
-        rows = await self._db.fetch(
-            f"SELECT {', '.join(REVISION_COLUMNS)} FROM revisions "
-            "WHERE execution_id = $1 AND agent_id = $2 AND client_patch_id = $3",
-            execution_id, agent_id, client_patch_id,
-        )  # fmt: skip
+        rows = await self._db.fetch(FIND_PATCH, execution_id, agent_id, client_patch_id)
         return RevisionRecord(*rows[0]) if rows else None
 
     async def patch_ids(self, execution_id: str, up_to: int, limit: int) -> list[tuple[str, str, int]]:

@@ -116,3 +116,24 @@ async def test_a_version_1_schema_is_upgraded_with_the_agents_of_its_revisions(
         assert (listed.agents, listed.agent_count, listed.head_revision) == (("a", "b"), 2, 3)
     finally:
         await upgraded.close()
+
+
+async def test_a_patch_is_found_by_its_key_through_the_index(postgres_schema: tuple[str, str]) -> None:  # noqa: F811
+    """As on SQLite: the planner may use a partial index of the keys only if the query implies its condition;
+    with the primary key the key would be a filter over every revision of the execution."""
+    import asyncpg
+
+    from skillstate.server.storage.revision_log.postgres import FIND_PATCH, PostgresRevisionLog
+
+    dsn, schema = postgres_schema
+    backend = PostgresRevisionLog(dsn, schema=schema)
+    await backend.open()
+    await backend.close()
+    connection = await asyncpg.connect(dsn)
+    try:
+        await connection.execute(f"SET search_path = {schema}; SET enable_seqscan = off")
+        plan = [row[0] for row in await connection.fetch(f"EXPLAIN {FIND_PATCH}", "x", "agent", "key")]
+        conditions = [line for line in plan if "Index Cond" in line]
+        assert conditions and "client_patch_id = " in conditions[0], plan
+    finally:
+        await connection.close()

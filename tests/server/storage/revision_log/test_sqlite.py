@@ -91,3 +91,19 @@ async def test_a_version_1_file_is_upgraded_with_the_agents_of_its_revisions(tmp
         await upgraded.close()
     with sqlite3.connect(tmp_path / "log.db") as connection:
         assert connection.execute("PRAGMA user_version").fetchone() == (2,)
+
+
+async def test_a_patch_is_found_by_its_key_through_the_index(tmp_path: Path) -> None:
+    """Without `client_patch_id != ''` in the query, SQLite could not use the partial index of the keys and
+    read every revision of the execution for each lookup: 85 commits/s after 100,000 revisions through the
+    SDK (bench/merge_scaling.py), which looks a key up once memory holds 100,000 of them."""
+    from skillstate.server.storage.revision_log.sqlite import FIND_PATCH
+
+    backend = SqliteRevisionLog(tmp_path / "log.db")
+    await backend.open()
+    await backend.close()
+    with sqlite3.connect(tmp_path / "log.db") as db:
+        plan = db.execute(f"EXPLAIN QUERY PLAN {FIND_PATCH}", ("x", "agent", "key")).fetchall()
+    assert [row[3] for row in plan] == [
+        "SEARCH revisions USING INDEX revisions_by_patch_id (execution_id=? AND agent_id=? AND client_patch_id=?)"
+    ]
