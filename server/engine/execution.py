@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
-import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from . import canonical
 from .committer import Pending
 from .mergepatch import Path, written_paths
 from .ownership import OwnerMap
+from .patch_keys import PatchKeys
 from .path_index import PathIndex
 from .policy import MergePolicy, PolicyMap
 from .statesize import size_change, state_bytes
@@ -32,8 +32,6 @@ from .undo import Undo, apply_in_place, compose, revert_in_place, reverted
 from .validation import SchemaValidator
 
 HASH_DOMAIN = b"skillstate.state.v1"
-MAX_PATCH_IDS = 100_000
-"""Idempotency keys remembered per execution; older ones are looked up in the log."""
 
 
 def genesis_hash(execution_id: str, schema: Any, initial_state: Any) -> str:
@@ -100,10 +98,8 @@ class Execution:
         """Bumped when a failed commit rolls pending revisions back, orphaning work merged on them."""
         self.lease_epoch: int | None = None
         """On a shared log with leases, the epoch of this replica's lease on it: every commit is fenced by it."""
-        self.patch_ids: dict[tuple[str, str], int] = {}
-        """(agent_id, client_patch_id) -> revision, for the revisions the log retains (the newest MAX_PATCH_IDS)."""
-        self.patch_ids_complete = True
-        """True when patch_ids holds every key the log retains, so a miss needs no storage lookup."""
+        self.keys = PatchKeys()
+        """The idempotency keys of the revisions the log retains (patch_keys.py)."""
         self.pending_patches: dict[tuple[str, str], Pending[Execution]] = {}
         """Idempotency keys of revisions merged but not yet durable -> their place in the group commit."""
         self.replaying = asyncio.Lock()
@@ -176,8 +172,7 @@ class Execution:
         then catch up. The head must be durable; idempotency keys older than the snapshot are looked up."""
         assert self.head.revision == self.committed, "restart only from a durable head"
         self.window.clear()
-        self.patch_ids = {}
-        self.patch_ids_complete = False
+        self.keys.restart(snapshot.revision + 1)
         self.recover(snapshot, records)
 
     def recover(self, snapshot: SnapshotRecord, records: Iterable[RevisionRecord]) -> None:
@@ -261,10 +256,7 @@ class Execution:
         """Add the next revision (durable or pending) at the head."""
         self.window.append(entry)
         if entry.record is not None and entry.record.client_patch_id:
-            self.patch_ids[(entry.record.agent_id, entry.record.client_patch_id)] = entry.revision
-            if len(self.patch_ids) > MAX_PATCH_IDS:
-                del self.patch_ids[next(iter(self.patch_ids))]
-                self.patch_ids_complete = False
+            self.keys.add((entry.record.agent_id, entry.record.client_patch_id), entry.revision)
 
     def entry(self, revision: int) -> Entry | None:
         """The window's entry for a revision, or None if the window does not hold it."""
@@ -304,30 +296,9 @@ class Execution:
         while len(self.window) > self.window_size and self.window[0].revision < self.committed:
             self.window.popleft()
 
-    @property
-    def patch_id_room(self) -> int:
-        """How many more idempotency keys memory holds before it drops the oldest."""
-        return MAX_PATCH_IDS - len(self.patch_ids)
-
-    def remember_older_patch_ids(self, older: list[tuple[str, str, int]]) -> None:
-        """Add the idempotency keys of revisions before the window behind those it holds (at recovery).
-        `older` is (agent_id, client_patch_id, revision), newest first, as many as `patch_id_room` plus one:
-        with more than the room, the oldest are left to the log."""
-        room = self.patch_id_room
-        remembered = {(agent_id, key): revision for agent_id, key, revision in reversed(older[:room])}
-        remembered.update(self.patch_ids)  # oldest first, so the cap drops the oldest
-        self.patch_ids = remembered
-        self.patch_ids_complete = self.patch_ids_complete and len(older) <= room
-
-    def forget_patch_ids(self, up_to: int) -> None:
-        """Drop the keys of revisions up to `up_to`, compacted away (the log no longer holds them either).
-        Memory holds them oldest first, so those are the first ones."""
-        for key, _ in list(itertools.takewhile(lambda item: item[1] <= up_to, self.patch_ids.items())):
-            del self.patch_ids[key]
-
     def key_unused(self, key: tuple[str, str]) -> bool:
         """Whether no submit used this idempotency key, as far as memory can tell without the log."""
-        return self.patch_ids_complete and key not in self.pending_patches and key not in self.patch_ids
+        return key not in self.pending_patches and self.keys.unused(key)
 
     def untouched_since(self, base: int, patch: dict[str, Any]) -> bool:
         """True if no revision after `base` wrote under any member `patch` writes (the index reaching `base`).
@@ -344,7 +315,7 @@ class Execution:
             if dropped.undo is not None:
                 revert_in_place(self.state, dropped.undo)
             if dropped.record is not None:
-                self.patch_ids.pop((dropped.record.agent_id, dropped.record.client_patch_id), None)
+                self.keys.discard((dropped.record.agent_id, dropped.record.client_patch_id))
         self.paths.rollback(self.committed)
         self.pending_patches.clear()
         self.observation_sequence = self.observation_committed

@@ -24,8 +24,9 @@ from ..limits import DEFAULT_LIMITS
 from ..storage.records import ExecutionRecord, SnapshotRecord
 from ..storage.revision_log.base import RevisionLog
 from . import canonical
-from .execution import MAX_PATCH_IDS, Execution
+from .execution import Execution
 from .leaseholder import Leaseholder
+from .patch_keys import MAX_PATCH_IDS
 
 
 @dataclass
@@ -209,7 +210,7 @@ class Executions:
         execution = Execution(execution_id, schema, record.created_at, self._window, self._max_base_lag)
         execution.recover(stored.snapshot, stored.revisions)
         execution.compacted = stored.compacted
-        execution.remember_older_patch_ids(stored.patch_ids)
+        execution.keys.remember_older(stored.patch_ids)
         execution.observation_sequence = execution.observation_committed = stored.last_observation
         execution.lease_epoch = lease_epoch
         return execution

@@ -34,6 +34,7 @@ from .config import EngineConfig
 from .execution import Execution, revision_hash
 from .merge import Resolution, decode_resolutions, encode_resolutions, merge
 from .mergepatch import NoChange, effective, path_of
+from .patch_keys import FILING_PAGE
 from .replicas import Replicas
 from .requests import Submission
 from .results import SubmitResult
@@ -279,15 +280,19 @@ class Patches:
                 with contextlib.suppress(StorageError):  # if the original never committed, this one may apply
                     await pending.follow()
                 continue
-            revision = execution.patch_ids.get(key)
+            revision = execution.keys.revision_of(key)
             if revision is not None:
                 return _duplicate(await self._timeline.record(execution, revision), submission)
-            if execution.patch_ids_complete:
+            if execution.keys.unused(key):
                 return None
+            if execution.keys.unfiled_below:  # file some more of the log's keys: lookups soon stop
+                below = execution.keys.unfiled_below
+                page = await self._log.patch_ids(execution.id, below - 1, FILING_PAGE)
+                execution.keys.file(below, page, last=len(page) < FILING_PAGE)
             record = await self._log.find_patch(execution.id, *key)
             if record is not None:
                 return _duplicate(record, submission)
-            if key not in execution.pending_patches and key not in execution.patch_ids:
+            if key not in execution.pending_patches and execution.keys.revision_of(key) is None:
                 return None
 
 

@@ -315,7 +315,7 @@ class StateEngine:
                 raise
             # another compaction may have gone further
             execution.compacted = max(execution.compacted, snapshot.revision)
-            execution.forget_patch_ids(execution.compacted)
+            execution.keys.forget(execution.compacted)
             while execution.paths.fold(execution.oldest_base):  # what only older bases needed, a little at a time
                 await asyncio.sleep(0)
             return execution.compacted

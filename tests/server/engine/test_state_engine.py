@@ -13,7 +13,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from skillstate.server.engine import execution as execution_module
+from skillstate.server.engine import patch_keys
 from skillstate.server.engine.config import EngineConfig
 from skillstate.server.engine.merge import Resolution
 from skillstate.server.engine.results import WatchSnapshot
@@ -214,7 +214,7 @@ async def test_after_a_restart_from_a_snapshot_keys_are_known_without_the_log(tm
 async def test_keys_beyond_memory_are_looked_up_after_a_restart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, snapshot_every: int
 ) -> None:
-    monkeypatch.setattr(execution_module, "MAX_PATCH_IDS", 3)
+    monkeypatch.setattr(patch_keys, "MAX_PATCH_IDS", 3)
     path = tmp_path / "e.db"
     first = StateEngine(SqliteRevisionLog(path), EngineConfig(snapshot_every=snapshot_every))
     await first.start()
