@@ -8,7 +8,9 @@ beside its control measured in the same run, rounds of the two interleaved:
 - lag: for each policy, one client writing members of one map (8 in flight, base = newest revision it saw
   minus the lag), at 1K, 10K and 100K revisions of history: "cold" members (10,000 written in turn, as the
   README's inventory: none written since the base) and "hot" ones (64 in turn: each write meets writes of
-  its own member since its base, so the policy merges). The control is the same on top-level keys.
+  its own member since its base, so the policy merges), new ones for each case (so that what an append or
+  text member holds, which each write sends whole, is as long at 100K as at 1K). The control is the same on
+  top-level keys. The history itself is written by the same client, at head, to 10,000 other members.
 - writers: 64 writers at once, each writing members of its own of one map, base = the newest revision it
   saw, for 60 s, beside 64 writers on top-level keys; the rate in the first and the last 10 s.
 - counter: one counter written from base 0 after 10K revisions, beside the same counter written at head.
@@ -133,8 +135,11 @@ async def lag_table(client: StateClient, histories: list[int], commits: int) -> 
         for history in histories:
             for writes in pair:  # grown as the cold case writes, at head, 64 in flight
                 await writes.run(max(0, history - writes.newest), 0, COLD, "c", in_flight=64)
-            for lag in LAGS:
-                for shape, members, prefix in (("cold", COLD, "c"), ("hot", HOT, "h")):
+            for lag in LAGS:  # members of each case's own, so that what append and text members hold stays short
+                for shape, members, prefix in (
+                    ("cold", COLD, f"c{history}-{lag}-"),
+                    ("hot", HOT, f"h{history}-{lag}-"),
+                ):
                     rates: dict[bool, list[float]] = {True: [], False: []}
                     for _ in range(2):
                         for writes in pair:

@@ -234,7 +234,9 @@ def test_lww_gives_the_greatest_stamps_write_in_every_order(scenario: Scenario) 
         assert_greatest_stamp_wins(scenario, assert_one_result(scenario, finals))
 
 
-@pytest.mark.parametrize("config", [EngineConfig(), EngineConfig(window=1)], ids=["in-memory", "replayed"])
+@pytest.mark.parametrize(
+    "config", [EngineConfig(), EngineConfig(max_loaded_executions=0, snapshot_every=2)], ids=["in-memory", "loaded"]
+)
 @given(scenario=scenarios("lww", shared_base=False))
 @example(
     scenario=Scenario(  # bob's write loses to eve's greater stamp, which ada's base already holds
@@ -245,9 +247,19 @@ def test_lww_gives_the_greatest_stamps_write_in_every_order(scenario: Scenario) 
         deletions=True,
     )
 )
+@example(
+    scenario=Scenario(  # eve's 5 covers v at a greater stamp than ada's x, and cal's object replaces it after
+        "lww",
+        {},
+        [Write("eve", 0, {"v": 5}), Write("cal", 1, {"v": {"y": 1}})],
+        [Write("ada", 0, {"v": {"x": 2}}), Write("bob", 2, {"v": {"y": 3}})],
+        deletions=False,
+    )
+)
 def test_lww_gives_the_greatest_stamps_write_whatever_the_bases(scenario: Scenario, config: EngineConfig) -> None:
     """A write already in a patch's base may carry a greater stamp than one committed after it: the result is
-    still every write in stamp order, whether the earlier base is in memory or replayed from the log."""
+    still every write in stamp order, with the execution in memory throughout or loaded anew from its newest
+    snapshot (every 2 revisions) for every call, the log read back for older bases."""
     assert_greatest_stamp_wins(scenario, assert_one_result(scenario, run_every_order(scenario, config=config)))
 
 

@@ -224,11 +224,13 @@ async def test_keys_beyond_memory_are_looked_up_after_a_restart(
     await first.close()
     second = StateEngine(SqliteRevisionLog(path), EngineConfig(snapshot_every=snapshot_every))
     await second.start()
-    assert await second.head_revision("x") == 9
-    assert second.submit_patch_now("x", "ada", 9, '{"n":0}', "k0") is None  # maybe used: the log decides
-    result = await second.submit_patch("x", "ada", 0, '{"n":0}', "k0")
-    assert result.duplicate and result.revision == 1
-    await second.close()
+    try:
+        assert await second.head_revision("x") == 9
+        assert second.submit_patch_now("x", "ada", 9, '{"n":0}', "k0") is None  # maybe used: the log decides
+        result = await second.submit_patch("x", "ada", 0, '{"n":0}', "k0")
+        assert result.duplicate and result.revision == 1
+    finally:
+        await second.close()
 
 
 async def test_a_key_whose_revision_was_compacted_applies_again(tmp_path: Path) -> None:
