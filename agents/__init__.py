@@ -11,21 +11,32 @@ Importing this package loads neither litellm (imported at the first model call) 
 plot).
 """
 
-from .concurrent import TeamResult, run_team
-from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, SummaryCapped, Truncated
-from .drift import state_drift
 from .envs.base import Environment, Notice, Outcome
 from .envs.clock import Pace
 from .envs.driver import Driver
 from .envs.repo import RepoEnvironment
 from .envs.warehouse import WarehouseEnvironment
-from .llm import is_test_policy
-from .rezip import MacroFeedback
-from .runtime import Agent, Limits, Recorder, StepRecord
-from .scripted import SCRIPTED
-from .sim import ENVIRONMENT, SimConfig, SimResult, run_simulation
-from .team import Coordination, TeamAgent
-from .team_setup import TeamConfig
+from .runtime.agent import Agent
+from .runtime.contexts import (
+    RUNTIMES,
+    Context,
+    GroupChat,
+    Memory,
+    React,
+    SkillState,
+    Stateful,
+    SummaryCapped,
+    Truncated,
+)
+from .runtime.llm import is_test_policy
+from .runtime.records import Limits, Recorder, StepRecord
+from .runtime.rezip import MacroFeedback
+from .scripted.policy import SCRIPTED
+from .sims.concurrent import TeamResult, run_team
+from .sims.drift import state_drift
+from .sims.sequential import ENVIRONMENT, SimConfig, SimResult, run_simulation
+from .sims.team_setup import TeamConfig
+from .teams.agent import Coordination, TeamAgent
 
 __all__ = [
     "ENVIRONMENT",

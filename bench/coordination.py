@@ -24,10 +24,10 @@ from pathlib import Path
 
 os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
 
-from skillstate.agents.concurrent import TeamResult, run_team
 from skillstate.agents.envs.clock import Pace
-from skillstate.agents.team_results import label, notes, plot, table
-from skillstate.agents.team_setup import TeamConfig
+from skillstate.agents.reports.team_results import label, notes, plot, table
+from skillstate.agents.sims.concurrent import TeamResult, run_team
+from skillstate.agents.sims.team_setup import TeamConfig
 
 
 async def serve(folder: Path) -> tuple[asyncio.subprocess.Process, str]:

@@ -34,7 +34,7 @@ os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
 from synthetic import generate_library
 
 from skillstate.agents import SCRIPTED, Agent, MacroFeedback, Recorder, SkillState
-from skillstate.agents.prompts import render_observation
+from skillstate.agents.protocol.prompts import render_observation
 from skillstate.clients import Hydrated, HydratedMacro, SkillRegistryClient, StateClient
 from skillstate.server.engine.config import EngineConfig
 from skillstate.server.rpc.app import RunningServer, start_server

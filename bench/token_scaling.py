@@ -26,10 +26,10 @@ from pathlib import Path
 
 os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
 
-from skillstate.agents.contexts import RUNTIMES
-from skillstate.agents.results import notes, plot, table
-from skillstate.agents.scripted import SCRIPTED
-from skillstate.agents.sim import SimConfig, SimResult, run_simulation
+from skillstate.agents.reports.results import notes, plot, table
+from skillstate.agents.runtime.contexts import RUNTIMES
+from skillstate.agents.scripted.policy import SCRIPTED
+from skillstate.agents.sims.sequential import SimConfig, SimResult, run_simulation
 from skillstate.cli.sim import local_server
 
 

@@ -12,15 +12,16 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import team
 from .common import UsageError, add_command
+from .progress import RunProgress
 
 if TYPE_CHECKING:
-    from skillstate.agents.sim import SimConfig, SimResult
+    from skillstate.agents.sims.sequential import SimConfig, SimResult
 
 BASELINES = ("react", "memory", "stateful", "truncated", "summary", "groupchat")
 
@@ -104,11 +105,11 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from skillstate.agents.results import notes, recovery_table, table, write
-    from skillstate.agents.scripted import SCRIPTED
-    from skillstate.agents.seeds import markdown as seed_table
-    from skillstate.agents.seeds import table_rows
-    from skillstate.agents.sim import SimConfig
+    from skillstate.agents.reports.results import notes, recovery_table, table, write
+    from skillstate.agents.reports.seeds import markdown as seed_table
+    from skillstate.agents.reports.seeds import table_rows
+    from skillstate.agents.scripted.policy import SCRIPTED
+    from skillstate.agents.sims.sequential import SimConfig
 
     model = args.model or SCRIPTED
     if model.startswith("skillstate/"):
@@ -175,7 +176,7 @@ async def run(args: argparse.Namespace) -> int:
 
 def _runtimes(chosen: list[str]) -> list[str]:
     """The runtimes of repeated, comma-separated --runtime values, in order, each once."""
-    from skillstate.agents.contexts import RUNTIMES
+    from skillstate.agents.runtime.contexts import RUNTIMES
 
     names = [name.strip() for value in chosen for name in value.split(",") if name.strip()]
     if "all" in names:
@@ -203,14 +204,14 @@ async def _run_one(
 ) -> SimResult:
     from dataclasses import replace
 
-    from skillstate.agents.sim import run_simulation
+    from skillstate.agents.sims.sequential import run_simulation
 
     if config.runtime in ("truncated", "summary"):
         ours = [r for r in done if (r.config.runtime, r.config.horizon, r.config.seed)
                 == ("skillstate", config.horizon, config.seed)]  # fmt: skip
         window = args.window_tokens or (max(ours[0].prompt_sizes) if ours else config.window_tokens)
         config = replace(config, window_tokens=window)
-    bar = ProgressBar(f"T={config.horizon} seed {config.seed} {config.runtime:>10}", config.horizon)
+    bar = RunProgress(f"T={config.horizon} seed {config.seed} {config.runtime:>10}", config.horizon)
     try:
         return await run_simulation(address, config, jsonl=args.out / "steps.jsonl", on_event=bar.update, **connection)
     finally:
@@ -235,24 +236,3 @@ async def local_server(address: str | None = None) -> AsyncIterator[str]:
             yield f"127.0.0.1:{server.port}"
         finally:
             await server.stop(grace=0)
-
-
-class ProgressBar:
-    """One line on stderr, redrawn as events are handled (a plain line per 10% when stderr is not a tty)."""
-
-    def __init__(self, label: str, total: int, write: Callable[[str], object] = sys.stderr.write) -> None:
-        self.label, self.total, self.write = label, total, write
-        self.tty = sys.stderr.isatty()
-        self.shown = -1
-
-    def update(self, done: int) -> None:
-        if self.tty:
-            filled = 30 * done // self.total
-            self.write(f"\r{self.label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total}")
-        elif 10 * done // self.total > self.shown:
-            self.shown = 10 * done // self.total
-            self.write(f"{self.label}: {done}/{self.total} events\n")
-
-    def close(self) -> None:
-        if self.tty:
-            self.write("\n")

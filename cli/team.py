@@ -1,18 +1,19 @@
 """`skillstate sim --agents-per-skill N ...`: agents working at once against a world on its own clock, beside
-the group chat under the same load (skillstate.agents.concurrent)."""
+the group chat under the same load (skillstate.agents.sims.concurrent)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import UsageError
+from .progress import RunProgress
 
 if TYPE_CHECKING:
-    from skillstate.agents.concurrent import TeamResult
-    from skillstate.agents.team_setup import TeamConfig
+    from skillstate.agents.sims.concurrent import TeamResult
+    from skillstate.agents.sims.team_setup import TeamConfig
 
 COORDINATION_CHOICES = ("claims", "groups", "both")
 DEMO = {"agents_per_skill": 3, "horizon": 40, "rate": 1.5, "tick_ms": 100.0, "deadline": 20, "think_ms": 150.0}
@@ -43,7 +44,7 @@ def add_arguments(sim: argparse.ArgumentParser) -> None:
 def configs(args: argparse.Namespace, runtimes: list[str], model: str) -> list[TeamConfig]:
     """One TeamConfig per (runtime, coordination, agents per skill) the command line asks for."""
     from skillstate.agents.envs.clock import Pace
-    from skillstate.agents.team_setup import TEAM_RUNTIMES, TeamConfig
+    from skillstate.agents.sims.team_setup import TEAM_RUNTIMES, TeamConfig
 
     if args.agents != 3:
         raise UsageError("--agents and --agents-per-skill are exclusive")
@@ -79,7 +80,7 @@ async def run(
 async def demo(model: str, address: str, connection: dict[str, Any], out: Path, transport: str = "session") -> None:
     """The demo's second part: SKILL.state agents at once beside the group chat, on a world with a clock."""
     from skillstate.agents.envs.clock import Pace
-    from skillstate.agents.team_setup import TeamConfig
+    from skillstate.agents.sims.team_setup import TeamConfig
 
     pace = Pace(DEMO["tick_ms"], DEMO["rate"], int(DEMO["deadline"]))
     agents, horizon = int(DEMO["agents_per_skill"]), int(DEMO["horizon"])
@@ -93,17 +94,17 @@ async def demo(model: str, address: str, connection: dict[str, Any], out: Path, 
 
 
 async def run_configs(configs: list[TeamConfig], address: str, connection: dict[str, Any], out: Path) -> None:
-    from skillstate.agents.concurrent import run_team
-    from skillstate.agents.team_results import notes, table, write
+    from skillstate.agents.reports.team_results import notes, table, write
+    from skillstate.agents.sims.concurrent import run_team
 
     results: list[TeamResult] = []
     for config in configs:
         sharing = f"/{config.coordination}" if config.runtime == "skillstate" else ""
         name = f"{config.runtime}{sharing} x{config.agents_per_skill}"
-        progress = TickLine(name, config.horizon)
+        progress = RunProgress(f"{name:>24}", config.horizon)
         try:
-            results.append(await run_team(address, config, jsonl=out / "steps.jsonl", on_tick=progress.update,
-                                          **connection))  # fmt: skip
+            on_tick = _handled_by_tick(progress)
+            results.append(await run_team(address, config, jsonl=out / "steps.jsonl", on_tick=on_tick, **connection))
         finally:
             progress.close()
     paths = write(results, out)
@@ -113,21 +114,10 @@ async def run_configs(configs: list[TeamConfig], address: str, connection: dict[
     print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {out / 'steps.jsonl'}")
 
 
-class TickLine:
-    """Progress of a timed run on stderr: ticks so far and events handled (a line per 50 ticks off a tty)."""
+def _handled_by_tick(progress: RunProgress) -> Callable[[int, Any], None]:
+    """A timed run's `on_tick`: the events handled so far, and the tick."""
 
-    def __init__(self, label: str, events: int) -> None:
-        self.label, self.events = label, events
-        self.tty = sys.stderr.isatty()
+    def on_tick(tick: int, record: Any) -> None:
+        progress.update(sum(e.handled_tick is not None for e in record.events.values()), tick=tick)
 
-    def update(self, tick: int, record: Any) -> None:
-        handled = sum(e.handled_tick is not None for e in record.events.values())
-        line = f"{self.label:>24}: tick {tick}, {handled}/{self.events} events handled"
-        if self.tty:
-            sys.stderr.write(f"\r{line}")
-        elif tick % 50 == 0:
-            sys.stderr.write(f"{line}\n")
-
-    def close(self) -> None:
-        if self.tty:
-            sys.stderr.write("\n")
+    return on_tick

@@ -1,4 +1,4 @@
-"""The SKILL.state step as an MCP prompt: the paper's template (skillstate.agents.prompts), filled with the
+"""The SKILL.state step as an MCP prompt: the paper's template (skillstate.agents.protocol.prompts), filled with the
 skill context P the registry hydrates, the execution's current state Σ and the latest observation O, so that a
 client's model answers `{"state_patch": ..., "action": ...}` as the runtime's agents do; a second message says
 how that answer goes back through the tools."""
@@ -10,7 +10,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer, UserMessage
 from pydantic import Field
 
-from skillstate.agents.prompts import skill_state_prompt
+from skillstate.agents.protocol.prompts import skill_state_prompt
 from skillstate.clients import SkillRegistryClient, SkillstateError, StateClient
 
 from .errors import protocol_error

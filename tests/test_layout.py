@@ -1,6 +1,7 @@
 """Architecture rules: the contract and the client depend on nothing of ours; the server's rooms are layered
-(rpc, then auth, skills and engine, then storage, then the foundation: errors, limits, metrics) with no
-import cycles anywhere; the server never loads litellm."""
+(rpc, then auth, skills and engine, then storage, then the foundation: errors, limits, metrics), and so are
+the agents' (reports, sims, teams, runtime, scripted, then protocol and envs), with no import cycles anywhere;
+the server never loads litellm."""
 
 from __future__ import annotations
 
@@ -97,11 +98,54 @@ def test_the_cycle_check_finds_a_cycle() -> None:
 
 
 def test_agents_are_clients_of_the_server_and_load_litellm_only_to_call_a_model() -> None:
-    modules = loaded_modules("import skillstate.agents.sim, skillstate.agents.results, skillstate.agents.runtime")
+    modules = loaded_modules(
+        "import skillstate.agents.sims.sequential, skillstate.agents.reports.results, skillstate.agents.runtime.agent"
+    )
     ours = {m for m in modules if m.startswith("skillstate.")}
     allowed = ("skillstate.agents", "skillstate.clients", "skillstate.project_skills", *STUB_PACKAGES)
     assert ours == {m for m in ours if m.startswith(allowed)}
     assert "litellm" not in modules
+
+
+AGENTS = "skillstate.agents"
+AGENT_ROOMS = {
+    "protocol": set(),
+    "envs": set(),
+    "scripted": {"protocol", "envs"},
+    "runtime": {"protocol", "scripted"},
+    "teams": {"runtime", "protocol"},
+    "sims": {"teams", "runtime", "scripted", "protocol", "envs"},
+    "reports": {"sims", "runtime"},
+}
+"""Each room of agents/ and the rooms it may import: a room reaches only those below it."""
+
+
+def _agent_room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == AGENTS.split(".") else None
+
+
+@pytest.mark.parametrize("room", sorted(AGENT_ROOMS))
+def test_each_agents_room_imports_only_the_rooms_below_it(room: str) -> None:
+    members = {m: imported for m, imported in GRAPH.items() if _agent_room(m) == room}
+    assert members, f"no modules found in agents/{room}"
+    wrong = sorted(
+        f"{m} imports {name}"
+        for m, imported in members.items()
+        for name in imported
+        if name.startswith(f"{AGENTS}.") and _agent_room(name) not in {room, *AGENT_ROOMS[room]}
+    )
+    assert wrong == []
+
+
+def test_every_agents_module_is_in_a_room_that_says_what_it_holds() -> None:
+    top = ROOT / "agents"
+    assert [p.name for p in top.glob("*.py")] == ["__init__.py"]
+    rooms = {p.parent.name for p in top.glob("*/__init__.py")}
+    assert rooms == set(AGENT_ROOMS)
+    for room in rooms:
+        opening = (top / room / "__init__.py").read_text().strip()
+        assert opening.startswith('"""') and opening.endswith('"""') and "\n" not in opening, room
 
 
 def test_the_wheel_ships_every_file_of_the_project_skills(tmp_path: Path) -> None:

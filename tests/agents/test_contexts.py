@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillstate.agents.contexts import RUNTIMES, SUMMARY_REQUEST, Stateful, SummaryCapped
-from skillstate.agents.prompts import render_observation
-from skillstate.agents.reply import Reply, ReplyError
-from skillstate.agents.scripted import SCRIPTED, answer
+from skillstate.agents.protocol.prompts import SUMMARY_REQUEST, render_observation
+from skillstate.agents.protocol.reply import Reply, ReplyError
+from skillstate.agents.runtime.contexts import RUNTIMES, Stateful, SummaryCapped
+from skillstate.agents.scripted.policy import SCRIPTED, answer
 
 PATCH = {"inventory": {"shelf_3": "item_7", "shelf_4": None}}
 PRETTY = json.dumps(PATCH, indent=2)
@@ -211,8 +211,8 @@ def test_a_budget_too_small_for_the_whole_summary_cuts_it_and_the_policy_forgets
 
 def test_every_runtime_reads_its_constrained_answer_reasoning_first() -> None:
     """`--constrained` asks every runtime alike for one JSON object with its reasoning first."""
-    from skillstate.agents.contexts import ACTION_SCHEMA, STATEFUL_SCHEMA, React, SkillState
-    from skillstate.agents.reply import REPLY_SCHEMA
+    from skillstate.agents.protocol.reply import REPLY_SCHEMA
+    from skillstate.agents.runtime.contexts import ACTION_SCHEMA, STATEFUL_SCHEMA, React, SkillState
 
     for context, schema in ((SkillState(), REPLY_SCHEMA), (React(), ACTION_SCHEMA), (Stateful(), STATEFUL_SCHEMA)):
         assert context.response_schema == schema and schema["required"][0] == "reasoning"

@@ -13,7 +13,7 @@ os.environ["SKILLSTATE_OFFLINE"] = "1"
 from skillstate.agents.envs.base import Outcome
 from skillstate.agents.envs.recovery import Recovery
 from skillstate.agents.envs.warehouse import Event, EventKind, Warehouse, WarehouseEnvironment, generate_events
-from skillstate.agents.sim import SimConfig, run_simulation
+from skillstate.agents.sims.sequential import SimConfig, run_simulation
 
 
 @pytest.mark.parametrize("scenario", ["secret-audit", "secret-barcode", "secret-move"])

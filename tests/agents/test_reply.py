@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillstate.agents.reply import Reply, ReplyError, format_reply, parse_reply
+from skillstate.agents.protocol.reply import Reply, ReplyError, format_reply, parse_reply
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),

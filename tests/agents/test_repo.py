@@ -8,7 +8,7 @@ import pytest
 
 from skillstate.agents.envs.base import Notice
 from skillstate.agents.envs.repo import CI, DEVELOPER, MAINTAINER, SCENARIOS, RepoEnvironment
-from skillstate.agents.sim import SimConfig, run_simulation
+from skillstate.agents.sims.sequential import SimConfig, run_simulation
 from skillstate.clients import StateClient
 
 

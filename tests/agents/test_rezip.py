@@ -17,8 +17,8 @@ import pytest
 
 from bench.synthetic import generate_library
 from skillstate.agents import SCRIPTED, Agent, MacroFeedback, Recorder, SimConfig, SkillState, run_simulation
-from skillstate.agents.prompts import EXPAND_HINT, render_observation
-from skillstate.agents.scripted import needed_macro
+from skillstate.agents.protocol.prompts import EXPAND_HINT, render_observation
+from skillstate.agents.scripted.policy import needed_macro
 from skillstate.clients import Hydrated, HydratedMacro, NotFoundError, SkillRegistryClient, StateClient
 
 from ..conftest import RestartableServer

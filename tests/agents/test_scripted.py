@@ -8,10 +8,10 @@ import pytest
 
 os.environ["SKILLSTATE_OFFLINE"] = "1"
 
-from skillstate.agents.llm import complete, count_tokens
-from skillstate.agents.prompts import render_observation, skill_state_prompt
-from skillstate.agents.reply import ReplyError, parse_reply
-from skillstate.agents.scripted import PROVIDER, SCRIPTED, fault_rate
+from skillstate.agents.protocol.prompts import render_observation, skill_state_prompt
+from skillstate.agents.protocol.reply import ReplyError, parse_reply
+from skillstate.agents.runtime.llm import complete, count_tokens
+from skillstate.agents.scripted.policy import PROVIDER, SCRIPTED, fault_rate
 
 INSTRUCTIONS = "You run the warehouse. Actions: Store <item> <shelf>, Ship <item> <shelf>, Move <item> <old> <new>."
 
@@ -111,8 +111,8 @@ async def test_the_test_policy_is_registered_with_litellm_only_when_its_model_is
 
 @pytest.mark.parametrize("words", [5, 60, 400])
 def test_reply_length_is_set_in_words_and_the_same_for_every_runtime(words: int) -> None:
-    from skillstate.agents.contexts import Stateful
-    from skillstate.agents.scripted import answer
+    from skillstate.agents.runtime.contexts import Stateful
+    from skillstate.agents.scripted.policy import answer
 
     observation = render_observation({"event": "Shipment arrived containing item_4."})
     ours = answer(SCRIPTED, skill_state_prompt(INSTRUCTIONS, {"inventory": {}}, observation), words)

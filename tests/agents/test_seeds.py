@@ -8,9 +8,9 @@ import statistics
 
 import pytest
 
-from skillstate.agents.runtime import StepRecord
-from skillstate.agents.seeds import markdown, paired_p, table_rows
-from skillstate.agents.sim import SimConfig, SimResult
+from skillstate.agents.reports.seeds import markdown, paired_p, table_rows
+from skillstate.agents.runtime.records import StepRecord
+from skillstate.agents.sims.sequential import SimConfig, SimResult
 
 
 def test_a_paired_t_test_matches_the_formula() -> None:

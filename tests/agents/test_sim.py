@@ -12,18 +12,13 @@ os.environ["SKILLSTATE_OFFLINE"] = "1"
 
 import pytest
 
-from skillstate.agents.contexts import SkillState
 from skillstate.agents.envs import repo
-from skillstate.agents.prompts import render_observation
-from skillstate.agents.runtime import Agent, Limits, Recorder
-from skillstate.agents.sim import (
-    WAREHOUSE_SCHEMA,
-    WAREHOUSE_SKILLS,
-    SimConfig,
-    ensure_skills,
-    run_simulation,
-    skill_context,
-)
+from skillstate.agents.protocol.prompts import render_observation
+from skillstate.agents.runtime.agent import Agent
+from skillstate.agents.runtime.contexts import SkillState
+from skillstate.agents.runtime.records import Limits, Recorder
+from skillstate.agents.sims.sequential import SimConfig, run_simulation
+from skillstate.agents.sims.skills import WAREHOUSE_SCHEMA, WAREHOUSE_SKILLS, ensure_skills, skill_context
 from skillstate.clients import PermissionDeniedError, SkillRegistryClient, StateClient
 
 from . import together
@@ -170,7 +165,6 @@ async def test_an_agent_sees_only_the_state_its_skill_declares_it_reads(server_a
 
 
 async def test_the_project_skills_declare_what_their_agents_read(server_address: str) -> None:
-    from skillstate.agents.sim import ensure_skills, skill_context
     from skillstate.clients import SkillRegistryClient
 
     async with SkillRegistryClient(server_address) as registry:
@@ -180,7 +174,8 @@ async def test_the_project_skills_declare_what_their_agents_read(server_address:
 
 
 async def test_agents_on_a_server_that_requires_credentials_each_call_as_themselves(db_path: Path) -> None:
-    from skillstate.agents.sim import ENVIRONMENT, WAREHOUSE_AGENTS
+    from skillstate.agents.sims.sequential import ENVIRONMENT
+    from skillstate.agents.sims.skills import WAREHOUSE_AGENTS
     from skillstate.server.auth.credentials import issue
     from skillstate.server.auth.guard import Mode
     from skillstate.server.rpc.app import start_server

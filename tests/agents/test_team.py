@@ -11,17 +11,17 @@ import pytest
 
 os.environ["SKILLSTATE_OFFLINE"] = "1"
 
-from skillstate.agents import claims
-from skillstate.agents.claims import Standing
-from skillstate.agents.concurrent import run_team, team_schema
-from skillstate.agents.contexts import SkillState
-from skillstate.agents.drift import state_drift
 from skillstate.agents.envs.clock import Pace, arrival_ticks
 from skillstate.agents.envs.timed import TimedWarehouse
 from skillstate.agents.envs.warehouse import generate_events
-from skillstate.agents.runtime import Limits, Recorder
-from skillstate.agents.team import AgentDied, Coordination, TeamAgent
-from skillstate.agents.team_setup import TeamConfig
+from skillstate.agents.runtime.contexts import SkillState
+from skillstate.agents.runtime.records import Limits, Recorder
+from skillstate.agents.sims.concurrent import run_team, team_schema
+from skillstate.agents.sims.drift import state_drift
+from skillstate.agents.sims.team_setup import TeamConfig
+from skillstate.agents.teams import claims
+from skillstate.agents.teams.agent import AgentDied, Coordination, TeamAgent
+from skillstate.agents.teams.claims import Standing
 from skillstate.clients import ConflictError, StateClient
 
 from ..waiting import eventually
@@ -231,3 +231,35 @@ async def test_a_holder_slower_than_its_lease_never_acts_after_a_takeover(server
         ]
         outcomes = [r.outcome for r in recorder.records if r.agent == slow.agent_id]
         assert outcomes == ["conflict", "abandoned"], "refused on its claim, then found the event taken over"
+
+
+async def test_the_plot_shows_tokens_per_event_as_bars_for_one_team_size_and_as_lines_for_several(
+    server_address: str,
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from skillstate.agents.reports.team_results import tokens_per_event
+
+    claims_1 = await run_team(server_address, quick(agents_per_skill=1))
+    groups_1 = await run_team(server_address, quick(agents_per_skill=1, coordination="groups"))
+    claims_2 = await run_team(server_address, quick(agents_per_skill=2))
+    expected = {(r.config.coordination, r.config.agents_per_skill): r.summary()["tokens_per_handled_event"]
+                for r in (claims_1, groups_1, claims_2)}  # fmt: skip
+    figure, (one_size, sizes) = plt.subplots(1, 2)
+    tokens_per_event(one_size, [claims_1, groups_1])
+    bars = {
+        tick.get_text(): bar.get_height()
+        for tick, bar in zip(one_size.get_xticklabels(), one_size.patches, strict=True)
+    }
+    assert bars == {"skillstate (claims)": expected["claims", 1], "skillstate (groups)": expected["groups", 1]}
+    assert one_size.get_xlabel() == "1 agent per skill"
+    tokens_per_event(sizes, [claims_1, groups_1, claims_2])
+    lines = {line.get_label(): list(zip(line.get_xdata(), line.get_ydata(), strict=True)) for line in sizes.get_lines()}
+    assert lines == {
+        "skillstate (claims)": [(1, expected["claims", 1]), (2, expected["claims", 2])],
+        "skillstate (groups)": [(1, expected["groups", 1])],
+    }
+    plt.close(figure)

@@ -13,8 +13,8 @@ os.environ["SKILLSTATE_OFFLINE"] = "1"
 import pytest
 
 from skillstate.agents import SCRIPTED, Coordination, Recorder, SkillState, TeamAgent, TeamConfig, run_team
-from skillstate.agents.concurrent import team_schema
-from skillstate.agents.team_rezip import own_context
+from skillstate.agents.sims.concurrent import team_schema
+from skillstate.agents.sims.team_rezip import own_context
 from skillstate.clients import NotFoundError, RevisionEvent, SkillRegistryClient, StateClient
 from skillstate.project_skills import FOLDER as PROJECT_SKILLS
 from skillstate.server.storage.records import Counts

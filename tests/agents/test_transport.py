@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 os.environ["SKILLSTATE_OFFLINE"] = "1"
 
-from skillstate.agents.concurrent import run_team
-from skillstate.agents.sim import SimConfig, run_simulation
+from skillstate.agents.sims.concurrent import run_team
+from skillstate.agents.sims.sequential import SimConfig, run_simulation
 from skillstate.server.engine.config import EngineConfig
 from skillstate.server.rpc.app import RunningServer, start_server
 from skillstate.server.storage.revision_log.sqlite import SqliteRevisionLog

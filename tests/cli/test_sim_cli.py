@@ -26,7 +26,8 @@ async def test_the_demo_prints_table_1_and_writes_its_results(tmp_path: Path) ->
     assert (tmp_path / "tokens.png").read_bytes().startswith(b"\x89PNG")
     steps = (tmp_path / "steps.jsonl").read_text().splitlines()
     assert len(steps) >= 6 * 100 and all(json.loads(line)["prompt_tokens"] >= 0 for line in steps)
-    assert "events" in err  # progress
+    progress = [line for line in err.splitlines() if "/100 events" in line or "/40 events" in line]
+    assert len(progress) == len(runtimes) + 2, "off a terminal, one line per run: 7 runtimes, then 2 at once"
     at_once = {run["runtime"]: run for run in json.loads((tmp_path / "at-once" / "results.json").read_text())["runs"]}
     ours, chat = at_once["skillstate"], at_once["groupchat"]
     assert (ours["agents_per_skill"], ours["events"], ours["duplicate_actions"], ours["state_drift"]) == (3, 40, 0, [])

@@ -14,9 +14,9 @@ EXTRAS_IT_NEEDS_NOT = ["litellm", "scipy", "matplotlib", "asyncpg", "prometheus_
 def test_the_mcp_server_imports_the_client_and_not_the_server() -> None:
     modules = loaded_modules("import skillstate.mcp_server.main")
     ours = {m for m in modules if m.startswith("skillstate.")}
-    assert {"skillstate.mcp_server.tools", "skillstate.clients", "skillstate.agents.prompts"} <= ours
+    assert {"skillstate.mcp_server.tools", "skillstate.clients", "skillstate.agents.protocol.prompts"} <= ours
     assert not any(m.startswith("skillstate.server") for m in ours)
-    # skillstate.agents.prompts comes with its package (agents/__init__.py imports the runtime)
+    # skillstate.agents.protocol.prompts comes with its package (agents/__init__.py imports the runtime)
     allowed = ("skillstate.mcp_server", "skillstate.clients", "skillstate.agents", "skillstate.project_skills")
     assert ours == {m for m in ours if m.startswith((*allowed, *STUB_PACKAGES))}
     assert not {"litellm", "scipy", "matplotlib"} & modules

@@ -14,7 +14,7 @@ from mcp_types import (
     TextResourceContents,
 )
 
-from skillstate.agents.prompts import SKILL_STATE_FORMAT
+from skillstate.agents.protocol.prompts import SKILL_STATE_FORMAT
 from skillstate.clients import SkillRegistryClient, StateClient
 from skillstate.server.rpc.app import RunningServer
 

@@ -36,11 +36,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .contexts import ACTION_FORMAT, STATEFUL_FORMAT, SUMMARY_REQUEST
-from .envs.warehouse import SHELVES, shelf_number
-from .policy_faults import inject_fault, lengthened, semantic_fault, shelf_off
-from .prompts import EXPAND_HINT, EXPANDED_HEADER, OBSERVATION_HEADER, STATE_HEADER
-from .reply import format_expand, format_reply
+from ..envs.warehouse import SHELVES, shelf_number
+from ..protocol.prompts import (
+    ACTION_FORMAT,
+    EXPAND_HINT,
+    EXPANDED_HEADER,
+    OBSERVATION_HEADER,
+    STATE_HEADER,
+    STATEFUL_FORMAT,
+    SUMMARY_REQUEST,
+)
+from ..protocol.reply import format_expand, format_reply
+from .faults import inject_fault, lengthened, semantic_fault, shelf_off
 
 PROVIDER = "skillstate"
 SCRIPTED = f"{PROVIDER}/scripted"

@@ -6,7 +6,7 @@ round-robin mode). The speaker answers the oldest waiting event of its skill (or
 with the failure in the observation), seeing the whole conversation so far, the result of every action
 included; its action reaches the world as every agent's does, over the speaker's own session (which carries
 its observations too; the floor reads the events of every skill on a session of its own). The events,
-deadlines, scoring, model and transport are those of the SKILL.state team (team.py): only the way agents
+deadlines, scoring, model and transport are those of the SKILL.state team (agent.py): only the way agents
 share what they know differs.
 """
 
@@ -20,12 +20,12 @@ from typing import Any
 
 from skillstate.clients import Observation, State, StateClient
 
-from .contexts import Turn
-from .prompts import render_observation
-from .reply import Reply
-from .runtime import Agent, _mapping
-from .team import DONE, EVENT, OUTCOME
-from .transport import SESSION, Link, check_transport, connect
+from ..protocol.prompts import render_observation
+from ..protocol.reply import Reply
+from ..runtime.agent import Agent, payload_of
+from ..runtime.contexts import Turn
+from ..runtime.transport import SESSION, Link, check_transport, connect
+from .inbox import DONE, EVENT, OUTCOME
 
 FLOOR = "groupchat-floor"
 """The agent id under which the floor reads the events of every skill."""
@@ -102,7 +102,7 @@ class Floor:
         """File one observation; True when the world is done."""
         if isinstance(item, BaseException):
             raise item
-        payload = _mapping(item.payload)
+        payload = payload_of(item.payload)
         if item.kind == DONE:
             return bool(item.to == self.speakers[0].agent_id)  # every speaker is told; one of them is enough
         if item.kind == EVENT and item.to.startswith("skill:"):

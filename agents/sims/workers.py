@@ -2,7 +2,7 @@
 the agents of a team share nothing in memory, only the server.
 
 The parent writes each agent's spec (address, token, execution, skill, its P, model and coordination) to a
-JSON file and starts `python -m skillstate.agents.workers SPEC`. The worker runs one TeamAgent with its own
+JSON file and starts `python -m skillstate.agents.sims.workers SPEC`. The worker runs one TeamAgent with its own
 client, writes every model call to its own JSONL file, prints `ready` once the run's start reached its stream,
 and at the end prints one JSON line: how it ended, what coordination cost it and, with `rezip`, what it told
 ReZip (it hydrated its own P with its own client then: team_rezip.py). A worker that is killed (a stalled
@@ -23,9 +23,9 @@ from typing import Any
 
 from skillstate.clients import ClientTLS, SkillRegistryClient, StateClient, open_channel
 
-from .contexts import SkillState
-from .runtime import Limits, Recorder, StepRecord
-from .team import AgentDied, Coordination, TeamAgent
+from ..runtime.contexts import SkillState
+from ..runtime.records import Limits, Recorder, StepRecord
+from ..teams.agent import AgentDied, Coordination, TeamAgent
 from .team_rezip import own_context
 from .team_setup import Team, TeamConfig, policy_options
 
@@ -64,7 +64,7 @@ async def start_processes(
         path = folder / f"{agent_id}.json"
         path.write_text(json.dumps(spec), encoding="utf-8")
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "skillstate.agents.workers", str(path),
+            sys.executable, "-m", "skillstate.agents.sims.workers", str(path),
             stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
         started = asyncio.get_running_loop().create_future()
@@ -125,7 +125,7 @@ async def _watch(
 
 
 async def _work(spec: dict[str, Any]) -> int:
-    from .llm import _litellm
+    from ..runtime.llm import _litellm
 
     _litellm()  # before the run starts: the import takes seconds
     tls = ClientTLS(spec["tls_ca"].encode()) if spec["tls_ca"] else None

@@ -19,10 +19,20 @@ have exactly these two keys:
 "action": "<string: the exact command you want to execute>\""""
 
 
+ACTION_FORMAT = "Generate your next reasoning and action (format 'Action: <cmd>'):"
+"""How the transcript baselines ask for their answer (runtime/contexts.py)."""
+STATEFUL_FORMAT = (
+    "Update the state if necessary, provide reasoning, and output 'Action: <cmd>'. To update state, use the "
+    'format: StateUpdate: {"key": "value"}'
+)
+"""How the LangGraph-style stateful baseline asks for its answer and its state update."""
+SUMMARY_REQUEST = "Summarize the execution so far for your own later use"
+"""What the summary-memory baselines ask their model at each step before answering."""
+
 EXPAND_HINT = """A block `[macro ID "name", ... expand it ...]` above is a routine several skills share, shown in \
 summary. If this step needs its full text, answer with only a JSON block ```json {"expand": "ID"} ``` (no \
 state_patch, no action): the text comes back with your observation, and you answer again."""
-"""What an agent with `--rezip` adds to its instructions when they show a macro below full (agents/rezip.py)."""
+"""What an agent with `--rezip` adds to its instructions when they show a macro below full (agents/runtime/rezip.py)."""
 EXPANDED_HEADER = "Expanded macro"
 """Heads a macro's text the runtime expanded for the step: `Expanded macro m-...:` then the text."""
 

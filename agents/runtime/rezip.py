@@ -10,7 +10,7 @@ the next observation reports failed (`Status: error`): the step followed their t
 
 It stays off where runtimes are compared: evidence raises macro levels as runs report, so a run after another
 would see a different P, and the baselines must see the same P (SimConfig refuses `rezip` for a baseline).
-Agents at once (team_rezip.py) feed ReZip the same way, each over a P hydrated for it alone.
+Agents at once (sims/team_rezip.py) feed ReZip the same way, each over a P hydrated for it alone.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 
 from skillstate.clients import Hydrated, MacroRevision, NotFoundError, SkillRegistryClient, ValidationError
 
-from .prompts import EXPAND_HINT, EXPANDED_HEADER
-from .reply import ReplyError
+from ..protocol.prompts import EXPAND_HINT, EXPANDED_HEADER
+from ..protocol.reply import ReplyError
 
 _FAILED = re.compile(r"^Status: error$", re.MULTILINE)
 

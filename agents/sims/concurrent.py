@@ -1,6 +1,6 @@
 """Simulations where agents really work at once: a timed world (envs/timed.py) emits events on its own clock,
-and several agents per skill handle them over one shared execution (team.py), or, for the baseline, take
-turns in a transcript-sharing group chat (floor.py).
+and several agents per skill handle them over one shared execution (teams/agent.py), or, for the baseline, take
+turns in a transcript-sharing group chat (teams/floor.py).
 
 `await run_team(address, TeamConfig(agents_per_skill=4, pace=Pace(rate=1.5)))` registers the warehouse
 skills if needed, hydrates each skill's P once, creates the execution, starts the agents (each with its own
@@ -23,19 +23,22 @@ from typing import Any
 
 from skillstate.clients import ClientTLS, SkillRegistryClient, StateClient, open_channel
 
-from . import claims
-from .contexts import GroupChat, SkillState, Turn
+from ..envs.clock import Pace, arrival_ticks
+from ..envs.timed import TimedWarehouse
+from ..envs.timed_driver import TimedDriver, TimedRun
+from ..envs.warehouse import generate_events
+from ..runtime.agent import Agent
+from ..runtime.contexts import GroupChat, SkillState, Turn
+from ..runtime.llm import _litellm
+from ..runtime.records import Recorder, StepRecord
+from ..runtime.rezip import summarize
+from ..teams import claims
+from ..teams.agent import AgentDied, TeamAgent
+from ..teams.floor import Floor, Speaker
+from ..teams.inbox import START
 from .drift import state_drift
-from .envs.clock import Pace, arrival_ticks
-from .envs.timed import TimedWarehouse
-from .envs.timed_driver import TimedDriver, TimedRun
-from .envs.warehouse import generate_events
-from .floor import Floor, Speaker
-from .llm import _litellm
-from .rezip import summarize
-from .runtime import Agent, Recorder, StepRecord
-from .sim import ENVIRONMENT, WAREHOUSE_SCHEMA, WAREHOUSE_SKILLS, ensure_skills, skill_context
-from .team import START, AgentDied, TeamAgent
+from .sequential import ENVIRONMENT
+from .skills import WAREHOUSE_SCHEMA, WAREHOUSE_SKILLS, ensure_skills, skill_context
 from .team_rezip import own_context
 from .team_setup import Team, TeamConfig, policy_options
 

@@ -18,18 +18,17 @@ Its observations and its writes go over one session, opened by `run` and ended w
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import IO, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 from skillstate.clients import ConflictError, State, StateClient, ValidationError
 
+from ..protocol.prompts import render_observation
+from ..protocol.reply import Reply, ReplyError, parse_expand
 from .contexts import Context
 from .llm import Completion, complete
-from .prompts import render_observation
-from .reply import Reply, ReplyError, parse_expand
+from .records import Limits, Recorder, StepRecord
 from .rezip import MacroFeedback
 from .transport import SESSION, Link, Unary, check_transport, connect
 
@@ -38,58 +37,31 @@ WAIT = "Wait"
 REJECTED = "Your previous reply was rejected, nothing was applied:"
 
 
-@dataclass(frozen=True)
-class Limits:
-    conflict_retries: int = 3
-    """Fresh reads after ABORTED before a step is given up."""
-    invalid_retries: int = 3
-    """New answers after a malformed reply or an INVALID_ARGUMENT patch before a step is given up."""
-    expansions: int = 3
-    """Macros a step may ask to expand (`--rezip`); a further request is answered as a malformed reply."""
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """One model call of one agent."""
-
-    agent: str
-    runtime: str
-    step: int
-    """The agent's step: one per observation it handled."""
-    attempt: int
-    prompt_tokens: int
-    completion_tokens: int
-    outcome: str
-    """`applied`, `conflict`, `invalid` (refused by the server), `malformed` (not in the format), `summary`
-    (a memory runtime's summarizing call), `expand` (`--rezip`: the model asked for a macro's full text;
-    `action` is `expand <macro id>`), `abandoned` (the work was no longer the agent's when it answered:
-    nothing submitted) or `gave_up` (out of retries: no change, action Wait)."""
-    action: str | None = None
-    patch: dict[str, Any] | None = None
-    error: str | None = None
-    revision: int | None = None
-
-
 @dataclass
-class Recorder:
-    """Keeps every record and appends each to a JSONL file, if given."""
+class Attempts:
+    """One step's tries so far: what its retries used of `limits`, the error its next prompt names, and the
+    macro texts it asked for (`--rezip`), shown with the observation."""
 
-    path: Path | None = None
-    records: list[StepRecord] = field(default_factory=list)
-    _file: IO[str] | None = None
+    limits: Limits
+    number: int = 0
+    conflicts: int = 0
+    invalid: int = 0
+    rejection: str | None = None
+    expanded: list[str] = field(default_factory=list)
 
-    def add(self, record: StepRecord) -> None:
-        self.records.append(record)
-        if self.path is not None:
-            if self._file is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = self.path.open("a", encoding="utf-8")
-            self._file.write(json.dumps(asdict(record), sort_keys=True) + "\n")
-            self._file.flush()
+    @property
+    def exhausted(self) -> bool:
+        return self.conflicts > self.limits.conflict_retries or self.invalid > self.limits.invalid_retries
 
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+    def refused(self, error: str) -> None:
+        """The reply broke the format or the server refused its patch: the next prompt says why."""
+        self.invalid += 1
+        self.rejection = error
+
+    def shown(self, observation: str) -> str:
+        """The observation as the next attempt shows it: with the macros expanded and the last refusal."""
+        shown = "\n\n".join([observation, *self.expanded])
+        return shown if self.rejection is None else f"{shown}\n{REJECTED} {self.rejection}"
 
 
 class Agent:
@@ -140,7 +112,7 @@ class Agent:
         """Handle the observations addressed to this agent until it finishes."""
         async with self.connected() as link:
             async for observation in link.observations():
-                payload = _mapping(observation.payload)
+                payload = payload_of(observation.payload)
                 if await self.step(render_observation(payload), final=bool(payload.get("done"))):
                     break
         await self.report_outcome()
@@ -179,61 +151,62 @@ class Agent:
         answered = await self.answer(observation)
         if answered is None:
             return await self._give_up() or final
-        return _is_finish(answered) or final
+        return is_finish(answered) or final
 
     async def answer(self, observation: str) -> Reply | None:
         """Ask the model about `observation` and submit its patch and action, asking again after a malformed
         reply, a refused patch or a lost conflict, as the limits allow. The applied reply, or None when the
         step was given up (or, where `submission` says so, abandoned)."""
-        conflicts = invalid = attempt = 0
-        rejection: str | None = None
-        expanded: list[str] = []
-        while True:
-            attempt += 1
+        attempts = Attempts(self.limits)
+        while not attempts.exhausted:
+            attempts.number += 1
             state = await self.read_state()
-            shown = "\n\n".join([observation, *expanded])
-            shown = shown if rejection is None else f"{shown}\n{REJECTED} {rejection}"
-            prompt = self.context.prompt(self.instructions, self._visible(state.state), shown)
+            prompt = self.context.prompt(self.instructions, self._visible(state.state), attempts.shown(observation))
             schema = self.context.response_schema if self.constrained else None
             completion = await complete(self.model, prompt, response_schema=schema, policy_options=self.policy_options)
-            try:
-                if self.feedback is not None and (macro_id := parse_expand(completion.text)) is not None:
-                    if len(expanded) >= self.limits.expansions:
-                        raise ReplyError(f"no more expansions this step ({len(expanded)} given): answer with "
-                                         "`state_patch` and `action`")  # fmt: skip
-                    expanded.append(await self.feedback.expand(macro_id))
-                    self._record(completion, attempt, "expand", action=f"expand {macro_id}")
-                    rejection = None
-                    continue
-                reply = self.context.parse(completion.text)
-            except ReplyError as error:
-                self._record(completion, attempt, "malformed", error=str(error))
-                invalid, rejection = invalid + 1, str(error)
-                if invalid > self.limits.invalid_retries:
-                    return None
+            reply = await self._read_reply(completion, attempts)
+            if reply is None:
                 continue
             submission = self.submission(reply, state)
             if submission is None:
-                self._record(completion, attempt, "abandoned", action=reply.action)
+                self._record(completion, attempts.number, "abandoned", action=reply.action)
                 return None
             patch, action = submission
             try:
                 result = await self.link.submit(patch, base_revision=state.revision, action=action)
             except ConflictError as error:
-                self._record(completion, attempt, "conflict", action=reply.action, patch=patch, error=error.message)
-                conflicts += 1
-                if conflicts > self.limits.conflict_retries:
-                    return None
+                self._record(completion, attempts.number, "conflict", action=reply.action, patch=patch,
+                             error=error.message)  # fmt: skip
+                attempts.conflicts += 1
                 continue
             except ValidationError as error:
-                self._record(completion, attempt, "invalid", action=reply.action, patch=patch, error=error.message)
-                invalid, rejection = invalid + 1, error.message
-                if invalid > self.limits.invalid_retries:
-                    return None
+                self._record(completion, attempts.number, "invalid", action=reply.action, patch=patch,
+                             error=error.message)  # fmt: skip
+                attempts.refused(error.message)
                 continue
-            self._record(completion, attempt, "applied", action=reply.action, patch=patch, revision=result.revision)
+            self._record(completion, attempts.number, "applied", action=reply.action, patch=patch,
+                         revision=result.revision)  # fmt: skip
             self.context.remember(observation, completion.text)
             return reply
+        return None
+
+    async def _read_reply(self, completion: Completion, attempts: Attempts) -> Reply | None:
+        """The reply in `completion`, or None to ask again: it asked for a macro's text (`--rezip`, given with
+        the next prompt) or broke the format (named in the next prompt)."""
+        try:
+            if self.feedback is not None and (macro_id := parse_expand(completion.text)) is not None:
+                if len(attempts.expanded) >= self.limits.expansions:
+                    raise ReplyError(f"no more expansions this step ({len(attempts.expanded)} given): answer "
+                                     "with `state_patch` and `action`")  # fmt: skip
+                attempts.expanded.append(await self.feedback.expand(macro_id))
+                attempts.rejection = None
+                self._record(completion, attempts.number, "expand", action=f"expand {macro_id}")
+                return None
+            return self.context.parse(completion.text)
+        except ReplyError as error:
+            self._record(completion, attempts.number, "malformed", error=str(error))
+            attempts.refused(str(error))
+            return None
 
     def submission(self, reply: Reply, state: State) -> tuple[dict[str, Any], Any] | None:
         """The patch and action to submit for a reply given on `state` (None: submit nothing, abandon)."""
@@ -277,9 +250,11 @@ class Agent:
         return False
 
 
-def _is_finish(reply: Reply) -> bool:
+def is_finish(reply: Reply) -> bool:
+    """The reply ends the agent's run (its action is `Finish`, however it is cased or followed)."""
     return reply.action.split(" ", 1)[0].capitalize() == FINISH
 
 
-def _mapping(payload: Any) -> Mapping[str, Any]:
+def payload_of(payload: Any) -> Mapping[str, Any]:
+    """An observation's payload as a mapping (a bare value is the event's text)."""
     return payload if isinstance(payload, Mapping) else {"event": str(payload)}

@@ -23,18 +23,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .answers import read_action, read_constrained, read_state_update
-from .prompts import skill_state_prompt
-from .reply import REPLY_SCHEMA, Reply, ReplyError, parse_reply
+from ..protocol.answers import read_action, read_constrained, read_state_update
+from ..protocol.prompts import ACTION_FORMAT, STATEFUL_FORMAT, SUMMARY_REQUEST, skill_state_prompt
+from ..protocol.reply import REPLY_SCHEMA, Reply, ReplyError, parse_reply
 
 RUNTIMES = ("skillstate", "react", "memory", "stateful", "truncated", "summary", "groupchat")
 
-ACTION_FORMAT = "Generate your next reasoning and action (format 'Action: <cmd>'):"
-STATEFUL_FORMAT = (
-    "Update the state if necessary, provide reasoning, and output 'Action: <cmd>'. To update state, use the "
-    'format: StateUpdate: {"key": "value"}'
-)
-SUMMARY_REQUEST = "Summarize the execution so far for your own later use"
 MEMORY_WINDOW = 3
 
 

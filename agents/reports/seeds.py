@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from .sim import SimResult
+from ..sims.sequential import SimResult
 
 OURS = "skillstate"
 

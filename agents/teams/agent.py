@@ -1,6 +1,6 @@
 """A SKILL.state agent that works beside others of its skill, at once, over one execution.
 
-Every event of its skill reaches it over its session (runtime.py): as its own observations (every agent of
+Every event of its skill reaches it over its session (runtime/agent.py): as its own observations (every agent of
 the skill sees every event, and claims.py decides who handles it), or through the skill's consumer group,
 which the session joins (the server hands each event to one member; the claim still guards against a
 redelivery acting twice). The claim is a state write, not a model call: an agent that loses spends no
@@ -12,7 +12,7 @@ Events another agent holds are looked at again as their leases may run out, so t
 died or stalled goes to another. A fault for tests: `die_after` makes the agent crash at an event it takes
 up, right after its claim.
 
-With `feedback` (`--rezip`, team_rezip.py) the agent may expand macros as any agent does, and reports its
+With `feedback` (`--rezip`, sims/team_rezip.py) the agent may expand macros as any agent does, and reports its
 outcome once the run is over. It works on events one after another, and the failure of an event's action
 comes later, as the outcome of that event: the macros that failed are those expanded for the step that chose
 that action (remembered per event), whatever the agent did since. A step given up, or ended by Finish, gives
@@ -24,22 +24,20 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from skillstate.clients import ConflictError, Observation, State
 
+from ..protocol.prompts import render_observation
+from ..protocol.reply import Reply
+from ..runtime.agent import Agent, is_finish, payload_of
+from ..runtime.transport import Link
 from . import claims
 from .claims import Standing
-from .prompts import render_observation
-from .reply import Reply
-from .runtime import Agent, _is_finish, _mapping
-from .transport import Link
-
-START, EVENT, OUTCOME, DONE = "start", "event", "outcome", "done"
-"""The kinds of observation a timed run publishes (concurrent.py, envs/timed_driver.py)."""
+from .held import HeldEvents
+from .inbox import DONE, OUTCOME, START, Inbox
 
 
 class AgentDied(RuntimeError):
@@ -76,17 +74,13 @@ class TeamAgent(Agent):
         self.counts: collections.Counter[str] = collections.Counter()
         """taken_up, claims, claim_losses, takeovers, abandoned, early_finish, gave_up: what coordination cost
         it."""
-        self._held: dict[str, tuple[Mapping[str, Any], Observation]] = {}
-        """Events another agent holds, looked at again as their leases may run out."""
-        self._revisit_at = 0.0
-        """When to look at the held events again (time.monotonic), whatever the inbox holds."""
+        self._held = HeldEvents(coordination.lease_seconds)
         self._tries: collections.Counter[str] = collections.Counter()
         self._event: str | None = None
         """The event the model is being asked about (what `submission` claims done)."""
         self._expanded_for: dict[str, frozenset[str]] = {}
         """event id -> the macros expanded for the latest step on it (`--rezip`), blamed if its action fails."""
         self.finished = False
-        self._world_done = False
         self._die_after_claiming = False
         self.ready = asyncio.Event()
         """Set once its stream delivers the run's start: it receives whatever is published from then on."""
@@ -105,46 +99,30 @@ class TeamAgent(Agent):
         await self.report_outcome()
 
     async def _handle(self, link: Link) -> None:
-        """The run over `link`: its observations relayed to an inbox, each handled in turn, and the held
-        events looked at again as their leases may run out."""
-        inbox: asyncio.Queue[Observation | BaseException] = asyncio.Queue()
-        reader = asyncio.create_task(self._read(inbox, link))
-        try:
-            while not self.finished and not self._world_done:
-                if self._held and time.monotonic() >= self._revisit_at:  # busy or not: leases run out
+        """The run over `link`: its observations handled in turn, and the held events looked at again as
+        their leases may run out."""
+        async with Inbox(link) as inbox:
+            while not self.finished and not inbox.world_done:
+                if self._held.due:  # busy or not: leases run out
                     await self._revisit()
                     continue
-                try:
-                    timeout = max(0.0, self._revisit_at - time.monotonic()) if self._held else None
-                    item = await asyncio.wait_for(inbox.get(), timeout)
-                except TimeoutError:
+                observation = await inbox.next(self._held.wait())
+                if observation is None:
                     continue
-                if isinstance(item, BaseException):
-                    raise item
-                payload = _mapping(item.payload)
-                if item.kind == DONE:
+                payload = payload_of(observation.payload)
+                if observation.kind == DONE:
                     break
-                if item.kind == START:
+                if observation.kind == START:
                     self.ready.set()
-                elif item.kind == OUTCOME:
+                elif observation.kind == OUTCOME:
                     await self._on_outcome(payload)
                 else:
-                    await self._on_event(payload, item)
-        finally:
-            reader.cancel()
+                    await self._on_event(payload, observation)
 
     @property
     def ended(self) -> str:
         """How `run` ended: `finished`, or `finished_early` when the model said Finish."""
         return "finished_early" if self.finished else "finished"
-
-    async def _read(self, inbox: asyncio.Queue[Observation | BaseException], link: Link) -> None:
-        try:
-            async for observation in link.observations():
-                self._world_done = self._world_done or observation.kind == DONE  # even behind a backlog
-                await inbox.put(observation)
-        except Exception as error:  # the run loop raises it
-            await inbox.put(error)
 
     async def _on_event(self, payload: Mapping[str, Any], observation: Observation) -> None:
         event_id = str(payload["event_id"])
@@ -153,7 +131,7 @@ class TeamAgent(Agent):
         if where is Standing.DONE:
             await self._ack(observation)
         elif where is Standing.HELD:
-            self._hold(event_id, payload, observation)
+            self._held.hold(event_id, payload, observation)
             await self._ack(observation)  # the lease, not the group, decides when it may be taken over
         else:
             await self._take(event_id, payload, observation, state, where)
@@ -162,14 +140,14 @@ class TeamAgent(Agent):
         self, event_id: str, payload: Mapping[str, Any], observation: Observation, state: State, where: Standing
     ) -> None:
         """Claim the event (unless it is this agent's already), then work on it."""
-        self._held.pop(event_id, None)
+        self._held.forget(event_id)
         self.counts["taken_up"] += 1
         if self.coordination.die_after is not None and self.counts["taken_up"] >= self.coordination.die_after:
             self._die_after_claiming = True
         if where is not Standing.MINE:
             if not await self._claim(event_id, state):
                 self.counts["claim_losses"] += 1
-                self._hold(event_id, payload, observation)
+                self._held.hold(event_id, payload, observation)
                 await self._ack(observation)
                 if self._die_after_claiming:
                     raise AgentDied(
@@ -230,7 +208,7 @@ class TeamAgent(Agent):
             self._gave_up_on("gave_up")
             await self._release(event_id)
             return False
-        if _is_finish(answered):
+        if is_finish(answered):
             self._gave_up_on("early_finish")
             self.finished = True
             return False
@@ -247,7 +225,7 @@ class TeamAgent(Agent):
         if claims.standing(state.state, self._event, self.agent_id) is not Standing.MINE:
             self.counts["abandoned"] += 1
             return None  # taken over while this agent was slow: it must not act
-        if _is_finish(reply):
+        if is_finish(reply):
             return claims.release_patch(self._event), None
         return claims.with_claim(reply.state_patch, claims.done_patch(self._event, self.agent_id)), {
             "event": self._event,
@@ -264,24 +242,18 @@ class TeamAgent(Agent):
             with contextlib.suppress(ConflictError):  # taken over meanwhile
                 await self.link.submit(claims.release_patch(event_id), base_revision=state.revision)
 
-    def _hold(self, event_id: str, payload: Mapping[str, Any], observation: Observation) -> None:
-        """Remember an event another agent holds, to look at again once its lease may have run out."""
-        if not self._held:
-            self._revisit_at = time.monotonic() + self.coordination.lease_seconds / 2
-        self._held[event_id] = (payload, observation)
-
     async def _revisit(self) -> None:
         """Look again at the events others hold: done ones are forgotten, expired ones taken over (one at a
         time: the state moves on with each), and the next look is half a lease away."""
         state = await self.read_state()
-        for event_id, (payload, observation) in list(self._held.items()):
+        for event_id, payload, observation in self._held:
             where = claims.standing(state.state, event_id, self.agent_id)
             if where is Standing.DONE:
-                del self._held[event_id]
+                self._held.forget(event_id)
             elif where in (Standing.EXPIRED, Standing.FREE, Standing.MINE):
                 await self._take(event_id, payload, observation, state, where)
                 return  # look again at once: the state moved on
-        self._revisit_at = time.monotonic() + self.coordination.lease_seconds / 2
+        self._held.looked()
 
     async def _ack(self, observation: Observation, *, requeue: bool = False) -> None:
         if self.coordination.group and observation.delivery:

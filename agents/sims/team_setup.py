@@ -8,13 +8,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .envs.clock import Pace
-from .llm import is_test_policy
-from .runtime import Limits
-from .scripted import CORRUPTS, FINISHES_EARLY, SCRIPTED, STALLS, fault_rate
-from .sim import WAREHOUSE_SKILLS
-from .team import Coordination
-from .transport import SESSION, check_transport
+from ..envs.clock import Pace
+from ..runtime.llm import is_test_policy
+from ..runtime.records import Limits
+from ..runtime.transport import SESSION, check_transport
+from ..scripted.policy import CORRUPTS, FINISHES_EARLY, SCRIPTED, STALLS, fault_rate
+from ..teams.agent import Coordination
+from .skills import WAREHOUSE_SKILLS
 
 TEAM_RUNTIMES = ("skillstate", "groupchat")
 COORDINATIONS = ("claims", "groups")

@@ -1,4 +1,4 @@
-"""The errors the scripted test policy makes on purpose (scripted.py): the paper's small-model errors, which
+"""The errors the scripted test policy makes on purpose (policy.py): the paper's small-model errors, which
 validation and the rollback catch; schema-valid wrong patches, which only state drift shows; and replies of
 a set length, for measuring how the token ratios depend on it. Test policy only: never model behaviour."""
 
@@ -9,8 +9,8 @@ import json
 import random
 from typing import Any
 
-from .envs.warehouse import shelf_number
-from .reply import format_reply
+from ..envs.warehouse import shelf_number
+from ..protocol.reply import format_reply
 
 FAULT_MIX = (("overwrite", 0.68), ("type", 0.20), ("malformed", 0.12))
 """The paper's small-model errors (`faulty-R`): 68% patches that overwrite or delete existing keys, 20% type

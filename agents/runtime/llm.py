@@ -1,5 +1,5 @@
 """Every model call goes through litellm: any litellm model string works with its usual API key in the
-environment, and `skillstate/...` names the scripted test policy (scripted.py), registered as a litellm custom
+environment, and `skillstate/...` names the scripted test policy (scripted/policy.py), registered as a litellm custom
 provider only when such a model is called.
 
 litellm is imported on first use (it takes seconds and ~200 MB). With no network configured, set
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .scripted import PROVIDER, TOKENIZER_MODEL, register_provider
+from ..scripted.policy import PROVIDER, TOKENIZER_MODEL, register_provider
 
 RETRY_DELAYS = (1.0, 4.0, 15.0)
 """Seconds to wait before each new try of a call that failed on a transient error (rate limit, timeout,
@@ -59,7 +59,7 @@ async def complete(
 ) -> Completion:
     """One model call with a single user message; usage as litellm reports it (or counted, when the provider
     reports none). Transient failures are tried again after each of `retry_delays`. `policy_options` go to
-    the scripted test policy only (scripted.py: its think time, say); a real model never sees them. With a
+    the scripted test policy only (scripted/policy.py: its think time, say); a real model never sees them. With a
     `response_schema`, a model that supports it is asked for output constrained to it (the caller decides:
     the runtimes ask only with `--constrained`, all alike)."""
     litellm = _litellm()

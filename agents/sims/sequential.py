@@ -5,7 +5,7 @@ of it, agents cooperate over one execution, and each runtime differs only in how
 hydrates each agent's skill context P from the registry, creates the execution, and runs the agents against
 the environment driver. Results: score, tokens per call and per step, every model call (JSONL if asked).
 With `rezip` (the skillstate runtime only) the agents feed ReZip: they expand macros and report each
-episode's outcome (rezip.py).
+episode's outcome (runtime/rezip.py).
 """
 
 from __future__ import annotations
@@ -19,78 +19,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillstate.clients import ClientTLS, Hydrated, NotFoundError, Skill, SkillRegistryClient, StateClient, open_channel
-from skillstate.project_skills import FOLDER as PROJECT_SKILLS
+from skillstate.clients import ClientTLS, SkillRegistryClient, StateClient, open_channel
 
-from .contexts import RUNTIMES, Context, GroupChat, Memory, React, SkillState, Stateful, SummaryCapped, Truncated, Turn
+from ..envs import recovery, repo
+from ..envs.base import Environment
+from ..envs.driver import Driver
+from ..envs.warehouse import WarehouseEnvironment, generate_events
+from ..runtime.agent import Agent
+from ..runtime.contexts import (
+    RUNTIMES,
+    Context,
+    GroupChat,
+    Memory,
+    React,
+    SkillState,
+    Stateful,
+    SummaryCapped,
+    Truncated,
+    Turn,
+)
+from ..runtime.llm import count_tokens, is_test_policy
+from ..runtime.records import Limits, Recorder, StepRecord
+from ..runtime.rezip import MacroFeedback, summarize
+from ..runtime.transport import SESSION, check_transport
+from ..scripted.policy import SCRIPTED, fault_rate
 from .drift import state_drift
-from .envs import recovery, repo
-from .envs.base import Environment
-from .envs.driver import Driver
-from .envs.warehouse import SKILL_OF, WarehouseEnvironment, generate_events
-from .llm import count_tokens, is_test_policy
-from .rezip import MacroFeedback, summarize
-from .runtime import Agent, Limits, Recorder, StepRecord
-from .scripted import SCRIPTED, fault_rate
-from .transport import SESSION, check_transport
+from .skills import SETTINGS, ensure_skills, hydrated_context
 
 ENVIRONMENT = "environment"
 """The key of the environment driver's token in `run_simulation(tokens=...)`."""
-STATE_SECTION = "state"
-"""The title of the section that defines a skill's state (its `## State`)."""
-READS_KEY = "state-reads"
-"""The skill metadata key naming the top-level state keys its agent reads (comma-separated)."""
-WAREHOUSE_SKILLS = tuple(SKILL_OF.values())
-WAREHOUSE_AGENTS = {"receiving": "warehouse-receiving", "shipping": "warehouse-shipping",
-                    "maintenance": "warehouse-maintenance"}  # fmt: skip
-WAREHOUSE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "inventory": {
-            "type": "object",
-            "propertyNames": {"pattern": "^shelf_[0-9]+$"},
-            "additionalProperties": {"type": "string", "pattern": "^item_[0-9]+$"},
-        }
-    },
-    "required": ["inventory"],
-}
-"""Every path under the default merge policy, `reject`: two agents writing one shelf concurrently conflict."""
-REPO_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "features": {
-            "type": "object",
-            "additionalProperties": {
-                "type": "object",
-                "properties": {
-                    "file": {"type": "string"},
-                    "branch": {"type": "string"},
-                    "pr": {"type": "integer"},
-                    "ci": {"enum": ["running", "passed", "failed"]},
-                },
-            },
-        }
-    },
-    "required": ["features"],
-}
-
-
-@dataclass(frozen=True)
-class Setting:
-    """What a simulation of one environment needs: its skills, its agents, its state's schema."""
-
-    skills: tuple[str, ...]
-    team: dict[str, str]
-    """agent id -> the skill it runs (with 3 agents)"""
-    schema: dict[str, Any]
-    initial: dict[str, Any]
-
-
-SETTINGS = {
-    "warehouse": Setting(WAREHOUSE_SKILLS, WAREHOUSE_AGENTS, WAREHOUSE_SCHEMA, {"inventory": {}}),
-    "repo": Setting(repo.SKILLS, {"developer": repo.DEVELOPER, "ci": repo.CI, "maintainer": repo.MAINTAINER},
-                    REPO_SCHEMA, {"features": {}}),
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -123,7 +80,7 @@ class SimConfig:
     transport: str = SESSION
     """How every agent reaches the server: one session each (`session`), or unary calls (`unary`)."""
     rezip: bool = False
-    """The agents feed ReZip (rezip.py): they may expand macros and report each episode's outcome. Off by
+    """The agents feed ReZip (runtime/rezip.py): they may expand macros and report each episode's outcome. Off by
     default, and refused for the baselines: reports revise the library, and runtimes compared must see the same P."""
 
     def __post_init__(self) -> None:
@@ -368,61 +325,3 @@ def make_context(config: SimConfig, agent_id: str, conversation: list[Turn]) -> 
             budget_tokens=config.window_tokens, count_tokens=lambda text: count_tokens(config.model, text)
         )
     return GroupChat(agent_id, conversation)
-
-
-async def ensure_skills(registry: SkillRegistryClient, names: tuple[str, ...]) -> None:
-    """Register the project's packages that the server does not hold yet."""
-    for name in names:
-        try:
-            await registry.get_skill(name)
-        except NotFoundError:
-            folder = PROJECT_SKILLS / name
-            if not (folder / "SKILL.md").is_file():
-                raise FileNotFoundError(f"{folder}: the project's skill package is missing") from None
-            await registry.register_folder(folder, strict=True)
-
-
-async def skill_context(
-    registry: SkillRegistryClient, skills: tuple[str, ...], budget: int
-) -> tuple[str, tuple[str, ...] | None]:
-    """An agent's P, each skill's context hydrated by the registry for its own description, with what defines
-    its state always in it (below), joined; and the top-level state keys its skills declare they read
-    (`metadata: state-reads: a, b`), or None (the whole state) when any of them declares nothing. Every
-    runtime gets this same P."""
-    instructions, reads, _ = await hydrated_context(registry, skills, budget)
-    return instructions, reads
-
-
-async def hydrated_context(
-    registry: SkillRegistryClient, skills: tuple[str, ...], budget: int, *, requester: str = ""
-) -> tuple[str, tuple[str, ...] | None, list[Hydrated]]:
-    """`skill_context`, and the hydrations P was made of (what Expand and ReportOutcome refer to); with a
-    `requester` (an agent's id), hydrations of its own (team_rezip.py)."""
-    parts, reads, hydrations = [], {}, []
-    declared_by_all = True
-    for name in skills:
-        skill = await registry.get_skill(name)
-        hydrated = await registry.hydrate(
-            skill.summary.description, budget_tokens=budget, skill_names=[name], requester=requester
-        )
-        declared = skill.metadata.get(READS_KEY)
-        keys = [key.strip() for key in (declared or "").split(",") if key.strip()]
-        parts.append("\n\n".join([hydrated.context, *state_definition(skill, hydrated, keys)]))
-        declared_by_all = declared_by_all and declared is not None
-        reads.update(dict.fromkeys(keys))
-        hydrations.append(hydrated)
-    return "\n\n".join(parts), tuple(reads) if declared_by_all else None, hydrations
-
-
-def state_definition(skill: Skill, hydrated: Hydrated, keys: list[str]) -> list[str]:
-    """What a hydrated context must add so that the agent knows the shape of the state it reads and writes:
-    the skill's State section when hydration left it out (it does when the budget is spent on the procedure),
-    or, for a skill with none, the state keys its metadata declares."""
-    shown = {index for skill_name, index, _, _ in hydrated.sections if skill_name == skill.summary.name}
-    defining = [section for section in skill.sections if section.title.strip().lower() == STATE_SECTION]
-    if defining:
-        return [section.text.strip() for section in defining if section.index not in shown]
-    if keys:
-        held = ", ".join(f"`{key}`" for key in keys)
-        return [f"## State\n\nThis skill reads {held} of the shared execution state: read it fresh at every step."]
-    return []

@@ -1,5 +1,5 @@
 """ReZip from agents at once (`sim --agents-per-skill N --rezip`): each agent hydrates its own P and reports its
-own outcome (rezip.py), with its own client and identity, in this process or in a process of its own.
+own outcome (runtime/rezip.py), with its own client and identity, in this process or in a process of its own.
 
 Without ReZip the agents of a skill share one P, hydrated once (concurrent.py). But the registry takes one
 report per hydration (a second is NOT_FOUND, `unknown or expired`: docs/skills.md) and counts as expanded the
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from skillstate.clients import SkillRegistryClient
 
-from .rezip import MacroFeedback
-from .sim import hydrated_context
+from ..runtime.rezip import MacroFeedback
+from .skills import hydrated_context
 
 
 async def own_context(

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .concurrent import TeamResult
-from .llm import is_test_policy
+from ..runtime.llm import is_test_policy
+from ..sims.concurrent import TeamResult
 from .results import TEST_POLICY_NOTE
 
 
@@ -69,8 +69,8 @@ def rezip_note(result: TeamResult, told: Mapping[str, Any]) -> str:
 
 
 def plot(results: Sequence[TeamResult], path: Path) -> None:
-    """Left: events handled on time so far, per tick, for each run. Right: tokens per handled event against
-    agents per skill, one line per runtime."""
+    """Left: events handled on time so far, per tick, for each run. Right: tokens per handled event
+    (`tokens_per_event`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -86,21 +86,39 @@ def plot(results: Sequence[TeamResult], path: Path) -> None:
     over_time.set_xlabel("tick")
     over_time.set_ylabel("events handled on time, so far")
     over_time.legend(fontsize=8)
-    for name in sorted({label(r) for r in results}):
-        runs = sorted((r for r in results if label(r) == name), key=lambda r: r.config.agents_per_skill)
-        points = [(r.config.agents_per_skill, r.summary()["tokens_per_handled_event"]) for r in runs]
-        points = [(x, y) for x, y in points if y is not None]
-        per_event.plot([x for x, _ in points], [y for _, y in points], marker="o", label=name)
-    per_event.set_xlabel("agents per skill")
-    per_event.set_ylabel("tokens per handled event")
-    per_event.set_yscale("log")
-    per_event.legend(fontsize=8)
+    tokens_per_event(per_event, results)
     model = results[0].config.model
     figure.suptitle(f"warehouse, {results[0].config.horizon} events, "
                     f"{'scripted test policy' if is_test_policy(model) else model}")  # fmt: skip
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
+
+
+def tokens_per_event(axes: Any, results: Sequence[TeamResult]) -> None:
+    """Tokens per handled event on `axes`: against agents per skill, a line per runtime, when the runs have
+    several team sizes; a bar per runtime, its value written on it, when they have one."""
+    names = sorted({label(r) for r in results})
+    sizes = sorted({r.config.agents_per_skill for r in results})
+    axes.set_ylabel("tokens per handled event")
+    if len(sizes) == 1:
+        values = [_tokens_per_event([r for r in results if label(r) == name])[0][1] for name in names]
+        bars = axes.bar(names, [value or 0 for value in values], color=[f"C{i}" for i in range(len(names))])
+        axes.bar_label(bars, labels=[_number(value) for value in values])
+        axes.set_xlabel(f"{sizes[0]} agent{'' if sizes[0] == 1 else 's'} per skill")
+        return
+    for name in names:
+        points = _tokens_per_event([r for r in results if label(r) == name])
+        points = [(x, y) for x, y in points if y is not None]
+        axes.plot([x for x, _ in points], [y for _, y in points], marker="o", label=name)
+    axes.set_xlabel("agents per skill")
+    axes.set_yscale("log")
+    axes.legend(fontsize=8)
+
+
+def _tokens_per_event(runs: Sequence[TeamResult]) -> list[tuple[int, float | None]]:
+    ordered = sorted(runs, key=lambda r: r.config.agents_per_skill)
+    return [(r.config.agents_per_skill, r.summary()["tokens_per_handled_event"]) for r in ordered]
 
 
 def write(results: Sequence[TeamResult], directory: Path) -> dict[str, Path]:

@@ -7,9 +7,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from .llm import is_test_policy
+from ..runtime.llm import is_test_policy
+from ..sims.sequential import SimResult
 from .seeds import markdown, table_rows
-from .sim import SimResult
 
 TEST_POLICY_NOTE = (
     "Model: {model}, a scripted TEST POLICY (deterministic, no model): its scores show that the runtimes work, "

@@ -1,4 +1,4 @@
-"""How a transcript runtime's answer is read (contexts.py): its `Action:` line, its `StateUpdate:`, or, with
+"""How a transcript runtime's answer is read (runtime/contexts.py): its `Action:` line, its `StateUpdate:`, or, with
 `--constrained`, one JSON object holding them. Each reads what models write, and raises ReplyError (counted
 `malformed`, and asked again) for what it cannot read: nothing is dropped in silence."""
 

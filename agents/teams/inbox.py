@@ -1,0 +1,52 @@
+"""A team agent's inbox: its link's observations, read as they come (so that the world's `done` is known even
+behind a backlog) and handed out one at a time, with a time limit."""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+from skillstate.clients import Observation
+
+from ..runtime.transport import Link
+
+START, EVENT, OUTCOME, DONE = "start", "event", "outcome", "done"
+"""The kinds of observation a timed run publishes (sims/concurrent.py, envs/timed_driver.py)."""
+
+
+class Inbox:
+    def __init__(self, link: Link) -> None:
+        self._link = link
+        self._queue: asyncio.Queue[Observation | BaseException] = asyncio.Queue()
+        self._reader: asyncio.Task[None] | None = None
+        self.world_done = False
+        """The world said it is done (its observation may still wait behind others)."""
+
+    async def __aenter__(self) -> Inbox:
+        self._reader = asyncio.create_task(self._read())
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+
+    async def next(self, timeout: float | None) -> Observation | None:
+        """The next observation, or None after `timeout` seconds (None: wait as long as it takes); the link's
+        failure is raised here."""
+        try:
+            item = await asyncio.wait_for(self._queue.get(), timeout)
+        except TimeoutError:
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    async def _read(self) -> None:
+        try:
+            async for observation in self._link.observations():
+                self.world_done = self.world_done or observation.kind == DONE
+                await self._queue.put(observation)
+        except Exception as error:  # `next` raises it
+            await self._queue.put(error)
