@@ -9,7 +9,8 @@ async with SkillRegistryClient("127.0.0.1:50051") as skills:
     context = await skills.hydrate("ship the customer's order", budget_tokens=3000)
 """
 
-from ._client import ClientTLS, StateClient, open_channel
+from ._channel import ClientTLS, open_channel
+from ._client import StateClient
 from ._errors import (
     AlreadyExistsError,
     ConflictError,

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any
 
 import grpc
 
 from skillstate.state.v1 import state_pb2 as pb
 from skillstate.state.v1 import state_pb2_grpc as pb_grpc
 
-from ._errors import SkillstateError, UnavailableError, from_rpc_error
-from ._owners import MAX_REDIRECTS, Owners
-from ._retry import Reopenings, RetryPolicy
+from ._channel import ClientTLS, open_channel
+from ._errors import SkillstateError
+from ._owners import Owners
+from ._retry import RetryPolicy
+from ._rpc import RpcClient
 from ._session import Session
 from ._types import (
     JSON,
@@ -32,171 +31,6 @@ from ._types import (
     StateJSON,
 )
 from ._wire import dumps_json, patch_request
-
-T = TypeVar("T")
-
-_RESUMABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
-_CHANNEL_OPTIONS = [
-    # gRPC waits 1 s and more before reconnecting by default, longer than a retry policy should need to
-    # notice that a restarted server is back
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 2000),
-    # keepalive within the server's policy (server/rpc/app.py KEEPALIVE_OPTIONS: pings at most every 10 s
-    # while it sends nothing, else GOAWAY "too_many_pings"): a dead server or a half-open connection under an
-    # open stream is noticed within 30 + 10 s instead of never
-    ("grpc.keepalive_time_ms", 30_000),
-    ("grpc.keepalive_timeout_ms", 10_000),
-    ("grpc.keepalive_permit_without_calls", 0),  # an idle channel sends nothing: the server pings it
-    ("grpc.http2.max_pings_without_data", 0),  # a watch sends no data after its request: keep pinging
-]
-
-
-@dataclass(frozen=True, slots=True)
-class ClientTLS:
-    """TLS for the channel: the CA that signed the server's certificate (None: the system's roots), and for
-    mutual TLS this client's own certificate chain and key. All PEM."""
-
-    root_certificates: bytes | None = None
-    certificate_chain: bytes | None = None
-    private_key: bytes | None = None
-
-    @classmethod
-    def from_files(
-        cls, ca: str | Path | None = None, cert: str | Path | None = None, key: str | Path | None = None
-    ) -> ClientTLS:
-        def read(path: str | Path | None) -> bytes | None:
-            return Path(path).read_bytes() if path else None
-
-        return cls(read(ca), read(cert), read(key))
-
-
-def _with_metadata(details: Any, header: tuple[str, str]) -> Any:
-    return details._replace(metadata=(*(details.metadata or ()), header))
-
-
-class _TokenOnUnaryCalls(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
-    def __init__(self, header: tuple[str, str]) -> None:
-        self._header = header
-
-    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(_with_metadata(details, self._header), request)
-
-
-class _TokenOnStreams(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
-    def __init__(self, header: tuple[str, str]) -> None:
-        self._header = header
-
-    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(_with_metadata(details, self._header), request)
-
-
-class _TokenOnSessions(grpc.aio.StreamStreamClientInterceptor):  # type: ignore[misc]
-    def __init__(self, header: tuple[str, str]) -> None:
-        self._header = header
-
-    async def intercept_stream_stream(self, continuation: Any, details: Any, requests: Any) -> Any:
-        return await continuation(_with_metadata(details, self._header), requests)
-
-
-def open_channel(
-    target: str,
-    *,
-    token: str | None = None,
-    tls: ClientTLS | None = None,
-    options: Sequence[tuple[str, Any]] = (),
-) -> grpc.aio.Channel:
-    """A channel to a skillstate server, with a bearer token on every call and TLS if given; clients of
-    several services may share it (`StateClient(channel=...)`). `options` are gRPC channel options that
-    replace the defaults of the same name (keepalive: docs/limits.md; pinging more often than every 10 s
-    gets the connection closed by the server)."""
-    header = ("authorization", f"Bearer {token}")
-    interceptors = [_TokenOnUnaryCalls(header), _TokenOnStreams(header), _TokenOnSessions(header)] if token else None
-    channel_options = list({**dict(_CHANNEL_OPTIONS), **dict(options)}.items())
-    if tls is None:
-        return grpc.aio.insecure_channel(target, options=channel_options, interceptors=interceptors)
-    credentials = grpc.ssl_channel_credentials(tls.root_certificates, tls.private_key, tls.certificate_chain)
-    return grpc.aio.secure_channel(target, credentials, options=channel_options, interceptors=interceptors)
-
-
-class RpcClient:
-    """A channel to a skillstate server, the service's stub, and the retry loop its calls share.
-
-    A subclass names its generated stub class in `_stub_class`. `token` is sent on every call, `tls`
-    encrypts the channel. Pass `channel` (see `open_channel`) to share one channel between clients of several
-    services (the caller then closes it).
-    """
-
-    _stub_class: Any
-
-    def __init__(
-        self,
-        target: str = "127.0.0.1:50051",
-        *,
-        token: str | None = None,
-        tls: ClientTLS | None = None,
-        channel: grpc.aio.Channel | None = None,
-        retry: RetryPolicy = RetryPolicy(),
-        timeout: float | None = 30.0,
-    ) -> None:
-        self._channel = channel if channel is not None else open_channel(target, token=token, tls=tls)
-        self._owns_channel = channel is None
-        self._stub: Any = self._stub_class(self._channel)
-        self._retry = retry
-        self._timeout = timeout
-        self._owners: Owners | None = None
-
-    def _route(self, request: Any) -> tuple[Any, Sequence[tuple[str, str]] | None]:
-        """The stub to send `request` to, and the metadata to send with it: for a client that follows owners,
-        its execution's owner's when known (owners.py)."""
-        execution_id = getattr(request, "execution_id", "")
-        if self._owners is None or not execution_id:
-            return self._stub, None
-        return self._owners.route(execution_id)
-
-    def _followed(self, request: Any, error: SkillstateError, stub: Any) -> bool:
-        """Whether the failed call should go at once to the owner the error names."""
-        execution_id = getattr(request, "execution_id", "")
-        return self._owners is not None and bool(execution_id) and self._owners.learn(execution_id, error, stub)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        if self._owners is not None:
-            await self._owners.close()
-        if self._owns_channel:
-            await self._channel.close()
-
-    async def _call(self, method: str, request: Any, *, retry: bool = True) -> Any:
-        """Call the stub's `method`, retrying UNAVAILABLE within the retry policy (with `retry`)."""
-        policy, loop = self._retry, asyncio.get_running_loop()
-        attempts = policy.attempts if retry else 1
-        give_up_at = loop.time() + policy.deadline if retry and policy.deadline is not None else None
-        attempt = redirects = 0
-        while True:
-            timeout = self._timeout
-            if give_up_at is not None:
-                left = give_up_at - loop.time()
-                timeout = left if timeout is None else min(timeout, left)
-            stub, metadata = self._route(request)
-            try:
-                return await getattr(stub, method)(request, timeout=timeout, metadata=metadata)
-            except grpc.aio.AioRpcError as e:
-                error = from_rpc_error(e)
-                if redirects < MAX_REDIRECTS and self._followed(request, error, stub):
-                    redirects += 1  # nothing was done (even a call never retried may go on): ask the owner now
-                    continue
-                if not retry or not isinstance(error, UnavailableError) or attempt == attempts - 1:
-                    raise error from None
-            pause = policy.backoff(attempt)
-            if give_up_at is not None and loop.time() + pause >= give_up_at:
-                raise error from None  # the next attempt would start after the deadline: the last error says why
-            await asyncio.sleep(pause)
-            attempt += 1
 
 
 class StateClient(RpcClient):
@@ -486,36 +320,3 @@ class StateClient(RpcClient):
             from_revision=from_revision,
             receive_observations=receive_observations,
         )
-
-    async def _resumable(
-        self,
-        open_stream: Callable[[int], tuple[Any, Any, Any]],
-        decode: Callable[[Any], tuple[int, T] | None],
-        cursor: int,
-        resume: bool,
-    ) -> AsyncIterator[T]:
-        """Yield decoded messages (skipping those `decode` returns None for), reopening the stream from the
-        last cursor after a resumable failure, within the policy's attempts and deadline. `open_stream(cursor)`
-        gives the request, the stub it was sent on, and the call."""
-        reopenings, redirects = Reopenings(self._retry), 0
-        while True:
-            request, stub, call = open_stream(cursor)
-            try:
-                async for message in call:
-                    reopenings.reset()
-                    redirects = 0
-                    decoded = decode(message)
-                    if decoded is not None:
-                        cursor, item = decoded
-                        yield item
-                return
-            except grpc.aio.AioRpcError as e:
-                if self._followed(request, from_rpc_error(e), stub) and redirects < MAX_REDIRECTS:
-                    redirects += 1
-                    continue  # nothing was sent yet: open it at the owner now
-                pause = reopenings.failed(resumable=resume and e.code() in _RESUMABLE)
-                if pause is None:
-                    raise from_rpc_error(e) from None
-            finally:
-                call.cancel()
-            await asyncio.sleep(pause)

@@ -8,8 +8,8 @@ from pathlib import Path
 from skillstate.skills.v1 import skills_pb2 as pb
 from skillstate.skills.v1 import skills_pb2_grpc as pb_grpc
 
-from ._client import RpcClient
 from ._packages import read_package_dir
+from ._rpc import RpcClient
 from ._skill_types import (
     Diagnostic,
     Hydrated,

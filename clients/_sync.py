@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ._client import ClientTLS, StateClient
+from ._channel import ClientTLS
+from ._client import StateClient
 from ._retry import RetryPolicy
 from ._session import Session
 from ._types import (

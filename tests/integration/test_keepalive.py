@@ -8,7 +8,7 @@ import grpc
 import pytest
 
 from skillstate.clients import StateClient, open_channel
-from skillstate.clients._client import _CHANNEL_OPTIONS
+from skillstate.clients._channel import _CHANNEL_OPTIONS
 from skillstate.server.rpc.app import KEEPALIVE_OPTIONS, RunningServer, start_server
 from skillstate.server.storage.revision_log.memory import MemoryRevisionLog
 from skillstate.state.v1 import state_pb2 as pb

@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 
 from skillstate.clients import PermissionDeniedError, StateClient, UnauthenticatedError
-from skillstate.clients._client import open_channel
+from skillstate.clients._channel import open_channel
 from skillstate.server.auth import credentials
 from skillstate.server.auth.guard import Mode
 from skillstate.server.rpc.app import RunningServer, start_server

@@ -51,81 +51,17 @@ from .base import FILL_AGENTS, HOLDING_EXECUTIONS, ID_CEILING, RevisionLog, load
 from .leases import LeaseTable
 from .postgres_leases import DDL as LEASES_DDL
 from .postgres_leases import PostgresLeases, fence_check
+from .postgres_tables import DDL as TABLES_DDL
+from .postgres_tables import (
+    INSERT_EXECUTION,
+    INSERT_OBSERVATIONS,
+    INSERT_REVISIONS,
+    INSERT_SNAPSHOTS,
+    SCHEMA_VERSION,
+    as_columns,
+)
 
 log = logging.getLogger(__name__)
-
-SCHEMA_VERSION = 3
-"""1: the tables below but execution_agents. 2: execution_agents, filled from the revisions at the upgrade.
-3: leases (postgres_leases.py): the replicas and leases tables, and each revision's lease epoch."""
-
-_DDL = """
-CREATE TABLE IF NOT EXISTS skillstate_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS executions (
-    execution_id     TEXT PRIMARY KEY,
-    schema_json      TEXT NOT NULL,
-    created_at       DOUBLE PRECISION NOT NULL,
-    compact_revision BIGINT NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS revisions (
-    execution_id       TEXT NOT NULL REFERENCES executions(execution_id),
-    revision           BIGINT NOT NULL,
-    agent_id           TEXT NOT NULL,
-    base_revision      BIGINT NOT NULL,
-    patch_json         TEXT NOT NULL,
-    applied_patch_json TEXT NOT NULL,
-    action_json        TEXT NOT NULL,
-    client_patch_id    TEXT NOT NULL,
-    resolutions_json   TEXT NOT NULL,
-    state_hash         TEXT NOT NULL,
-    committed_at       DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (execution_id, revision)
-);
-CREATE INDEX IF NOT EXISTS revisions_by_patch_id
-    ON revisions (execution_id, agent_id, client_patch_id) WHERE client_patch_id <> '';
-CREATE INDEX IF NOT EXISTS revisions_keyed
-    ON revisions (execution_id, revision, agent_id, client_patch_id) WHERE client_patch_id <> '';
-CREATE TABLE IF NOT EXISTS snapshots (
-    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
-    revision     BIGINT NOT NULL,
-    state_json   TEXT NOT NULL,
-    state_hash   TEXT NOT NULL,
-    PRIMARY KEY (execution_id, revision)
-);
-CREATE INDEX IF NOT EXISTS executions_by_code_point ON executions (execution_id COLLATE "C");
-CREATE TABLE IF NOT EXISTS execution_agents (
-    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
-    agent_id     TEXT NOT NULL,
-    PRIMARY KEY (execution_id, agent_id)
-);
-CREATE TABLE IF NOT EXISTS observations (
-    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
-    sequence     BIGINT NOT NULL,
-    to_address   TEXT NOT NULL,
-    source       TEXT NOT NULL,
-    kind         TEXT NOT NULL,
-    payload_json TEXT NOT NULL,
-    published_at DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (execution_id, sequence)
-);
-"""
-
-_REVISION_TYPES = (
-    "text",
-    "bigint",
-    "text",
-    "bigint",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "float8",
-    "bigint",
-)
-"""The revisions' columns and, last, the lease epoch they were committed under."""
-_SNAPSHOT_TYPES = ("text", "bigint", "text", "text")
-_OBSERVATION_TYPES = ("text", "bigint", "text", "text", "text", "text", "float8")
 
 STALLED_TRANSACTION = 2.0
 SETTINGS = {"idle_in_transaction_session_timeout": f"{STALLED_TRANSACTION:g}s"}
@@ -135,29 +71,14 @@ CHANNEL = "skillstate_commits"
 """Each commit notifies this channel with `<server>:<execution id>` for every execution it wrote (but those
 it holds the lease of: replicas with leases off follow the others' commits this way)."""
 
-
-def _unnest_insert(table: str, columns: tuple[str, ...], types: tuple[str, ...]) -> str:
-    arrays = ", ".join(f"${i}::{kind}[]" for i, kind in enumerate(types, start=1))
-    return f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({arrays})"
-
-
 _EXECUTIONS = ", ".join(EXECUTION_COLUMNS)
 _EXECUTIONS_OF_E = ", ".join(f"e.{column}" for column in EXECUTION_COLUMNS)
-_INSERT_EXECUTION = f"INSERT INTO executions ({_EXECUTIONS}) VALUES ($1, $2, $3)"
-_INSERT_REVISIONS = (  # and their agents, in the same round trip, in one order (replicas lock them alike)
-    f"WITH inserted AS ({_unnest_insert('revisions', (*REVISION_COLUMNS, 'lease_epoch'), _REVISION_TYPES)} "
-    "RETURNING execution_id, agent_id) "
-    "INSERT INTO execution_agents SELECT DISTINCT execution_id, agent_id FROM inserted "
-    "ORDER BY execution_id, agent_id ON CONFLICT DO NOTHING"
-)
 _FILL_AGENTS = f"{FILL_AGENTS} ON CONFLICT DO NOTHING"
 FIND_PATCH = (
     f"SELECT {', '.join(REVISION_COLUMNS)} FROM revisions "
     "WHERE execution_id = $1 AND agent_id = $2 AND client_patch_id = $3 AND client_patch_id <> ''"
 )
 """A revision by its idempotency key; the last condition lets the planner use the partial index on the keys."""
-_INSERT_SNAPSHOTS = _unnest_insert("snapshots", SNAPSHOT_COLUMNS, _SNAPSHOT_TYPES)
-_INSERT_OBSERVATIONS = _unnest_insert("observations", OBSERVATION_COLUMNS, _OBSERVATION_TYPES)
 
 
 class PostgresRevisionLog(RevisionLog):
@@ -166,7 +87,7 @@ class PostgresRevisionLog(RevisionLog):
     shared = True
 
     def __init__(self, dsn: str, *, schema: str | None = None, pool_size: int = 4) -> None:
-        self._db = Database(dsn, schema, _DDL + LEASES_DDL, "revision log", pool_size, SETTINGS)
+        self._db = Database(dsn, schema, TABLES_DDL + LEASES_DDL, "revision log", pool_size, SETTINGS)
         self._server = uuid.uuid4().hex[:12]
         """This server's name in commit notices (so that it does not follow its own commits), and its id as
         the owner of leases."""
@@ -233,8 +154,8 @@ class PostgresRevisionLog(RevisionLog):
     async def create_execution(self, execution: ExecutionRecord, genesis: SnapshotRecord) -> None:
         try:
             await self._db.transaction(
-                (_INSERT_EXECUTION, execution_row(execution)),
-                (_INSERT_SNAPSHOTS, _columns([snapshot_row(genesis)], len(SNAPSHOT_COLUMNS))),
+                (INSERT_EXECUTION, execution_row(execution)),
+                (INSERT_SNAPSHOTS, as_columns([snapshot_row(genesis)], len(SNAPSHOT_COLUMNS))),
             )
         except DuplicateRowError as e:
             raise AlreadyExistsError(f"execution {execution.execution_id!r} already exists") from e
@@ -325,12 +246,12 @@ class PostgresRevisionLog(RevisionLog):
         ]
         revisions = [(*revision_row(r), fence.get(r.execution_id, 0)) for r in batch.revisions]
         for sql, rows, width in (
-            (_INSERT_REVISIONS, revisions, len(REVISION_COLUMNS) + 1),
-            (_INSERT_SNAPSHOTS, [snapshot_row(s) for s in batch.snapshots], len(SNAPSHOT_COLUMNS)),
-            (_INSERT_OBSERVATIONS, [observation_row(o) for o in batch.observations], len(OBSERVATION_COLUMNS)),
+            (INSERT_REVISIONS, revisions, len(REVISION_COLUMNS) + 1),
+            (INSERT_SNAPSHOTS, [snapshot_row(s) for s in batch.snapshots], len(SNAPSHOT_COLUMNS)),
+            (INSERT_OBSERVATIONS, [observation_row(o) for o in batch.observations], len(OBSERVATION_COLUMNS)),
         ):
             if rows:
-                statements.append((sql, _columns(rows, width)))
+                statements.append((sql, as_columns(rows, width)))
         check = fence_check(self._server, fence) if fence else None
         await self._db.transaction(*statements, check=check)
 
@@ -417,8 +338,3 @@ class PostgresRevisionLog(RevisionLog):
 
     async def _require(self, execution_id: str) -> None:
         await self.compact_revision(execution_id)
-
-
-def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
-    """Rows as one array per column, for `unnest`."""
-    return [[row[i] for row in rows] for i in range(width)] if rows else [[] for _ in range(width)]
