@@ -15,8 +15,8 @@ from ..auth.guard import Guard
 from ..errors import InvalidArgumentError, LimitExceededError
 from ..metrics import NO_METRICS, Metrics
 from ..skills.contracts import Contract
+from ..skills.diagnostics import Diagnostic
 from ..skills.macros import Level
-from ..skills.package import Diagnostic
 from ..skills.registry import SkillRegistry
 from ..skills.snapshot import SkillView
 from ..skills.tokens import count_tokens

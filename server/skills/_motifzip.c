@@ -8,9 +8,9 @@
  * MIN_OCCURRENCES skills and a positive gain. Grouper(texts, tokens)(runs) is the same for one bucket at a
  * time, each skill's text and tokens read once for all its calls (motif_discovery.grouper).
  *
- * file_runs(...) (file_runs_of) files a skill's runs in the buckets of their keys, shingled(node_terms)
- * (shingled_in_python) hashes a skill's words and 3-grams for its SkillText, and chosen(candidates, tokens)
- * (macro_index.chosen_in_python) makes a rebuild's greedy choice among the candidates.
+ * file_runs(...) (motif_runs.file_runs_of) files a skill's runs in the buckets of their keys,
+ * shingled(node_terms) (shingled_in_python) hashes a skill's words and 3-grams for its SkillText, and
+ * chosen(candidates, tokens) (macro_index.chosen_in_python) makes a rebuild's greedy choice among the candidates.
  *
  * Each call holds the GIL throughout (the longest, a large bucket's groups, takes milliseconds) and frees what
  * it allocated before it returns.
@@ -906,7 +906,7 @@ static PyType_Slot grouper_slots[] = {
 static PyType_Spec grouper_spec = {"skillstate.server.skills._motifzip.Grouper", sizeof(Grouper), 0,
                                    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, grouper_slots};
 
-/* -- filing a skill's runs (motif_discovery.file_runs_of) -------------------------------------------- */
+/* -- filing a skill's runs (motif_runs.file_runs_of) ------------------------------------------------- */
 
 /* A tuple of items [start, stop) of a list (borrowed items, new references in the tuple). */
 static PyObject *slice(PyObject *list, Py_ssize_t start, Py_ssize_t stop) {
@@ -1383,7 +1383,7 @@ static PyMethodDef methods[] = {
      "motif_discovery.groups_of in C."},
     {"file_runs", file_runs, METH_VARARGS,
      "file_runs(shapes, skill, rows, reach, files, verifiable, buckets, grow, occurrence): "
-     "motif_discovery.file_runs_of in C."},
+     "motif_runs.file_runs_of in C."},
     {"chosen", chosen, METH_VARARGS,
      "chosen(candidates, tokens) -> [(position, occurrences)]: macro_index.chosen_in_python in C."},
     {"shingled", shingled, METH_O,

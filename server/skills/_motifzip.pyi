@@ -2,7 +2,8 @@ from collections.abc import Mapping
 
 from .macro_index import Choosing
 from .macros import Occurrence, Port
-from .motif_discovery import Filing, Group, Grouping, Shingling, SkillText
+from .motif_discovery import Group, Grouping, Shingling, SkillText
+from .motif_runs import Filing
 
 VERSION: int
 MAX_RUN: int

@@ -221,7 +221,7 @@ class BM25Index(Generic[Key]):
         if self._shared:
             self._postings, self._slot_of, self._keys = dict(self._postings), dict(self._slot_of), list(self._keys)
             self._lengths, self._free, self._shared = self._lengths.copy(), list(self._free), False
-            settle_long_lived()  # see MacroIndex._own_tables
+            settle_long_lived()  # see MacroTables._own_tables
 
     def _key(self, slot: int) -> Key:
         key = self._keys[slot]

@@ -111,7 +111,7 @@ class SkillLibrary:
     def _own(self) -> None:
         if self._shared:
             self._skills, self._shared = dict(self._skills), False
-            settle_long_lived()  # see MacroIndex._own_tables
+            settle_long_lived()  # see MacroTables._own_tables
 
     def mentions(self, term: str, only: frozenset[str] | None = None) -> bool:
         """Whether any section (of the `only` skills, if given) holds the term."""

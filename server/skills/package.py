@@ -16,24 +16,28 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from ..errors import InvalidArgumentError
+from .diagnostics import Diagnostic, LoadReport, Severity, SkillFormatError
 from .frontmatter import FrontMatterError, read_skill_text
+from .frontmatter_fields import (
+    check_keys,
+    read_allowed_tools,
+    read_compatibility,
+    read_description,
+    read_license,
+    read_metadata,
+    read_name,
+)
 from .links import relative_links, resolve
 from .roles import Role, role_of
 from .sections import Part, split_body
 
 SKILL_FILE = "SKILL.md"
-MAX_NAME_LENGTH = 64
-MAX_DESCRIPTION_LENGTH = 1024
-MAX_COMPATIBILITY_LENGTH = 500
-KNOWN_KEYS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,35 +60,6 @@ class PackageLimits:
     `reference_edge_bound` counts them before any is made: at most about 0.12 s of building (the real corpus
     peaks at 24,081 by that count, for 17,552 made). The count uses the rules' roles: a graph built with an
     extractor (llm_extract.py), which may assign others, is not bounded by it."""
-
-
-class Severity(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
-
-
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
-    """One deviation: where it is, which rule it breaks, and what was found."""
-
-    severity: Severity
-    file: str
-    rule: str
-    message: str
-    line: int | None = None
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line is not None else self.file
-        return f"{where}: {self.rule}: {self.message}"
-
-
-class SkillFormatError(InvalidArgumentError):
-    """The package cannot be loaded; `diagnostics` holds every error (and the warnings found with them)."""
-
-    def __init__(self, diagnostics: list[Diagnostic]) -> None:
-        self.diagnostics = tuple(diagnostics)
-        errors = [str(d) for d in diagnostics if d.severity is Severity.ERROR]
-        super().__init__("; ".join(errors))
 
 
 class ResourceKind(StrEnum):
@@ -168,7 +143,7 @@ def load_package(
     """Check and load the package in `folder` (a key prefix); raises SkillFormatError listing every error."""
     _check_map(files, limits)
     skill_file = _find_skill_file(files, folder)
-    report = _Report(skill_file, strict)
+    report = LoadReport(skill_file, strict)
     try:
         text = files[skill_file].decode("utf-8")
     except UnicodeDecodeError as e:
@@ -186,20 +161,13 @@ def load_package(
 
     folder = posixpath.dirname(skill_file)
     front = parsed.front_matter
-    unknown = sorted(front.keys() - KNOWN_KEYS)
-    if unknown:
-        report.deviation(
-            "front-matter.keys", f"unknown keys {', '.join(unknown)} (known: {', '.join(sorted(KNOWN_KEYS))})"
-        )
-    description = _description(front, report)
-    name = _name(front, posixpath.basename(folder), report)
-    compatibility = _compatibility(front, report)
-    metadata = _metadata(front, report)
-    allowed_tools = _allowed_tools(front, report)
-    license_ = front.get("license")
-    if license_ is not None and not isinstance(license_, str):
-        report.deviation("license.type", "must be a string")
-        license_ = None
+    check_keys(front, report)
+    description = read_description(front, report)
+    name = read_name(front, posixpath.basename(folder), report)
+    compatibility = read_compatibility(front, report)
+    metadata = read_metadata(front, report)
+    allowed_tools = read_allowed_tools(front, report)
+    license_ = read_license(front, report)
     resources = _resources(files, folder, parsed.body, parsed.body_line, report)
     report.raise_if_errors()
     references = markdown_references(files, skill_file, resources, body_parts, limits, report)
@@ -220,27 +188,6 @@ def load_package(
     )
 
 
-class _Report:
-    """Diagnostics of one load; a deviation is an error when strict, else a warning."""
-
-    def __init__(self, file: str, strict: bool) -> None:
-        self.file, self.strict, self.found = file, strict, list[Diagnostic]()
-
-    def error(self, rule: str, message: str, line: int | None = None) -> Diagnostic:
-        self.found.append(Diagnostic(Severity.ERROR, self.file, rule, message, line))
-        return self.found[-1]
-
-    def warning(self, rule: str, message: str, line: int | None = None) -> None:
-        self.found.append(Diagnostic(Severity.WARNING, self.file, rule, message, line))
-
-    def deviation(self, rule: str, message: str) -> None:
-        (self.error if self.strict else self.warning)(rule, message)
-
-    def raise_if_errors(self) -> None:
-        if any(d.severity is Severity.ERROR for d in self.found):
-            raise SkillFormatError(self.found)
-
-
 MATERIAL_FOLDERS = frozenset({"assets", "templates"})
 """Folders of material a skill fills in or ships (templates, assets): Markdown there is not documentation."""
 
@@ -251,7 +198,7 @@ def markdown_references(
     resources: tuple[Resource, ...],
     body: Sequence[Part],
     limits: PackageLimits,
-    report: _Report,
+    report: LoadReport,
 ) -> tuple[Reference, ...]:
     """The package's Markdown documentation: every present `.md` resource inside the folder except what
     `assets/` and `templates/` hold, and every linked `.md` file outside it; never a SKILL.md (its own, or
@@ -290,7 +237,7 @@ def markdown_references(
 
 
 def _within_edge_limit(
-    found: list[tuple[Reference, list[Part]]], body: Sequence[Part], limits: PackageLimits, report: _Report
+    found: list[tuple[Reference, list[Part]]], body: Sequence[Part], limits: PackageLimits, report: LoadReport
 ) -> tuple[Reference, ...]:
     """The references `found` (in path order, each with its parts) but those that would bring the edges of the
     references before them over `max_reference_edges`, which are warned. Finding roles costs as much as the
@@ -384,73 +331,8 @@ def _find_skill_file(files: Mapping[str, bytes], folder: str) -> str:
     return shallowest[0]
 
 
-def _description(front: dict[str, Any], report: _Report) -> str:
-    value = front.get("description")
-    if not isinstance(value, str) or not value.strip():
-        report.error("description.required", "a non-empty description is required")
-        return ""
-    if len(value) > MAX_DESCRIPTION_LENGTH:
-        report.deviation("description.length", f"{len(value)} characters, more than {MAX_DESCRIPTION_LENGTH}")
-    return value.strip()
-
-
-def _name(front: dict[str, Any], folder_name: str, report: _Report) -> str:
-    value = front.get("name")
-    if not isinstance(value, str) or not value.strip():
-        report.deviation("name.required", f"a non-empty name is required (using the folder name {folder_name!r})")
-        return folder_name
-    name = unicodedata.normalize("NFKC", value.strip())
-    if len(name) > MAX_NAME_LENGTH:
-        report.deviation("name.length", f"{name!r} has {len(name)} characters, more than {MAX_NAME_LENGTH}")
-    if name != name.lower():
-        report.deviation("name.lowercase", f"{name!r} must be lowercase")
-    if name.startswith("-") or name.endswith("-"):
-        report.deviation("name.hyphens", f"{name!r} must not start or end with '-'")
-    if "--" in name:
-        report.deviation("name.hyphens", f"{name!r} must not contain '--'")
-    if not all(c.isalnum() or c == "-" for c in name):
-        report.deviation("name.characters", f"{name!r} may hold only letters, digits and '-'")
-    if unicodedata.normalize("NFKC", folder_name) != name:
-        report.deviation("name.folder", f"{name!r} differs from its folder name {folder_name!r}")
-    return name
-
-
-def _compatibility(front: dict[str, Any], report: _Report) -> str | None:
-    value = front.get("compatibility")
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        report.deviation("compatibility.type", "must be a string")
-        return None
-    if len(value) > MAX_COMPATIBILITY_LENGTH:
-        report.deviation("compatibility.length", f"{len(value)} characters, more than {MAX_COMPATIBILITY_LENGTH}")
-    return value
-
-
-def _metadata(front: dict[str, Any], report: _Report) -> dict[str, str]:
-    value = front.get("metadata")
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        report.deviation("metadata.type", "must be a mapping of strings to strings")
-        return {}
-    return {str(k): v if isinstance(v, str) else str(v) for k, v in value.items()}
-
-
-def _allowed_tools(front: dict[str, Any], report: _Report) -> tuple[str, ...]:
-    value = front.get("allowed-tools")
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return tuple(value.split())
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return tuple(value)
-    report.deviation("allowed-tools.type", "must be a string or a list of strings")
-    return ()
-
-
 def _resources(
-    files: Mapping[str, bytes], folder: str, body: str, body_line: int, report: _Report
+    files: Mapping[str, bytes], folder: str, body: str, body_line: int, report: LoadReport
 ) -> tuple[Resource, ...]:
     """Files of the folder and targets of links, each with the lines linking it; missing targets warned."""
     linked: dict[str, list[int]] = {}

@@ -24,17 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from .contracts import Contract, Signature, interned
+from .diagnostics import Diagnostic, Severity
 from .graph import EdgeKind, Provenance, SectionNode, SkillGraph, shared_edge
-from .package import (
-    SKILL_FILE,
-    Diagnostic,
-    PackageLimits,
-    Reference,
-    Resource,
-    ResourceKind,
-    Severity,
-    SkillPackage,
-)
+from .package import SKILL_FILE, PackageLimits, Reference, Resource, ResourceKind, SkillPackage
 from .roles import Role
 from .tokens import ENCODING
 

@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..storage.records import Counts, SkillVersion
+from .diagnostics import Diagnostic
 from .graph import SkillGraph
 from .library import SkillLibrary, node_words
 from .macro_index import MacroIndex, Rebuild
 from .macros import Key, Level, key_to_json
-from .package import Diagnostic, SkillPackage
+from .package import SkillPackage
 
 
 @dataclass(frozen=True)

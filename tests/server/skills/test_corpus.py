@@ -12,7 +12,8 @@ import re
 import pytest
 
 from skillstate.clients import read_package_dir
-from skillstate.server.skills.package import SkillFormatError, load_package
+from skillstate.server.skills.diagnostics import SkillFormatError
+from skillstate.server.skills.package import load_package
 
 from .corpus import corpus_graphs, corpus_packages, require_corpus
 

@@ -14,8 +14,7 @@ import pytest
 
 from bench.synthetic import generate_library
 from skillstate.server.errors import StorageError
-from skillstate.server.skills import records
-from skillstate.server.skills import registry as registry_module
+from skillstate.server.skills import publisher, records
 from skillstate.server.skills.graph import build_graph
 from skillstate.server.skills.package import PackageLimits, load_package
 from skillstate.server.skills.registry import SkillRegistry
@@ -281,9 +280,9 @@ class CountingStore(SqliteSkillStore):
 async def test_a_start_saves_records_as_it_makes_them_a_few_hops_at_a_time(
     stored: Path, monkeypatch: pytest.MonkeyPatch, records_per_save: int, bytes_per_save: int, saves: list[int]
 ) -> None:
-    monkeypatch.setattr(registry_module, "SKILLS_PER_HOP", 3)
-    monkeypatch.setattr(registry_module, "RECORDS_PER_SAVE", records_per_save)
-    monkeypatch.setattr(registry_module, "RECORD_BYTES_PER_SAVE", bytes_per_save)
+    monkeypatch.setattr(publisher, "SKILLS_PER_HOP", 3)
+    monkeypatch.setattr(publisher, "RECORDS_PER_SAVE", records_per_save)
+    monkeypatch.setattr(publisher, "RECORD_BYTES_PER_SAVE", bytes_per_save)
     store = CountingStore(stored)
     await (await started(stored, store)).close()
     assert store.saved == saves
@@ -318,7 +317,7 @@ def shared_stores(backend: str, request: pytest.FixtureRequest, path: Path) -> t
 async def test_a_server_serves_what_another_registered_in_a_shared_store_from_its_record(
     request: pytest.FixtureRequest, backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(registry_module, "SYNC_INTERVAL", 0.0)  # each writer's turn looks at the store
+    monkeypatch.setattr(publisher, "SYNC_INTERVAL", 0.0)  # each writer's turn looks at the store
     one, other = shared_stores(backend, request, tmp_path / "shared.db")
     first = await started(tmp_path, one)
     second = await started(tmp_path, other)
@@ -353,7 +352,7 @@ async def test_a_server_serves_what_another_registered_in_a_shared_store_from_it
 async def test_a_server_that_cannot_read_anothers_record_builds_the_skill(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(registry_module, "SYNC_INTERVAL", 0.0)
+    monkeypatch.setattr(publisher, "SYNC_INTERVAL", 0.0)
     path = tmp_path / "shared.db"
     first, second = await started(tmp_path, SharedSqliteStore(path)), await started(tmp_path, BlindSharedStore(path))
     try:

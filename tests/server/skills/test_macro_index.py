@@ -12,9 +12,10 @@ from bench.synthetic import generate_library
 from skillstate.server.skills.compressed import compress_skill, expand
 from skillstate.server.skills.graph import SkillGraph, build_graph
 from skillstate.server.skills.library import node_tokens, node_words
-from skillstate.server.skills.macro_index import SETTLE_EVERY, Evidence, MacroIndex, compress
+from skillstate.server.skills.macro_index import SETTLE_EVERY, MacroIndex, compress
+from skillstate.server.skills.macro_tables import Evidence
 from skillstate.server.skills.macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Level
-from skillstate.server.skills.motif_discovery import ports_of
+from skillstate.server.skills.motif_runs import ports_of
 from skillstate.server.skills.package import load_package
 
 GRAPHS = [build_graph(load_package(s.files, s.folder)) for s in generate_library(60, seed=7)]

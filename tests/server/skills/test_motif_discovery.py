@@ -22,17 +22,14 @@ from skillstate.server.skills.motif_discovery import (
     MAX_POSTING,
     SIMILARITY,
     SKETCH,
-    Run,
     SkillText,
     _combine,
     clusters_of,
     jaccard,
     macro_id,
     may_gain,
-    ports_of,
-    run_key,
-    runs_of,
 )
+from skillstate.server.skills.motif_runs import Run, ports_of, run_key, runs_of
 from skillstate.server.skills.package import load_package
 from skillstate.server.skills.text import terms
 

@@ -1,6 +1,6 @@
-"""MotifZip's C extension against its Python reference in motif_discovery.py: the same candidate groups
-(`groups_of`) in the same order, the same runs filed in the same buckets (`file_runs_of`) and the same
-hashed words (`shingled_in_python`), on real and synthetic libraries and on crafted input.
+"""MotifZip's C extension against its Python reference in motif_discovery.py and motif_runs.py: the same
+candidate groups (`groups_of`) in the same order, the same runs filed in the same buckets (`file_runs_of`) and
+the same hashed words (`shingled_in_python`), on real and synthetic libraries and on crafted input.
 
 Without the extension built (no C compiler or Python headers at install), these tests are skipped with the
 reason; with `SKILLSTATE_REQUIRE_EXTENSIONS=1` (CI) they fail instead.
@@ -26,19 +26,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.synthetic import generate_library
-from skillstate.server.skills import macro_index, motif_discovery
+from skillstate.server.skills import macro_index, motif_discovery, motif_runs
 from skillstate.server.skills.graph import EdgeKind, SkillGraph, build_graph
 from skillstate.server.skills.library import node_tokens, node_words
 from skillstate.server.skills.macro_index import MacroIndex, chosen_in_python
 from skillstate.server.skills.macros import MIN_OCCURRENCES, REFERENCE_TOKENS, Occurrence, Port
-from skillstate.server.skills.motif_discovery import (
-    RunShapes,
-    SkillText,
-    file_runs_of,
-    groups_of,
-    shingled_in_python,
-    verifiable_nodes,
-)
+from skillstate.server.skills.motif_discovery import SkillText, groups_of, shingled_in_python
+from skillstate.server.skills.motif_runs import RunShapes, file_runs_of, verifiable_nodes
 from skillstate.server.skills.package import load_package
 
 from .corpus import corpus_graphs, require_corpus
@@ -72,11 +66,11 @@ def test_the_extension_uses_the_reference_constants() -> None:
         motif_discovery.SKETCH, motif_discovery.MAX_COMPARED, motif_discovery.MAX_POSTING,
     )  # fmt: skip
     assert (native.MIN_OCCURRENCES, native.REFERENCE_TOKENS) == (MIN_OCCURRENCES, REFERENCE_TOKENS)
-    assert native.MAX_RUN == motif_discovery.MAX_RUN
+    assert native.MAX_RUN == motif_runs.MAX_RUN
     assert native.VERSION == motif_discovery.EXTENSION_VERSION
     assert motif_discovery.SIMILARITY == 0.5  # the C tests 3 * shared >= |a| + |b|
     assert motif_discovery.groups is native.groups
-    assert motif_discovery.file_runs is native.file_runs
+    assert motif_runs.file_runs is native.file_runs
     assert motif_discovery.shingled is native.shingled
     assert macro_index.chosen is native.chosen
 

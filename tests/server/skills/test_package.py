@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 
 from skillstate.server.errors import InvalidArgumentError
-from skillstate.server.skills.package import (
-    PackageLimits,
-    ResourceKind,
-    Severity,
-    SkillFormatError,
-    SkillPackage,
-    load_package,
-)
+from skillstate.server.skills.diagnostics import Severity, SkillFormatError
+from skillstate.server.skills.package import PackageLimits, ResourceKind, SkillPackage, load_package
 
 BODY = "# Demo\n\nDo the thing.\n"
 

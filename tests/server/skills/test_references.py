@@ -9,7 +9,7 @@ from bench.synthetic import generate_library
 from skillstate.server.skills.graph import Edge, EdgeKind, SkillGraph, build_graph
 from skillstate.server.skills.hydrate import hydrate
 from skillstate.server.skills.library import SkillLibrary, node_tokens
-from skillstate.server.skills.motif_discovery import runs_of
+from skillstate.server.skills.motif_runs import runs_of
 from skillstate.server.skills.package import PackageLimits, load_package, reference_edge_bound
 from skillstate.server.skills.render import render_context
 from skillstate.server.skills.roles import Role

@@ -134,12 +134,12 @@ async def test_a_registry_closed_during_its_start_stops_loading_at_the_next_skil
 ) -> None:
     """A start hands the writer several skills at a time; closing stops the hand-over under way at its next
     skill instead of building the rest (a stop would otherwise wait for the whole hop)."""
-    from skillstate.server.skills import registry as registry_module
+    from skillstate.server.skills import publisher
     from skillstate.server.skills.package import load_package
     from skillstate.server.storage.records import SkillVersion
 
     skills = generate_library(8, seed=4)
-    monkeypatch.setattr(registry_module, "SKILLS_PER_HOP", len(skills))  # all of them in one hop
+    monkeypatch.setattr(publisher, "SKILLS_PER_HOP", len(skills))  # all of them in one hop
     store = MemorySkillStore()
     await store.open()
     for skill in skills:
