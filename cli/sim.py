@@ -75,7 +75,8 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     team.add_arguments(sim)
 
     demo = add_command(
-        commands, "demo", help="three warehouse agents for 100 steps, skillstate beside the baselines",
+        commands, "demo", help="the warehouse for 100 steps, skillstate beside the baselines: one agent, a team "
+        "of three, then agents at once",
         example="skillstate demo\nskillstate demo --model gpt-4o-mini --out demo-gpt",
     )  # fmt: skip
     _common(demo, out="demo-results")
@@ -104,22 +105,26 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
     parser.set_defaults(connection_flags=("server", "tls_ca"))
 
 
+DEMO_TABLES = (
+    (1, "", "Table 1 as the paper ran it: one agent runs the three skills, in each runtime"),
+    (3, "team", "A team: three single-skill agents (receiving, shipping, maintenance) on one execution"),
+)
+"""The demo's sequential tables: agents, where under --out, and the title each is printed under."""
+
+
 async def run(args: argparse.Namespace) -> int:
-    from skillstate.agents.reports.results import notes, recovery_table, table, write
-    from skillstate.agents.reports.seeds import markdown as seed_table
-    from skillstate.agents.reports.seeds import table_rows
     from skillstate.agents.scripted.policy import SCRIPTED
-    from skillstate.agents.sims.sequential import SimConfig
 
     model = args.model or SCRIPTED
     if model.startswith("skillstate/"):
         os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
-    scenario = getattr(args, "scenario", None)
     if args.command == "demo":
-        env, agents, horizons, runtimes, seeds = "warehouse", 3, [100], ["skillstate", *BASELINES], 1
+        env, horizons, runtimes, seeds = "warehouse", [100], ["skillstate", *BASELINES], 1
+        tables = [(agents, args.out / folder, title) for agents, folder, title in DEMO_TABLES]
     else:
-        env, agents, horizons, seeds = args.env, args.agents, list(dict.fromkeys(args.horizon)), args.seeds
+        env, horizons, seeds = args.env, list(dict.fromkeys(args.horizon)), args.seeds
         runtimes = _runtimes(args.runtime or ["skillstate"])
+        tables = [(args.agents, args.out, None)]
         if seeds < 1 or min(horizons) < 1:
             raise UsageError("--seeds and --horizon must be at least 1")
     try:
@@ -138,40 +143,67 @@ async def run(args: argparse.Namespace) -> int:
         args.horizon = horizons[0]
         async with local_server(args.server) as address:
             return await team.run(args, runtimes, model, address, connection)
+    plans = [(_configs(args, env, agents, horizons, seeds, runtimes, model), out, title)
+             for agents, out, title in tables]  # fmt: skip
+    async with local_server(args.server) as address:
+        for configs, out, title in plans:
+            if title is not None:
+                print(f"{title}\n")
+            if not await _run_table(address, configs, args, out, connection, seeds):
+                return 1
+        if args.command == "demo":
+            await team.demo(model, address, connection, args.out / "at-once", args.transport)
+    return 0
+
+
+def _configs(
+    args: argparse.Namespace, env: str, agents: int, horizons: list[int], seeds: int, runtimes: list[str], model: str
+) -> list[SimConfig]:
+    from skillstate.agents.sims.sequential import SimConfig
+
+    options = {
+        "scenario": getattr(args, "scenario", None), "result_limit": args.result_limit,
+        "reply_words": getattr(args, "reply_words", None), "constrained": getattr(args, "constrained", False),
+        "transport": args.transport, "rezip": getattr(args, "rezip", False),
+    }  # fmt: skip
     configs = []
     ordered = sorted(runtimes, key=lambda runtime: runtime != "skillstate")  # its prompts size the windows
     for horizon in horizons:
         for seed in range(args.seed, args.seed + seeds):
             for runtime in ordered:
                 try:
-                    configs.append(SimConfig(env, agents, horizon, runtime, args.noise, seed, model,
-                                             scenario=scenario, result_limit=args.result_limit,
-                                             reply_words=getattr(args, "reply_words", None),
-                                             constrained=getattr(args, "constrained", False),
-                                             transport=args.transport, rezip=rezip))  # fmt: skip
+                    configs.append(SimConfig(env, agents, horizon, runtime, args.noise, seed, model, **options))
                 except ValueError as error:
                     raise UsageError(str(error)) from None
+    return configs
+
+
+async def _run_table(
+    address: str, configs: list[SimConfig], args: argparse.Namespace, out: Path, connection: dict[str, Any], seeds: int
+) -> bool:
+    """Run `configs` one after another and print and write their table; False when a run failed (said why)."""
+    from skillstate.agents.reports.results import notes, recovery_table, table, write
+    from skillstate.agents.reports.seeds import markdown as seed_table
+    from skillstate.agents.reports.seeds import table_rows
+
     results: list[SimResult] = []
-    async with local_server(args.server) as address:
-        for config in configs:
-            try:
-                results.append(await _run_one(address, config, args, results, connection))
-            except Exception as error:  # a model, a key, a missing skill: say which run failed and why
-                if getattr(error, "status", None) is not None:
-                    raise  # a server error: main maps its status to an exit code
-                print(f"skillstate {args.command}: the {config.runtime} run failed: {type(error).__name__}: {error}",
-                      file=sys.stderr)  # fmt: skip
-                return 1
-        paths = write(results, args.out)
-        print(table(results) if seeds == 1 else seed_table(table_rows(results)))
-        if recovery := recovery_table(results):
-            print(f"\n{recovery}")
-        print()
-        print(notes(results))
-        print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {args.out / 'steps.jsonl'}")
-        if args.command == "demo":
-            await team.demo(model, address, connection, args.out / "at-once", args.transport)
-    return 0
+    for config in configs:
+        try:
+            results.append(await _run_one(address, config, args, out, results, connection))
+        except Exception as error:  # a model, a key, a missing skill: say which run failed and why
+            if getattr(error, "status", None) is not None:
+                raise  # a server error: main maps its status to an exit code
+            print(f"skillstate {args.command}: the {config.runtime} run failed: {type(error).__name__}: {error}",
+                  file=sys.stderr)  # fmt: skip
+            return False
+    paths = write(results, out)
+    print(table(results) if seeds == 1 else seed_table(table_rows(results)))
+    if recovery := recovery_table(results):
+        print(f"\n{recovery}")
+    print()
+    print(notes(results))
+    print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {out / 'steps.jsonl'}\n")
+    return True
 
 
 def _runtimes(chosen: list[str]) -> list[str]:
@@ -200,7 +232,12 @@ def _connection(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _run_one(
-    address: str, config: SimConfig, args: argparse.Namespace, done: list[SimResult], connection: dict[str, Any]
+    address: str,
+    config: SimConfig,
+    args: argparse.Namespace,
+    out: Path,
+    done: list[SimResult],
+    connection: dict[str, Any],
 ) -> SimResult:
     from dataclasses import replace
 
@@ -211,9 +248,10 @@ async def _run_one(
                 == ("skillstate", config.horizon, config.seed)]  # fmt: skip
         window = args.window_tokens or (max(ours[0].prompt_sizes) if ours else config.window_tokens)
         config = replace(config, window_tokens=window)
-    bar = RunProgress(f"T={config.horizon} seed {config.seed} {config.runtime:>10}", config.horizon)
+    who = f"{config.agents} agent{'s' if config.agents > 1 else ''}"
+    bar = RunProgress(f"T={config.horizon} seed {config.seed} {who} {config.runtime:>10}", config.horizon)
     try:
-        return await run_simulation(address, config, jsonl=args.out / "steps.jsonl", on_event=bar.update, **connection)
+        return await run_simulation(address, config, jsonl=out / "steps.jsonl", on_event=bar.update, **connection)
     finally:
         bar.close()
 

@@ -17,12 +17,27 @@ TEST_POLICY_NOTE = (
 )
 
 
+SHARED = {
+    "skillstate": "one shared state",
+    "stateful": "one shared state; each agent its own transcript",
+    "react": "nothing: each agent its own transcript",
+    "truncated": "nothing: each agent its own transcript, cut to a budget",
+    "memory": "nothing: each agent its own summary and latest turns",
+    "summary": "nothing: each agent its own summary, cut to a budget",
+    "groupchat": "one shared transcript",
+}
+"""What the agents of a team have in common in each runtime: a baseline's agents see each other's work only
+through what they share (the world's observations aside)."""
+
+
 def table(results: Sequence[SimResult]) -> str:
-    """| horizon | runtime | score | avg prompt tokens | max prompt tokens | total tokens | retries |"""
+    """| horizon | runtime | score | avg prompt tokens | max prompt tokens | total tokens | retries |, and what the
+    agents share when a run has several."""
+    team = any(r.config.agents > 1 for r in results)
     lines = [
-        "| horizon | runtime | score | avg prompt tokens | max prompt tokens | total tokens | vs skillstate |"
-        " conflicts / invalid / malformed / gave up |",
-        "|---|---|---|---|---|---|---|---|",
+        "| horizon | runtime |" + (" agents share |" if team else "") + " score | avg prompt tokens "
+        "| max prompt tokens | total tokens | vs skillstate | conflicts / invalid / malformed / gave up / recovered |",
+        "|---|---|" + ("---|" if team else "") + "---|---|---|---|---|---|",
     ]
     ours = {r.config.horizon: r.total_tokens for r in results if r.config.runtime == "skillstate"}
     for r in sorted(results, key=lambda r: r.config.horizon):
@@ -30,10 +45,12 @@ def table(results: Sequence[SimResult]) -> str:
         base = ours.get(r.config.horizon)
         ratio = f"{r.total_tokens / base:.1f}x" if base else ""
         retries = summary["retries"]
+        shared = f" {SHARED[r.config.runtime]} |" if team else ""
         lines.append(
-            f"| {r.config.horizon} | {r.config.runtime} | {r.score:.2f} | {r.average_prompt_tokens:,.0f} "
+            f"| {r.config.horizon} | {r.config.runtime} |{shared} {r.score:.2f} | {r.average_prompt_tokens:,.0f} "
             f"| {summary['max_prompt_tokens']:,} | {r.total_tokens:,} | {ratio} "
-            f"| {retries['conflict']} / {retries['invalid']} / {retries['malformed']} / {retries['gave_up']} |"
+            f"| {retries['conflict']} / {retries['invalid']} / {retries['malformed']} / {retries['gave_up']} "
+            f"/ {retries['recovered']} |"
         )
     return "\n".join(lines)
 

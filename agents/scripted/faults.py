@@ -30,6 +30,29 @@ def inject_fault(rng: random.Random, reasoning: str, patch: dict[str, Any], acti
     return f'{reasoning}\n\n```json\n{{"state_patch": {json.dumps(patch)}, "action": "{action}"\n```'
 
 
+def transcript_fault(rng: random.Random, reasoning: str, patch: dict[str, Any], action: str, *, stateful: bool) -> str:
+    """The same errors, drawn by FAULT_MIX, in a transcript runtime's own format (`Action: <cmd>`, with
+    `StateUpdate:` for the stateful one). Where a runtime keeps a state, an overwrite or a type error is in its
+    update, which the server refuses; where it keeps none, the wrong value is in the action, which the world
+    refuses (an overwrite names the wrong shelf, a type error a number for a shelf); a malformed reply has no
+    readable answer."""
+    kind = rng.choices([k for k, _ in FAULT_MIX], weights=[w for _, w in FAULT_MIX])[0]
+    update = f"\nStateUpdate: {json.dumps(patch)}" if stateful else ""
+    if kind == "malformed":
+        broken = f'\nStateUpdate: {{"inventory": {json.dumps(patch.get("inventory") or {})}' if stateful else ""
+        return f"{reasoning}{broken}\nI will go with {action}."
+    if stateful:
+        key = next(iter(patch), "inventory")
+        inner = next(iter(patch.get(key) or {}), "shelf_0")
+        damaged = {key: None} if kind == "overwrite" else {key: {inner: rng.randint(1, 99)}}
+        return f"{reasoning}\nStateUpdate: {json.dumps(damaged)}\nAction: {action}"
+    words = action.split()
+    if len(words) < 3:  # Wait, Finish: no value to get wrong
+        return f"{reasoning}{update}\nAction: {action}"
+    wrong = f"shelf_{rng.randrange(500)}" if kind == "overwrite" else str(rng.randint(1, 99))
+    return f"{reasoning}\nAction: {' '.join([*words[:-1], wrong])}"
+
+
 def semantic_fault(rng: random.Random, patch: dict[str, Any], action: str) -> dict[str, Any]:
     """A schema-valid but wrong patch (`semantic-R`): half the time the item recorded one shelf off, half the
     time the step's change dropped. No validation catches it: it shows as state drift."""

@@ -47,7 +47,7 @@ from ..protocol.prompts import (
     SUMMARY_REQUEST,
 )
 from ..protocol.reply import format_expand, format_reply
-from .faults import inject_fault, lengthened, semantic_fault, shelf_off
+from .faults import inject_fault, lengthened, semantic_fault, shelf_off, transcript_fault
 
 PROVIDER = "skillstate"
 SCRIPTED = f"{PROVIDER}/scripted"
@@ -312,15 +312,19 @@ def answer(model: str, prompt: str, reply_words: int | None = None) -> str:
         return format_reply("I believe the work is done.", {}, "Finish")
     if name == "corrupts":
         patch = shelf_off(patch, action)
-    if STATEFUL_FORMAT in prompt:
-        return f"{reasoning}\nStateUpdate: {json.dumps(patch)}\nAction: {action}"
-    if ACTION_FORMAT in prompt:
-        return f"{reasoning}\nAction: {action}"
+    stateful, transcript = STATEFUL_FORMAT in prompt, ACTION_FORMAT in prompt or STATEFUL_FORMAT in prompt
     rng = random.Random(hashlib.sha256(prompt.encode()).digest())
-    if rate and rng.random() < rate:
+    if rate and rng.random() < rate:  # every runtime's replies alike, each in its own format
         if name.startswith("semantic-"):
-            return format_reply(reasoning, semantic_fault(rng, patch, action), action)
-        return inject_fault(rng, reasoning, patch, action)
+            patch = semantic_fault(rng, patch, action)
+        elif transcript:
+            return transcript_fault(rng, reasoning, patch, action, stateful=stateful)
+        else:
+            return inject_fault(rng, reasoning, patch, action)
+    if stateful:
+        return f"{reasoning}\nStateUpdate: {json.dumps(patch)}\nAction: {action}"
+    if transcript:
+        return f"{reasoning}\nAction: {action}"
     return format_reply(reasoning, patch, action)
 
 

@@ -153,11 +153,16 @@ class SimResult:
         return list(itertools.accumulate(by_step.values()))
 
     def retries(self) -> dict[str, int]:
+        """Model calls that lost a conflict, were refused (`invalid`) or broke the format (`malformed`), steps
+        given up, and steps `recovered`: asked again after a refused or malformed reply, and then applied."""
         counts = {"conflict": 0, "invalid": 0, "malformed": 0, "gave_up": 0}
+        outcomes: dict[tuple[str, int], set[str]] = {}
         for record in self.records:
             if record.outcome in counts:
                 counts[record.outcome] += 1
-        return counts
+            outcomes.setdefault((record.agent, record.step), set()).add(record.outcome)
+        recovered = sum("applied" in seen and bool(seen & {"invalid", "malformed"}) for seen in outcomes.values())
+        return counts | {"recovered": recovered}
 
     def summary(self) -> dict[str, Any]:
         return (

@@ -10,6 +10,7 @@ os.environ["SKILLSTATE_OFFLINE"] = "1"
 
 from skillstate.agents.protocol.prompts import render_observation, skill_state_prompt
 from skillstate.agents.protocol.reply import ReplyError, parse_reply
+from skillstate.agents.runtime.contexts import React, Stateful
 from skillstate.agents.runtime.llm import complete, count_tokens
 from skillstate.agents.scripted.policy import PROVIDER, SCRIPTED, fault_rate
 
@@ -57,6 +58,32 @@ async def test_the_faulty_variant_makes_the_papers_errors_at_its_rate_and_repeat
         except ReplyError:
             failures += 1
     assert 70 <= failures <= 130
+
+
+@pytest.mark.parametrize("runtime", ["react", "stateful"])
+async def test_the_faulty_variant_makes_the_same_errors_in_a_transcript_runtimes_format(runtime: str) -> None:
+    """Faults reach every runtime's replies alike: read as that runtime reads them, about half the replies at
+    rate 0.5 are unreadable, or carry a wrong value where that runtime keeps one (its update, else its action)."""
+    context = React() if runtime == "react" else Stateful()
+    state = {"inventory": {}}
+    wrong = {"malformed": 0, "value": 0}
+    for n in range(200):
+        prompt = context.prompt(INSTRUCTIONS, state, f"Event: Shipment arrived containing item_{n}.")
+        text = (await complete("skillstate/faulty-0.5", prompt)).text
+        assert text == (await complete("skillstate/faulty-0.5", prompt)).text
+        right = (await complete("skillstate/scripted", prompt)).text
+        try:
+            reply = context.parse(text)
+        except ReplyError:
+            wrong["malformed"] += 1
+            continue
+        expected = context.parse(right)
+        if runtime == "stateful":
+            wrong["value"] += reply.state_patch != expected.state_patch
+            assert reply.action == expected.action, "a state-keeping runtime's wrong value is in its update"
+        else:
+            wrong["value"] += reply.action != expected.action
+    assert 70 <= sum(wrong.values()) <= 130 and wrong["malformed"] and wrong["value"]
 
 
 def test_unknown_test_policies_are_refused() -> None:

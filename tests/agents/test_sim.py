@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +220,21 @@ async def test_an_agents_p_always_says_what_its_state_holds(server_address: str,
             else:
                 assert reads and all(f"`{key}`" in instructions for key in reads)
                 assert "of the shared execution state" in instructions
+
+
+async def test_faults_reach_every_runtime_alike_and_only_validation_keeps_them_from_the_world(
+    server_address: str,
+) -> None:
+    """One agent (every runtime sees all it did), the same fault rate for all: each runtime's malformed replies
+    are asked again; a state-keeping runtime's wrong values are refused by the server and asked again, while a
+    runtime that keeps none sends them to the world, which refuses them only by losing the event."""
+    config = SimConfig(agents=1, horizon=60, seed=4, model="skillstate/faulty-0.3")
+    runs = {runtime: await run_simulation(server_address, replace(config, runtime=runtime))
+            for runtime in ("skillstate", "stateful", "react")}  # fmt: skip
+    for runtime, result in runs.items():
+        retries = result.retries()
+        assert retries["malformed"] > 0 and retries["recovered"] > 0, runtime
+        assert retries["recovered"] <= retries["invalid"] + retries["malformed"]
+    assert runs["stateful"].retries()["invalid"] > 0, "its update's wrong values are refused"
+    assert runs["react"].retries()["invalid"] == 0, "it writes no state: its wrong values go to the world"
+    assert runs["react"].score < min(runs["skillstate"].score, runs["stateful"].score)

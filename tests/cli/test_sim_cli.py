@@ -11,23 +11,31 @@ from ..agents.test_team_rezip import evidence, register_library
 from .test_cli import skillstate
 
 
-async def test_the_demo_prints_table_1_and_writes_its_results(tmp_path: Path) -> None:
+async def test_the_demo_prints_table_1_with_one_agent_then_a_team_and_writes_their_results(tmp_path: Path) -> None:
     code, out, err = await skillstate(None, "demo", "--out", str(tmp_path))
     assert code == 0, err
     runtimes = ["skillstate", "react", "memory", "stateful", "truncated", "summary", "groupchat"]
-    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| 100 |")]
-    assert [row[1].strip() for row in rows] == runtimes
+    alone, together = out.split("A team: three single-skill agents")
+    assert "Table 1 as the paper ran it: one agent runs the three skills" in alone
+    for text, agents, folder in ((alone, 1, tmp_path), (together, 3, tmp_path / "team")):
+        rows = {line.split("|")[2].strip(): line.split("|") for line in text.splitlines() if line.startswith("| 100 |")}
+        assert list(rows) == runtimes
+        results = json.loads((folder / "results.json").read_text())
+        by_runtime = {run["runtime"]: run for run in results["runs"]}
+        assert {run["agents"] for run in results["runs"]} == {agents}
+        ours, stateful = by_runtime["skillstate"], by_runtime["stateful"]
+        assert ours["score"] == 1.0 and ours["handled"] == 100
+        assert stateful["total_tokens"] > 3 * ours["total_tokens"], "the transcript grows, Σ does not"
+        assert (folder / "tokens.png").read_bytes().startswith(b"\x89PNG")
+        steps = (folder / "steps.jsonl").read_text().splitlines()
+        assert len(steps) >= 6 * 100 and all(json.loads(line)["prompt_tokens"] >= 0 for line in steps)
+    shared = {runtime: row[3].strip() for runtime, row in rows.items()}  # the team's table says what agents share
+    assert (shared["skillstate"], shared["groupchat"]) == ("one shared state", "one shared transcript")
+    assert shared["react"].startswith("nothing: each agent its own transcript")
+    assert by_runtime["groupchat"]["total_tokens"] > 5 * ours["total_tokens"]
     assert "TEST POLICY" in out and "not how a model performs" in out
-    results = json.loads((tmp_path / "results.json").read_text())
-    by_runtime = {run["runtime"]: run for run in results["runs"]}
-    ours, chat = by_runtime["skillstate"], by_runtime["groupchat"]
-    assert ours["score"] == 1.0 and ours["handled"] == 100
-    assert chat["total_tokens"] > 5 * ours["total_tokens"]
-    assert (tmp_path / "tokens.png").read_bytes().startswith(b"\x89PNG")
-    steps = (tmp_path / "steps.jsonl").read_text().splitlines()
-    assert len(steps) >= 6 * 100 and all(json.loads(line)["prompt_tokens"] >= 0 for line in steps)
     progress = [line for line in err.splitlines() if "/100 events" in line or "/40 events" in line]
-    assert len(progress) == len(runtimes) + 2, "off a terminal, one line per run: 7 runtimes, then 2 at once"
+    assert len(progress) == 2 * len(runtimes) + 2, "off a terminal, one line per run: 7 runtimes twice, 2 at once"
     at_once = {run["runtime"]: run for run in json.loads((tmp_path / "at-once" / "results.json").read_text())["runs"]}
     ours, chat = at_once["skillstate"], at_once["groupchat"]
     assert (ours["agents_per_skill"], ours["events"], ours["duplicate_actions"], ours["state_drift"]) == (3, 40, 0, [])
