@@ -249,7 +249,7 @@ async def _run_one(
         window = args.window_tokens or (max(ours[0].prompt_sizes) if ours else config.window_tokens)
         config = replace(config, window_tokens=window)
     who = f"{config.agents} agent{'s' if config.agents > 1 else ''}"
-    bar = RunProgress(f"T={config.horizon} seed {config.seed} {who} {config.runtime:>10}", config.horizon)
+    bar = RunProgress(f"T={config.horizon} seed {config.seed} {who:<8} {config.runtime:>10}", config.horizon)
     try:
         return await run_simulation(address, config, jsonl=out / "steps.jsonl", on_event=bar.update, **connection)
     finally:
@@ -273,4 +273,4 @@ async def local_server(address: str | None = None) -> AsyncIterator[str]:
         try:
             yield f"127.0.0.1:{server.port}"
         finally:
-            await server.stop(grace=0)
+            await server.stop(grace=1.0)  # an idle channel is told goodbye, not cut off
