@@ -118,6 +118,7 @@ async def run(args: argparse.Namespace) -> int:
     model = args.model or SCRIPTED
     if model.startswith("skillstate/"):
         os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
+    tables: list[tuple[int, Path, str | None]]  # agents, where the results go, a title to print above them
     if args.command == "demo":
         env, horizons, runtimes, seeds = "warehouse", [100], ["skillstate", *BASELINES], 1
         tables = [(agents, args.out / folder, title) for agents, folder, title in DEMO_TABLES]
