@@ -9,7 +9,7 @@ import json
 import random
 from typing import Any
 
-from ..envs.warehouse import shelf_number
+from ..envs.warehouse import SHELVES, shelf_number
 from ..protocol.reply import format_reply
 
 FAULT_MIX = (("overwrite", 0.68), ("type", 0.20), ("malformed", 0.12))
@@ -19,15 +19,10 @@ errors, 12% malformed JSON."""
 
 def inject_fault(rng: random.Random, reasoning: str, patch: dict[str, Any], action: str) -> str:
     """A reply with one of the paper's small-model errors, drawn by FAULT_MIX."""
-    kind = rng.choices([k for k, _ in FAULT_MIX], weights=[w for _, w in FAULT_MIX])[0]
-    key = next(iter(patch), "inventory")  # the state's top-level key the step writes
-    if kind == "overwrite":
-        damaged: dict[str, Any] = rng.choice([{key: None}, {key: f"updated after {action}"}])
-        return format_reply(reasoning, damaged, action)
-    if kind == "type":
-        inner = next(iter(patch.get(key) or {}), "shelf_0")
-        return format_reply(reasoning, {key: {inner: rng.randint(1, 99)}}, action)
-    return f'{reasoning}\n\n```json\n{{"state_patch": {json.dumps(patch)}, "action": "{action}"\n```'
+    kind = _kind(rng)
+    if kind == "malformed":
+        return f'{reasoning}\n\n```json\n{{"state_patch": {json.dumps(patch)}, "action": "{action}"\n```'
+    return format_reply(reasoning, _damaged(rng, kind, patch, action), action)
 
 
 def transcript_fault(rng: random.Random, reasoning: str, patch: dict[str, Any], action: str, *, stateful: bool) -> str:
@@ -36,21 +31,32 @@ def transcript_fault(rng: random.Random, reasoning: str, patch: dict[str, Any], 
     update, which the server refuses; where it keeps none, the wrong value is in the action, which the world
     refuses (an overwrite names the wrong shelf, a type error a number for a shelf); a malformed reply has no
     readable answer."""
-    kind = rng.choices([k for k, _ in FAULT_MIX], weights=[w for _, w in FAULT_MIX])[0]
-    update = f"\nStateUpdate: {json.dumps(patch)}" if stateful else ""
+    kind = _kind(rng)
     if kind == "malformed":
         broken = f'\nStateUpdate: {{"inventory": {json.dumps(patch.get("inventory") or {})}' if stateful else ""
         return f"{reasoning}{broken}\nI will go with {action}."
     if stateful:
-        key = next(iter(patch), "inventory")
-        inner = next(iter(patch.get(key) or {}), "shelf_0")
-        damaged = {key: None} if kind == "overwrite" else {key: {inner: rng.randint(1, 99)}}
-        return f"{reasoning}\nStateUpdate: {json.dumps(damaged)}\nAction: {action}"
+        return f"{reasoning}\nStateUpdate: {json.dumps(_damaged(rng, kind, patch, action))}\nAction: {action}"
     words = action.split()
     if len(words) < 3:  # Wait, Finish: no value to get wrong
-        return f"{reasoning}{update}\nAction: {action}"
-    wrong = f"shelf_{rng.randrange(500)}" if kind == "overwrite" else str(rng.randint(1, 99))
+        return f"{reasoning}\nAction: {action}"
+    wrong = f"shelf_{rng.randrange(SHELVES)}" if kind == "overwrite" else str(rng.randint(1, 99))
     return f"{reasoning}\nAction: {' '.join([*words[:-1], wrong])}"
+
+
+def _kind(rng: random.Random) -> str:
+    return rng.choices([k for k, _ in FAULT_MIX], weights=[w for _, w in FAULT_MIX])[0]
+
+
+def _damaged(rng: random.Random, kind: str, patch: dict[str, Any], action: str) -> dict[str, Any]:
+    """The patch of an overwrite (the state's top-level key the step writes, deleted or overwritten) or of a
+    type error (a number where the step writes an item)."""
+    key = next(iter(patch), "inventory")
+    if kind == "overwrite":
+        damaged: dict[str, Any] = rng.choice([{key: None}, {key: f"updated after {action}"}])
+        return damaged
+    inner = next(iter(patch.get(key) or {}), "shelf_0")
+    return {key: {inner: rng.randint(1, 99)}}
 
 
 def semantic_fault(rng: random.Random, patch: dict[str, Any], action: str) -> dict[str, Any]:
