@@ -1,15 +1,18 @@
-"""Agents at once: the warehouse on its own clock, 1, 2, 4 and 8 agents per skill, events shared by claims in
+"""Agents at once: the stockroom on its own clock, 1, 2, 4 and 8 agents per skill, events shared by claims in
 the state and through each skill's consumer group, beside the transcript-sharing group chat on the same
-events, in one run, against a server in a process of its own.
+events, in one run, against a server in a process of its own; then the merges as contention grows.
 
-    python bench/coordination.py                      # the full run (about three minutes)
-    python bench/coordination.py --sizes 1 4 --horizon 60 --chat-sizes 4
+    python bench/coordination.py                      # the full run (about ten minutes)
+    python bench/coordination.py --sizes 1 4 --horizon 60 --chat-sizes 4 --contentions 0 0.5
 
 The event rate saturates one agent per skill: an agent's step takes about `think` ms, so one agent a skill
 handles at most tick/think events a tick of its skill, and the rate asks for more. Prints a Markdown table
 (on time, late, dropped, duplicate actions, state drift, conflicts and claim losses per event, tokens per
 handled event, latency p50/p99 in ticks and ms), each target with its verdict, and writes a PNG. The
-scores are those of the scripted TEST POLICY: they show the coordination works; the token counts are real.
+merge table gives, for each contention (the share of events paired with a second about the same item) and
+team size, the concurrent writes the server merged per handled event, by policy, with the group chat on
+the same events (it writes no state: nothing to merge). The scores are those of the scripted TEST POLICY:
+they show the coordination works; the token counts are real.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from pathlib import Path
 os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
 
 from skillstate.agents.envs.clock import Pace
-from skillstate.agents.reports.team_results import label, notes, plot, table
+from skillstate.agents.envs.stockroom import POLICIES
+from skillstate.agents.reports.team_results import by_policy, label, notes, plot, table
 from skillstate.agents.sims.concurrent import TeamResult, run_team
 from skillstate.agents.sims.team_setup import TeamConfig
 
@@ -48,11 +52,16 @@ async def measure(args: argparse.Namespace) -> list[TeamResult]:
     pace = Pace(args.tick_ms, args.rate, args.deadline)
     common = {"horizon": args.horizon, "pace": pace, "think_ms": args.think_ms, "seed": args.seed}
     configs = [
-        TeamConfig(agents_per_skill=n, coordination=coordination, **common)  # type: ignore[arg-type]
+        TeamConfig(agents_per_skill=n, coordination=coordination, contention=args.contention, **common)  # type: ignore[arg-type]
         for coordination in ("claims", "groups")
         for n in args.sizes
     ]
-    configs += [TeamConfig(agents_per_skill=n, runtime="groupchat", **common) for n in args.chat_sizes]  # type: ignore[arg-type]
+    configs += [TeamConfig(agents_per_skill=n, runtime="groupchat", contention=args.contention, **common)  # type: ignore[arg-type]
+                for n in args.chat_sizes]  # fmt: skip
+    for contention in (c for c in args.contentions if c != args.contention):
+        configs += [TeamConfig(agents_per_skill=n, contention=contention, **common) for n in args.sizes]  # type: ignore[arg-type]
+        configs += [TeamConfig(agents_per_skill=n, runtime="groupchat", contention=contention, **common)  # type: ignore[arg-type]
+                    for n in args.chat_sizes]  # fmt: skip
     results = []
     with tempfile.TemporaryDirectory(prefix="skillstate-bench-") as folder:
         process, address = await serve(Path(folder))
@@ -60,7 +69,8 @@ async def measure(args: argparse.Namespace) -> list[TeamResult]:
             for config in configs:
                 result = await run_team(address, config)
                 s = result.summary()
-                print(f"{label(result):>20} x{config.agents_per_skill}: {s['handled_on_time']}/{s['events']} on "
+                print(f"{label(result):>20} x{config.agents_per_skill} at {config.contention:g}: "
+                      f"{s['handled_on_time']}/{s['events']} on "
                       f"time, {s['tokens_per_handled_event']} tokens/event, {s['wall_seconds']} s",
                       file=sys.stderr, flush=True)  # fmt: skip
                 results.append(result)
@@ -82,18 +92,37 @@ def per_event_table(results: list[TeamResult]) -> str:
     return "\n".join(lines)
 
 
+def merges_table(results: list[TeamResult]) -> str:
+    """Concurrent writes merged per handled event, by policy, as contention and agents per skill grow (claims)."""
+    policies = [p for p in ("lww", "counter", "set", "append", "text") if p in POLICIES.values()]
+    columns = ["contention", "runtime", "agents per skill", "handled", *(f"{p} / event" for p in policies),
+               "data conflicts", "state drift"]  # fmt: skip
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    chosen = [r for r in results if r.config.runtime == "groupchat" or r.config.coordination == "claims"]
+    for r in sorted(chosen, key=lambda r: (r.config.contention, label(r), r.config.agents_per_skill)):
+        s = r.summary()
+        handled = s["handled_on_time"] + s["late"]
+        shares = [f"{s['resolutions'].get(p, 0) / handled:.2f}" if handled and s["state_drift"] is not None else "n/a"
+                  for p in policies]  # fmt: skip
+        drift = "n/a" if s["state_drift"] is None else str(len(s["state_drift"]))
+        lines.append(f"| {s['contention']:g} | {label(r)} | {s['agents_per_skill']} | {handled}/{s['events']} | "
+                     + " | ".join(shares) + f" | {by_policy(s['data_conflicts'])} | {drift} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def verdicts(results: list[TeamResult]) -> list[str]:
     """Each target of the issue, with the figure measured and whether it was met."""
-    by = {(label(r), r.config.agents_per_skill): r.summary() for r in results}
+    main = [r for r in results if r.config.contention == results[0].config.contention]
+    by = {(label(r), r.config.agents_per_skill): r.summary() for r in main}
     lines = []
 
     def say(target: str, met: bool, figure: str) -> None:
         lines.append(f"- {target}: {figure} ({'met' if met else 'MISSED'})")
 
-    ours = [s for (name, _), s in by.items() if name.startswith("skillstate")]
-    say("duplicate actions 0 at every size", all(s["duplicate_actions"] == 0 for s in ours),
+    ours = [r.summary() for r in results if r.config.runtime == "skillstate"]
+    say("duplicate actions 0 at every size and contention", all(s["duplicate_actions"] == 0 for s in ours),
         f"{sum(s['duplicate_actions'] for s in ours)} in all")  # fmt: skip
-    say("state drift 0 with the honest policy", all(s["state_drift"] == [] for s in ours),
+    say("state drift 0 with the honest policy, at every contention", all(s["state_drift"] == [] for s in ours),
         f"{sum(len(s['state_drift'] or []) for s in ours)} paths in all")  # fmt: skip
     for name in ("skillstate (claims)", "skillstate (groups)"):
         one, four = by.get((name, 1)), by.get((name, 4))
@@ -125,17 +154,28 @@ def main() -> None:
     parser.add_argument("--deadline", type=int, default=20, help="ticks")
     parser.add_argument("--think-ms", type=float, default=300.0, help="the test policy's time per call")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--contention", type=float, default=0.2, help="of the team-size sweep")
+    parser.add_argument(
+        "--contentions",
+        type=float,
+        nargs="*",
+        default=[0.0, 0.2, 0.5],
+        help="of the merge sweep (claims, --sizes, and the group chat at --chat-sizes)",
+    )
     parser.add_argument("--plot", type=Path, default=Path("docs/coordination.png"))
     args = parser.parse_args()
     results = asyncio.run(measure(args))
-    print(table(results))
+    sweep = [r for r in results if r.config.contention == args.contention]
+    print(table(sweep))
     print()
-    print(per_event_table(results))
+    print(per_event_table(sweep))
+    print()
+    print(merges_table(results))
     print()
     print("\n".join(verdicts(results)))
     print()
-    print(notes(results))
-    plot(results, args.plot)
+    print(notes(sweep))
+    plot(sweep, args.plot)
     print(f"\nplot: {args.plot}")
 
 

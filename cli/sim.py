@@ -41,6 +41,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
                      "(default: free answers, reasoning first, as the paper runs them)")  # fmt: skip
     sim.add_argument("--reply-words", type=int, default=None, metavar="N",
                      help="test policy only: words of reasoning in every answer (default: its own, 30-90)")  # fmt: skip
+    sim.add_argument("--recall", type=float, default=None, metavar="P",
+                     help="test policy only: the chance it recalls each fact that only a transcript or a summary "
+                     "gives, at each step (default: 0.95; 1 replays transcripts perfectly)")  # fmt: skip
     sim.add_argument("--seeds", type=int, default=1, metavar="N",
                      help="run seeds --seed .. --seed+N-1 and report mean ± SD with paired t-tests against "
                      "skillstate (default: %(default)s)")  # fmt: skip
@@ -167,6 +170,8 @@ def _configs(
         "reply_words": getattr(args, "reply_words", None), "constrained": getattr(args, "constrained", False),
         "transport": args.transport, "rezip": getattr(args, "rezip", False),
     }  # fmt: skip
+    if getattr(args, "recall", None) is not None:
+        options["recall"] = args.recall
     configs = []
     ordered = sorted(runtimes, key=lambda runtime: runtime != "skillstate")  # its prompts size the windows
     for horizon in horizons:

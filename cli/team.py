@@ -31,6 +31,9 @@ def add_arguments(sim: argparse.ArgumentParser) -> None:
     team.add_argument("--think-ms", type=float, default=300.0,
                       help="the test policy's time per model call (default: %(default)s)")  # fmt: skip
     team.add_argument("--lease", type=int, default=10, help="ticks a claim holds (default: %(default)s)")
+    team.add_argument("--contention", type=float, default=0.2, metavar="P",
+                      help="the share of events that come with a second about the same item, announced at "
+                      "once (default: %(default)s)")  # fmt: skip
     team.add_argument("--coordination", choices=COORDINATION_CHOICES, default="claims",
                       help="share a skill's events by claims in the state only, or through its consumer group "
                       "too (both: a run of each; default: %(default)s)")  # fmt: skip
@@ -58,7 +61,8 @@ def configs(args: argparse.Namespace, runtimes: list[str], model: str) -> list[T
         pace = Pace(args.tick_ms, args.rate, args.deadline)
         common = {"horizon": args.horizon, "pace": pace, "think_ms": args.think_ms, "lease_ticks": args.lease,
                   "seed": args.seed, "model": model, "faults": faults, "timeout": args.run_timeout,
-                  "processes": args.processes, "transport": args.transport, "rezip": args.rezip}  # fmt: skip
+                  "processes": args.processes, "transport": args.transport, "rezip": args.rezip,
+                  "contention": args.contention}  # fmt: skip
         return [
             TeamConfig(agents_per_skill=n, runtime=runtime, coordination=coordination, **common)
             for runtime in runtimes

@@ -1,10 +1,13 @@
 """Worlds that run on their own clock (clock.py): events arrive on ticks, with deadlines, whatever the agents do.
 
-A timed world says which events are due at a tick, runs the action that answers one, and describes itself
-as JSON. The warehouse's is here: the same ground-truth events as the sequential run (warehouse.py), each
-arriving at its tick. An event about an item is announced only once every earlier event about that item
-was handled, and an order or a maintenance only once the item is on a shelf: a warehouse ships what it
-holds. An event held back that way is late by as much (its deadline counts from its arrival).
+A timed world says which events are due at a tick, runs the action that answers one, and keeps books that
+Σ should agree with. The stockroom's is here (stockroom.py), each event arriving at its tick. A shipment is
+announced as it arrives; an order once its units are on a shelf and no other open order counts on them (a
+warehouse ships what it holds); a maintenance, which moves the item, once its item has a shelf and no other
+event about it is open, and the item's events wait while it is. So events about one item are open at once
+whenever that is safe, and a pair (contention) is announced together. An item's orders and maintenance keep
+their order (a shipment never waits); an event held back is late by as much (its deadline counts from its
+arrival).
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .base import Outcome
-from .warehouse import SHELVES, Event, EventKind, Warehouse
+from .stockroom import STOCKROOM_SKILLS, StockEvent, Stockroom, believed
+from .warehouse import SHELVES, EventKind
 
 
 @dataclass(frozen=True)
@@ -45,25 +49,33 @@ class TimedWorld(Protocol):
     def unannounced(self) -> int:
         """Events not announced yet."""
 
-    def snapshot(self) -> dict[str, Any]:
-        """The world as JSON: what the shared state should describe."""
+    def books(self) -> dict[str, Any]:
+        """The world's books as JSON: what the shared state should say."""
+
+    def believed(self, state: dict[str, Any]) -> dict[str, Any]:
+        """What Σ says of the books, in their shape."""
 
 
-class TimedWarehouse:
-    """The warehouse's events at their ticks (a TimedWorld)."""
+class TimedStockroom:
+    """The stockroom's events at their ticks (a TimedWorld); a pair's second event arrives with its first."""
 
-    skills: tuple[str, ...] = ("warehouse-receiving", "warehouse-shipping", "warehouse-maintenance")
+    skills: tuple[str, ...] = STOCKROOM_SKILLS
 
-    def __init__(self, events: list[Event], ticks: list[int], deadline: int, shelves: int = SHELVES) -> None:
-        self.world = Warehouse(shelves)
+    def __init__(self, events: list[StockEvent], ticks: list[int], deadline: int, shelves: int = SHELVES) -> None:
+        self.world = Stockroom(shelves)
         self.events = len(events)
+        ticks = list(ticks)
+        for event in events:
+            if event.partner is not None and event.partner < event.index:
+                ticks[event.index] = ticks[event.partner]
         self.last_tick = max(ticks, default=0)
         self._coming = collections.deque(zip(events, ticks, strict=True))
-        self._waiting: list[tuple[Event, int]] = []
-        """Arrived, not announced: an earlier event about the item is open, or the item is not on a shelf."""
-        self._open_items: collections.Counter[str] = collections.Counter()
-        """Items with announced events not yet handled."""
-        self._announced: dict[str, tuple[Event, Arrival]] = {}
+        self._waiting: list[tuple[StockEvent, int]] = []
+        """Arrived, not announced: an earlier event about the item is open, or its units are not on a shelf."""
+        self._open: dict[str, set[int]] = collections.defaultdict(set)
+        """item -> the indexes of its announced events not yet handled"""
+        self._announced: dict[str, StockEvent] = {}
+        self._by_index = {event.index: event for event in events}
         self._handled: set[str] = set()
         self._deadline = deadline
 
@@ -72,33 +84,43 @@ class TimedWarehouse:
             self._waiting.append(self._coming.popleft())
         announced, blocked = [], set()
         for event, arrived in list(self._waiting):
-            if event.item in blocked or not self._may_announce(event):
-                blocked.add(event.item)  # later events of the item keep their order behind it
+            held_back = event.item in blocked and event.kind is not EventKind.RECEIVE
+            if held_back or not self._may_announce(event):
+                blocked.add(event.item)  # its later orders and maintenance keep their order behind it
                 continue
             self._waiting.remove((event, arrived))
             arrival = Arrival(
                 f"e{event.index}", event.skill, self.world.alert(event), arrived, arrived + self._deadline
             )
-            self._announced[arrival.event_id] = (event, arrival)
-            self._open_items[event.item] += 1
+            self._announced[arrival.event_id] = event
+            self._open[event.item].add(event.index)
             announced.append(arrival)
         return announced
 
-    def _may_announce(self, event: Event) -> bool:
-        if self._open_items[event.item]:
-            return False
-        return event.kind is EventKind.RECEIVE or self.world.location(event.item) is not None
+    def _may_announce(self, event: StockEvent) -> bool:
+        others = [self._by_index[i] for i in self._open[event.item] - {event.partner}]
+        if any(o.kind is EventKind.MAINTENANCE for o in others):
+            return False  # the item is on its way to another shelf
+        if event.kind is EventKind.MAINTENANCE:
+            return not others and self.world.ready_for(event)
+        if event.kind is EventKind.ORDER:
+            reserved = sum(o.units for o in others if o.kind is EventKind.ORDER)
+            return self.world.units_on_shelf(event.item) - reserved >= event.units
+        return True
 
     def act(self, event_id: str, command: str) -> Outcome:
-        event, _ = self._announced[event_id]
+        event = self._announced[event_id]
         outcome = self.world.execute(command, event if event_id not in self._handled else None)
         if outcome.handled:
             self._handled.add(event_id)
-            self._open_items[event.item] -= 1
+            self._open[event.item].discard(event.index)
         return outcome
 
     def unannounced(self) -> int:
         return len(self._coming) + len(self._waiting)
 
-    def snapshot(self) -> dict[str, Any]:
-        return {"inventory": dict(self.world.stock)}
+    def books(self) -> dict[str, Any]:
+        return self.world.books()
+
+    def believed(self, state: dict[str, Any]) -> dict[str, Any]:
+        return believed(state)

@@ -4,6 +4,8 @@ Every tick it writes the tick to Σ (`clock`, under `max`: leases are read again
 events that are due to `skill:NAME`. It follows the execution's committed revisions: each revision whose
 action names an event (`{"event": ..., "do": ...}`) is run on the world in commit order, and its outcome is
 published to the agent that wrote it. A refused patch never commits, so its action never reaches the world.
+It counts, by policy, the concurrent writes the server merged into the agents' revisions (their
+`resolutions`; the clock's own merges are the world's, not counted).
 The run ends when every event is handled; when, past the last event's deadline, no event was handled for
 `grace` ticks (the agents are stuck or the rest cannot be handled); or after `timeout` seconds. Then every
 agent is told it is done.
@@ -12,6 +14,7 @@ agent is told it is done.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import time
 from collections.abc import Callable, Sequence
@@ -60,6 +63,8 @@ class TimedRun:
     started_at: float = 0.0
     tick_seconds: float = 0.1
     timed_out: bool = False
+    resolutions: collections.Counter[str] = field(default_factory=collections.Counter)
+    """policy -> paths of the agents' revisions where the server merged concurrent writes"""
 
 
 class TimedDriver:
@@ -162,6 +167,8 @@ class TimedDriver:
         async for revision in self.client.watch(self.execution_id, after_revision):
             if isinstance(revision, Snapshot):
                 continue
+            if revision.agent_id != SOURCE:
+                self.run_record.resolutions.update(r.policy for r in revision.resolutions)
             await self._apply(revision, clock)
             self._through = revision.revision
             self._progress.set()

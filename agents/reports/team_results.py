@@ -21,9 +21,10 @@ def label(result: TeamResult) -> str:
 
 def table(results: Sequence[TeamResult]) -> str:
     lines = [
-        "| runtime | agents per skill | on time | late | dropped | duplicate actions | state drift | conflicts "
-        "(claim losses) | tokens per handled event | latency p50 / p99, ticks | makespan, ticks | wall, s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| runtime | agents per skill | on time | late | dropped | duplicate actions | state drift | claim losses "
+        "| data conflicts | merged writes | tokens per handled event | latency p50 / p99, ticks | makespan, ticks "
+        "| wall, s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(results, key=lambda r: (label(r), r.config.agents_per_skill)):
         s = r.summary()
@@ -31,11 +32,19 @@ def table(results: Sequence[TeamResult]) -> str:
         per_event = "" if s["tokens_per_handled_event"] is None else f"{s['tokens_per_handled_event']:,.0f}"
         lines.append(
             f"| {label(r)} | {s['agents_per_skill']} | {s['handled_on_time']}/{s['events']} | {s['late']} "
-            f"| {s['dropped']} | {s['duplicate_actions']} | {drift} | {s['conflicts']} ({s['claim_losses']}) "
+            f"| {s['dropped']} | {s['duplicate_actions']} | {drift} | {s['claim_losses']} "
+            f"| {by_policy(s['data_conflicts'])} | {by_policy(s['resolutions'])} "
             f"| {per_event} | {_number(s['latency_ticks_p50'])} / {_number(s['latency_ticks_p99'])} "
             f"| {s['makespan_ticks']} | {s['wall_seconds']:.1f} |"
         )
     return "\n".join(lines)
+
+
+def by_policy(counts: Mapping[str, int]) -> str:
+    """`counter 21, set 17`: counts by merge policy, in the order docs/merge.md lists the policies."""
+    order = ("reject", "lww", "counter", "max", "min", "set", "append", "text")
+    shown = sorted(counts, key=lambda p: order.index(p) if p in order else len(order))
+    return ", ".join(f"{policy} {counts[policy]}" for policy in shown if counts[policy]) or "0"
 
 
 def _number(value: float | None) -> str:
@@ -46,9 +55,11 @@ def notes(results: Sequence[TeamResult]) -> str:
     first = results[0].config
     pace = first.pace
     lines = [
-        f"Warehouse, {first.horizon} events at {pace.rate:g} a tick on average (seed {first.seed}), a tick "
-        f"{pace.tick_ms:g} ms, deadline {pace.deadline} ticks, {first.think_ms:g} ms a model call, leases of "
-        f"{first.lease_ticks} ticks. Faults: {', '.join(first.faults) or 'none'}."
+        f"Stockroom, {first.horizon} events at {pace.rate:g} a tick on average (seed {first.seed}), "
+        f"{first.contention:g} of them paired with a second about the same item, a tick {pace.tick_ms:g} ms, "
+        f"deadline {pace.deadline} ticks, {first.think_ms:g} ms a model call, leases of {first.lease_ticks} ticks. "
+        f"Faults: {', '.join(first.faults) or 'none'}. Merged writes: concurrent writes the server merged, by "
+        "policy; data conflicts: patches refused on data (not claims), by policy."
     ]
     for model in sorted({r.config.model for r in results}):
         lines.append(TEST_POLICY_NOTE.format(model=model) if is_test_policy(model) else f"Model: {model}.")
@@ -88,7 +99,7 @@ def plot(results: Sequence[TeamResult], path: Path) -> None:
     over_time.legend(fontsize=8)
     tokens_per_event(per_event, results)
     model = results[0].config.model
-    figure.suptitle(f"warehouse, {results[0].config.horizon} events, "
+    figure.suptitle(f"stockroom, {results[0].config.horizon} events, "
                     f"{'scripted test policy' if is_test_policy(model) else model}")  # fmt: skip
     figure.tight_layout()
     figure.savefig(path, dpi=120)

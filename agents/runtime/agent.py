@@ -176,7 +176,7 @@ class Agent:
                 result = await self.link.submit(patch, base_revision=state.revision, action=action)
             except ConflictError as error:
                 self._record(completion, attempts.number, "conflict", action=reply.action, patch=patch,
-                             error=error.message)  # fmt: skip
+                             error=error.message, conflict_paths=error.paths)  # fmt: skip
                 attempts.conflicts += 1
                 continue
             except ValidationError as error:
@@ -237,7 +237,7 @@ class Agent:
         request = self.context.summarize_request()
         if request is None:
             return
-        completion = await complete(self.model, request)
+        completion = await complete(self.model, request, policy_options=self.policy_options)
         self._record(completion, 0, "summary")
         self.context.summarized(completion.text)
 

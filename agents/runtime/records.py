@@ -39,6 +39,8 @@ class StepRecord:
     patch: dict[str, Any] | None = None
     error: str | None = None
     revision: int | None = None
+    conflict_paths: list[str] | None = None
+    """With `conflict`: the JSON Pointers the server named."""
 
 
 @dataclass

@@ -50,26 +50,30 @@ def _kind(rng: random.Random) -> str:
 
 def _damaged(rng: random.Random, kind: str, patch: dict[str, Any], action: str) -> dict[str, Any]:
     """The patch of an overwrite (the state's top-level key the step writes, deleted or overwritten) or of a
-    type error (a number where the step writes an item)."""
+    type error (a number where the step writes an item or a shelf, text where it writes a number)."""
     key = next(iter(patch), "inventory")
     if kind == "overwrite":
         damaged: dict[str, Any] = rng.choice([{key: None}, {key: f"updated after {action}"}])
         return damaged
-    inner = next(iter(patch.get(key) or {}), "shelf_0")
-    return {key: {inner: rng.randint(1, 99)}}
+    written = patch.get(key)
+    values: dict[str, Any] = written if isinstance(written, dict) else {}
+    inner = next(iter(values), "shelf_0")
+    wrong = f"{values[inner]} units" if isinstance(values.get(inner), int) else rng.randint(1, 99)
+    return {key: {inner: wrong}}
 
 
 def semantic_fault(rng: random.Random, patch: dict[str, Any], action: str) -> dict[str, Any]:
     """A schema-valid but wrong patch (`semantic-R`): half the time the item recorded one shelf off, half the
     time the step's change dropped. No validation catches it: it shows as state drift."""
-    inventory = patch.get("inventory")
-    if not isinstance(inventory, dict) or not inventory:
+    key = "inventory" if "inventory" in patch else "locations"
+    values = patch.get(key)
+    if not isinstance(values, dict) or not values:
         return patch
     if rng.random() < 0.5 and action.startswith("Store"):
         return shelf_off(patch, action)
-    dropped = rng.choice(sorted(inventory))
-    kept = {shelf: item for shelf, item in inventory.items() if shelf != dropped}
-    return {**patch, "inventory": kept} if kept else {k: v for k, v in patch.items() if k != "inventory"}
+    dropped = rng.choice(sorted(values))
+    kept = {k: v for k, v in values.items() if k != dropped}
+    return {**patch, key: kept} if kept else {k: v for k, v in patch.items() if k != key}
 
 
 DELIBERATION = (
@@ -92,10 +96,18 @@ def lengthened(reasoning: str, words: int) -> str:
 
 
 def shelf_off(patch: dict[str, Any], action: str) -> dict[str, Any]:
-    """The patch of `corrupts`: a stored item recorded one shelf past the one the action stores it on."""
+    """The patch of `corrupts`: a stored item recorded one shelf past the one the action stores it on (in the
+    warehouse's `inventory`, or in the stockroom's `locations`)."""
     words = action.split()
+    locations = patch.get("locations")
+    if len(words) == 4 and words[0] == "Store" and isinstance(locations, dict) and words[1] in locations:
+        return {**patch, "locations": {**locations, words[1]: _next_shelf(words[3])}}
     inventory = patch.get("inventory")
     if len(words) != 3 or words[0] != "Store" or not isinstance(inventory, dict) or words[2] not in inventory:
         return patch
-    wrong = f"shelf_{(shelf_number(words[2]) + 1) % 500}"
+    wrong = _next_shelf(words[2])
     return {**patch, "inventory": {**{k: v for k, v in inventory.items() if k != words[2]}, wrong: words[1]}}
+
+
+def _next_shelf(shelf: str) -> str:
+    return f"shelf_{(shelf_number(shelf) + 1) % SHELVES}"

@@ -5,7 +5,11 @@ It is a TEST POLICY, not a model: its scores are never model results. It reads o
 (the state block and the observation as text, or for transcript runtimes the transcript), never the
 simulator's ground truth, and answers in the runtime's format with a few sentences of reasoning. What it knows
 of the warehouse comes from the text: a state's `inventory`, or in a transcript the results of earlier
-actions (`Stored item_3 on shelf_5.`), or a summary's `shelf_5=item_3` pairs.
+actions (`Stored item_3 on shelf_5.`), or a summary's `shelf_5=item_3` pairs. Its memory is imperfect
+where a model's is (`recall`, `sim --recall`): it reads a state block exactly, and recalls each fact only a
+transcript or a summary gives with probability `recall`, drawn anew at every step; with `recall` 1 it
+replays a transcript perfectly. It never guesses: an item it has no record of is not shipped, and a new
+item goes on a free shelf chosen at random (seeded by the prompt).
 
 `skillstate/faulty-R` (R a rate, for example `faulty-0.2`) makes, at rate R, the small-model errors the
 paper reports: 68% patches that overwrite or delete existing keys, 20% type errors, 12% malformed JSON. The
@@ -17,7 +21,8 @@ Faulty agents for concurrent simulations: `skillstate/stalls` never answers (a h
 `skillstate/finishes-early` answers `Finish` to its first event, and `skillstate/corrupts` acts correctly
 but records every item it stores one shelf off (a state that is schema-valid and wrong). Options the
 runtime may pass (`policy_options`): `think_ms`, how long each call takes, as a hosted model's latency
-would, and `reply_words`, how many words of reasoning each answer gives (`sim --reply-words`).
+would, `reply_words`, how many words of reasoning each answer gives (`sim --reply-words`), and `recall`
+(default 1).
 
 With `--rezip` (its prompt says how to expand a macro) it asks for a macro's full text, deterministically,
 when its step needs one its instructions show only in summary: the event names the macro (every word of
@@ -48,6 +53,7 @@ from ..protocol.prompts import (
 )
 from ..protocol.reply import format_expand, format_reply
 from .faults import inject_fault, lengthened, semantic_fault, shelf_off, transcript_fault
+from .stockroom import STOCK_EVENT, stockroom_answer
 
 PROVIDER = "skillstate"
 SCRIPTED = f"{PROVIDER}/scripted"
@@ -99,7 +105,9 @@ def split_prompt(prompt: str) -> tuple[str, str, dict[str, Any] | None]:
     return head, observation, None if block is None else json.loads(block.group(1))
 
 
-def read_prompt(prompt: str) -> View:
+def read_prompt(prompt: str, recall: float = 1.0) -> View:
+    """What the prompt tells: a state block exactly; what only a transcript or a summary says, each fact
+    (shelf -> item) recalled with probability `recall` (`recalled`)."""
     head, observation, state = split_prompt(prompt)
     if state is not None:
         stocked = {k: v for k, v in (state.get("inventory") or {}).items() if isinstance(v, str)}
@@ -114,7 +122,16 @@ def read_prompt(prompt: str) -> View:
             inventory = {shelf: item for shelf, item in inventory.items() if item is not None}
         else:
             inventory[match["summary"]] = match["summarized"]
-    return View(inventory, observation, False)
+    return View(recalled(inventory, prompt, recall), observation, False)
+
+
+def recalled(facts: dict[str, Any], prompt: str, recall: float) -> dict[str, Any]:
+    """The facts a reader of `prompt` recalls, each with probability `recall`, drawn per fact and prompt (so
+    per step): the test policy's imperfect memory of what a conversation or a summary says (`--recall`)."""
+    if recall >= 1:
+        return facts
+    digest = hashlib.sha256(prompt.encode()).hexdigest()
+    return {key: value for key, value in facts.items() if random.Random(f"{digest}:{key}").random() < recall}
 
 
 def needed_macro(prompt: str) -> str | None:
@@ -134,9 +151,9 @@ def needed_macro(prompt: str) -> str | None:
     return None
 
 
-def warehouse_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
+def warehouse_answer(prompt: str, recall: float = 1.0) -> tuple[str, dict[str, Any], str]:
     """(reasoning, state patch, action) for a warehouse prompt."""
-    view = read_prompt(prompt)
+    view = read_prompt(prompt, recall)
     patch: dict[str, Any] = {}
     reasoning = []
     last = re.search(r"Last action: (.*)\nStatus: (\w+)\nResult: (.*)", view.observation)
@@ -150,7 +167,9 @@ def warehouse_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
     known = {**view.inventory, **{k: v for k, v in patch.items() if v is not None}}
     for shelf in [k for k, v in patch.items() if v is None]:
         known.pop(shelf, None)
-    action, effect = _decide(view.observation, known, reasoning)
+    action, effect = _decide(
+        view.observation, known, reasoning, random.Random(hashlib.sha256(prompt.encode()).digest())
+    )
     patch.update(effect)
     source = "my execution state" if view.from_state else "what the earlier results said"
     reasoning.insert(0, f"I read the latest observation and check {source}, which lists {len(known)} occupied shelves.")
@@ -167,7 +186,9 @@ def _alert(text: str) -> tuple[bool, dict[str, Any]]:
     return False, {}
 
 
-def _decide(observation: str, known: dict[str, str], reasoning: list[str]) -> tuple[str, dict[str, Any]]:
+def _decide(
+    observation: str, known: dict[str, str], reasoning: list[str], rng: random.Random
+) -> tuple[str, dict[str, Any]]:
     if "No more events" in observation:
         reasoning.append("There are no more events, so the work is done.")
         return "Finish", {}
@@ -180,9 +201,11 @@ def _decide(observation: str, known: dict[str, str], reasoning: list[str]) -> tu
         return "Wait", changes
     if arrived := re.search(r"Shipment arrived containing (item_\d+)", observation):
         item = arrived.group(1)
-        shelf = _free_shelf(known, int(item.rpartition("_")[2]))
-        reasoning.append(f"{item} arrived; from the shelf of its number, the first my records show free is {shelf}, "
-                         "so I store it there.")  # fmt: skip
+        shelf = _free_shelf(known, rng)
+        if shelf is None:
+            reasoning.append(f"{item} arrived, but my records show no free shelf, so I wait.")
+            return "Wait", {}
+        reasoning.append(f"{item} arrived; my records show {shelf} free, so I store it there.")
         return f"Store {item} {shelf}", {shelf: item}
     if ordered := re.search(r"Customer ordered (item_\d+)", observation):
         item = ordered.group(1)
@@ -198,9 +221,11 @@ def _decide(observation: str, known: dict[str, str], reasoning: list[str]) -> tu
         if item is None:
             reasoning.append(f"{shelf} needs maintenance, but I have no record of what it holds, so I wait.")
             return "Wait", {}
-        target = _free_shelf(known, shelf_number(shelf) + SHELVES // 2)
-        reasoning.append(f"{shelf} needs maintenance and holds {item}; I move it to {target}, the first free shelf "
-                         f"from {SHELVES // 2} places further.")  # fmt: skip
+        target = _free_shelf({**known, shelf: item}, rng)
+        if target is None:
+            reasoning.append(f"{shelf} needs maintenance, but my records show no free shelf to move {item} to.")
+            return "Wait", {}
+        reasoning.append(f"{shelf} needs maintenance and holds {item}; I move it to {target}, a free shelf.")
         return f"Move {item} {shelf} {target}", {shelf: None, target: item}
     reasoning.append("Nothing in the observation asks for an action, so I wait.")
     return "Wait", {}
@@ -230,13 +255,10 @@ def _apply(action: str, inventory: dict[str, str]) -> None:
         inventory[words[3]] = words[1]
 
 
-def _free_shelf(known: dict[str, str], start: int) -> str:
-    """The first shelf from shelf_<start> up (past shelf_499, from shelf_0 again) that `known` does not list."""
-    for step in range(SHELVES):
-        shelf = f"shelf_{(start + step) % SHELVES}"
-        if shelf not in known:
-            return shelf
-    return f"shelf_{start % SHELVES}"
+def _free_shelf(known: dict[str, str], rng: random.Random) -> str | None:
+    """A shelf `known` does not list, at random (nothing in the skills says which); None when there is none."""
+    free = [f"shelf_{n}" for n in range(SHELVES) if f"shelf_{n}" not in known]
+    return rng.choice(free) if free else None
 
 
 _FEATURE = re.compile(r"Feature request #(\d+): add (\S+) on branch (\S+)\.")
@@ -244,7 +266,7 @@ _FEATURE_PAIR = re.compile(r"\b(feature-\d+)=(\S+\.py)\b")
 _REPO_EVENT = re.compile(r"Feature request #|Pushed to |CI Pipeline|Alert: (?:someone force-pushed|CI re-ran|PR #)")
 
 
-def repo_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
+def repo_answer(prompt: str, recall: float = 1.0) -> tuple[str, dict[str, Any], str]:
     """(reasoning, state patch, action) for a software-repository prompt."""
     head, observation, state = split_prompt(prompt)
     files: dict[str, str] = {}  # branch -> the file its feature adds
@@ -255,6 +277,7 @@ def repo_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
     else:
         files.update((branch, file) for _, file, branch in _FEATURE.findall(head))
         files.update(_FEATURE_PAIR.findall(head))
+        files = recalled(files, prompt, recall)
     if "No more events" in observation:
         return "There are no more events, so the work is done.", {}, "Finish"
     if request := _FEATURE.search(observation):
@@ -289,13 +312,14 @@ def repo_answer(prompt: str) -> tuple[str, dict[str, Any], str]:
     return "Nothing in the observation asks for an action, so I wait.", {}, "Wait"
 
 
-def answer(model: str, prompt: str, reply_words: int | None = None) -> str:
+def answer(model: str, prompt: str, reply_words: int | None = None, recall: float = 1.0) -> str:
     """The scripted reply to a prompt, in the format the prompt asks for: a summary, `Action: <cmd>` (with
     `StateUpdate:` when asked), or the SKILL.state block. `reply_words` sets how many words of reasoning
-    come before the answer (None: what the decision itself says, 30-90 words); every runtime gets the same."""
+    come before the answer (None: what the decision itself says, 30-90 words); every runtime gets the same.
+    `recall` is the chance that it recalls each fact only a transcript or a summary gives (`recalled`)."""
     rate = fault_rate(model)
     if prompt.startswith(SUMMARY_REQUEST):
-        known = read_prompt(prompt).inventory
+        known = read_prompt(prompt, recall).inventory
         pairs = ", ".join(f"{shelf}={known[shelf]}" for shelf in sorted(known, key=shelf_number))
         features = ", ".join(f"{branch}={file}" for _, file, branch in _FEATURE.findall(prompt))
         features += (", " if features else "") + ", ".join(f"{b}={f}" for b, f in _FEATURE_PAIR.findall(prompt))
@@ -304,7 +328,12 @@ def answer(model: str, prompt: str, reply_words: int | None = None) -> str:
         reasoning = f"This step needs macro {needed}, which my instructions show only in summary: I ask for its text."
         return format_expand(reasoning, needed)
     observation = prompt.rpartition(OBSERVATION_HEADER)[2]
-    reasoning, patch, action = (repo_answer if _REPO_EVENT.search(observation) else warehouse_answer)(prompt)
+    if STOCK_EVENT.search(observation):
+        reasoning, patch, action = stockroom_answer(*split_prompt(prompt))
+    else:
+        reasoning, patch, action = (repo_answer if _REPO_EVENT.search(observation) else warehouse_answer)(
+            prompt, recall
+        )
     if reply_words is not None:
         reasoning = lengthened(reasoning, reply_words)
     name = model.rpartition("/")[2]  # litellm hands its provider the model without the provider's prefix
@@ -355,8 +384,9 @@ def register_provider(litellm: Any) -> None:
 
         def completion(self, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
             prompt = "\n".join(str(m.get("content") or "") for m in messages)
-            words = (kwargs.get("optional_params") or {}).get("reply_words")
-            text = answer(model, prompt, None if words is None else int(words))
+            options = kwargs.get("optional_params") or {}
+            words = options.get("reply_words")
+            text = answer(model, prompt, None if words is None else int(words), float(options.get("recall", 1.0)))
             prompt_tokens = litellm.token_counter(model=TOKENIZER_MODEL, messages=messages)
             completion_tokens = litellm.token_counter(model=TOKENIZER_MODEL, text=text)
             return litellm.ModelResponse(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import copy
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -24,9 +23,9 @@ from typing import Any
 from skillstate.clients import ClientTLS, SkillRegistryClient, StateClient, open_channel
 
 from ..envs.clock import Pace, arrival_ticks
-from ..envs.timed import TimedWarehouse
+from ..envs.stockroom import INITIAL, STOCKROOM_SKILLS, generate_stock_events, stockroom_schema
+from ..envs.timed import TimedStockroom
 from ..envs.timed_driver import TimedDriver, TimedRun
-from ..envs.warehouse import generate_events
 from ..runtime.agent import Agent
 from ..runtime.contexts import GroupChat, SkillState, Turn
 from ..runtime.llm import _litellm
@@ -38,7 +37,7 @@ from ..teams.floor import Floor, Speaker
 from ..teams.inbox import START
 from .drift import state_drift
 from .sequential import ENVIRONMENT
-from .skills import WAREHOUSE_SCHEMA, WAREHOUSE_SKILLS, ensure_skills, skill_context
+from .skills import ensure_skills, skill_context
 from .team_rezip import own_context
 from .team_setup import Team, TeamConfig, policy_options
 
@@ -69,6 +68,9 @@ class TeamResult:
         tokens = sum(r.prompt_tokens + r.completion_tokens for r in self.records)
         latencies = sorted(e.latency_ticks for e in handled if e.latency_ticks is not None)
         conflicts = sum(r.outcome == "conflict" for r in self.records) + self.counts.get("claim_losses", 0)
+        data_conflicts = collections.Counter(
+            self.config.policy_of(key) for r in self.records if (key := _data_key(r)) is not None
+        )
         return {
             "runtime": self.config.runtime,
             "coordination": self.config.coordination if self.config.runtime == "skillstate" else "turns",
@@ -86,6 +88,9 @@ class TeamResult:
             "duplicate_actions": sum(e.actions_after_handled > 0 for e in events),
             "conflicts": conflicts,
             "claim_losses": self.counts.get("claim_losses", 0),
+            "contention": self.config.contention,
+            "resolutions": dict(sorted(self.run.resolutions.items())),
+            "data_conflicts": dict(sorted(data_conflicts.items())),
             "state_drift": self.drift,
             "tokens": tokens,
             "tokens_per_handled_event": round(tokens / len(handled), 1) if handled else None,
@@ -111,6 +116,14 @@ class TeamResult:
         return counts
 
 
+def _data_key(record: StepRecord) -> str | None:
+    """The top-level key of Σ a refused step's patch conflicted at, if it was data (not a claim)."""
+    if record.outcome != "conflict":
+        return None
+    keys = [path.split("/")[1] for path in record.conflict_paths or [] if path.count("/") >= 1]
+    return next((key for key in keys if key not in claims.RUNTIME_KEYS), None)
+
+
 def _percentile(values: list[int], percent: int) -> float | None:
     if not values:
         return None
@@ -123,10 +136,15 @@ def _ms(ticks: float | None, pace: Pace) -> float | None:
     return None if ticks is None else round(ticks * pace.tick_ms, 1)
 
 
-def team_schema() -> dict[str, Any]:
-    schema = copy.deepcopy(WAREHOUSE_SCHEMA)
+def team_schema(policies: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The stockroom's Σ (its keys under their policies, `policies` replacing some) with claims and clock."""
+    schema = stockroom_schema(dict(policies or {}))
     schema["properties"].update(claims.SCHEMA)
     return schema
+
+
+TEAM_INITIAL: dict[str, Any] = {**INITIAL, "clock": 0, "claims": {}}
+"""`claims` there from the start: claims of two events never meet."""
 
 
 async def run_team(
@@ -148,13 +166,14 @@ async def run_team(
         channel = open_channel(address, token=tokens.get(ENVIRONMENT), tls=tls)
         stack.push_async_callback(channel.close)
         client, registry = StateClient(channel=channel), SkillRegistryClient(channel=channel)
-        await ensure_skills(registry, WAREHOUSE_SKILLS)
-        contexts = {skill: await skill_context(registry, (skill,), config.context_budget) for skill in WAREHOUSE_SKILLS}
-        initial = {"inventory": {}, "clock": 0, "claims": {}}  # `claims` there: claims of two events never meet
-        execution = await client.create_execution(schema=team_schema(), initial_state=initial)
+        await ensure_skills(registry, STOCKROOM_SKILLS)
+        has_state = config.runtime == "skillstate"
+        contexts = {skill: await skill_context(registry, (skill,), config.context_budget, has_state=has_state)
+                    for skill in STOCKROOM_SKILLS}  # fmt: skip
+        execution = await client.create_execution(schema=team_schema(config.policies), initial_state=TEAM_INITIAL)
         execution_id = execution.execution_id
-        world = TimedWarehouse(
-            generate_events(config.horizon, config.seed),
+        world = TimedStockroom(
+            generate_stock_events(config.horizon, config.seed, config.contention),
             arrival_ticks(config.horizon, config.pace.rate, config.seed),
             config.pace.deadline,
         )
@@ -180,7 +199,7 @@ async def run_team(
                 task.cancel()
             recorder.close()
         final = await client.get_state(execution_id)
-    drift = state_drift(claims.visible(final.state), world.snapshot()) if config.runtime == "skillstate" else None
+    drift = state_drift(world.believed(final.state), world.books()) if config.runtime == "skillstate" else None
     return TeamResult(config, timed, recorder.records, counts, drift, ended, loop.time() - started, rezip)
 
 

@@ -47,6 +47,9 @@ from .drift import state_drift
 from .skills import SETTINGS, ensure_skills, hydrated_context
 
 ENVIRONMENT = "environment"
+DEFAULT_RECALL = 0.95
+"""The test policy's recall in sim and demo: below 1, so that a runtime whose context only implies a fact (a
+transcript, a summary) scores below one that states it (Σ); `--recall 1` replays transcripts perfectly."""
 """The key of the environment driver's token in `run_simulation(tokens=...)`."""
 
 
@@ -74,6 +77,9 @@ class SimConfig:
     paper runs them."""
     reply_words: int | None = None
     """Words of reasoning in every answer of the scripted test policy (None: its own 30-90); test policy only."""
+    recall: float = DEFAULT_RECALL
+    """The scripted test policy's chance of recalling each fact only a transcript or a summary gives, at each
+    step (scripted/policy.py, `recalled`); 1: a perfect replay. Test policy only."""
     result_limit: int | None = None
     """Characters of an action's result an observation carries; a longer result is cut, and the agent is
     told (None: never cut)."""
@@ -108,6 +114,8 @@ class SimConfig:
             raise ValueError("reply_words: only the scripted test policy's reply length can be set")
         if self.reply_words is not None and self.reply_words < 1:
             raise ValueError("reply_words must be at least 1")
+        if not 0 <= self.recall <= 1:
+            raise ValueError(f"recall: {self.recall} is a probability (0 to 1)")
 
 
 @dataclass
@@ -174,6 +182,7 @@ class SimResult:
                 "seed": self.config.seed,
                 "model": self.config.model,
                 "reply_words": self.config.reply_words,
+                "recall": self.config.recall if is_test_policy(self.config.model) else None,
                 "score": round(self.score, 4),
                 "handled": self.handled,
                 "events": self.events,
@@ -222,7 +231,10 @@ async def run_simulation(
         agents = []
         for agent_id, skills in team.items():
             names = (skills,) if isinstance(skills, str) else tuple(skills)
-            instructions, reads, hydrations = await hydrated_context(registry, names, config.context_budget)
+            context = make_context(config, agent_id, conversation)
+            instructions, reads, hydrations = await hydrated_context(
+                registry, names, config.context_budget, has_state=context.writes_state
+            )
             own, own_registry = client, registry
             if agent_id in tokens:
                 own = await stack.enter_async_context(StateClient(address, token=tokens[agent_id], tls=tls))
@@ -238,11 +250,11 @@ async def run_simulation(
                     skills=names,
                     instructions=instructions,
                     model=config.model,
-                    context=make_context(config, agent_id, conversation),
+                    context=context,
                     recorder=recorder,
                     limits=config.limits,
                     reads=reads,
-                    policy_options={"reply_words": config.reply_words} if config.reply_words else None,
+                    policy_options=_policy_options(config),
                     constrained=config.constrained,
                     transport=config.transport,
                     feedback=MacroFeedback(own_registry, hydrations) if config.rezip else None,
@@ -330,3 +342,10 @@ def make_context(config: SimConfig, agent_id: str, conversation: list[Turn]) -> 
             budget_tokens=config.window_tokens, count_tokens=lambda text: count_tokens(config.model, text)
         )
     return GroupChat(agent_id, conversation)
+
+
+def _policy_options(config: SimConfig) -> dict[str, Any] | None:
+    """What the scripted test policy is told (nothing for a real model)."""
+    if not is_test_policy(config.model):
+        return None
+    return {"recall": config.recall} | ({"reply_words": config.reply_words} if config.reply_words else {})

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..envs.clock import Pace
+from ..envs.stockroom import POLICIES, STOCKROOM_SKILLS
 from ..runtime.llm import is_test_policy
 from ..runtime.records import Limits
 from ..runtime.transport import SESSION, check_transport
 from ..scripted.policy import CORRUPTS, FINISHES_EARLY, SCRIPTED, STALLS, fault_rate
 from ..teams.agent import Coordination
-from .skills import WAREHOUSE_SKILLS
 
 TEAM_RUNTIMES = ("skillstate", "groupchat")
 COORDINATIONS = ("claims", "groups")
@@ -36,6 +36,11 @@ class TeamConfig:
     """The test policy's time per call (a fast hosted model's latency); a real model takes its own."""
     lease_ticks: int = 10
     seed: int = 0
+    contention: float = 0.2
+    """The chance that an event comes with a second about the same item, announced at once (stockroom.py)."""
+    policies: dict[str, str] = field(default_factory=dict)
+    """Merge policies that replace the designed ones (stockroom.POLICIES) for some keys: a broken design, for
+    tests and for comparison."""
     model: str = SCRIPTED
     faults: tuple[str, ...] = ()
     context_budget: int = 3000
@@ -58,7 +63,7 @@ class TeamConfig:
         if not 1 <= self.agents_per_skill <= 64 or self.horizon < 1:
             raise ValueError("agents_per_skill must be 1..64 and horizon at least 1")
         unknown = [f for f in self.faults if f not in FAULTS]
-        if unknown or len(self.faults) > len(WAREHOUSE_SKILLS) * self.agents_per_skill - 1:
+        if unknown or len(self.faults) > len(STOCKROOM_SKILLS) * self.agents_per_skill - 1:
             raise ValueError(
                 f"faults: {unknown or self.faults} (each one of {', '.join(FAULTS)}, fewer than the agents)"
             )
@@ -68,6 +73,10 @@ class TeamConfig:
                 f"({self.pace.deadline} ticks), or no event could be taken over in time"
             )
         check_transport(self.transport)
+        if not 0 <= self.contention <= 1:
+            raise ValueError(f"contention: {self.contention} is a probability (0 to 1)")
+        if unknown_keys := sorted(set(self.policies) - set(POLICIES)):
+            raise ValueError(f"policies: {unknown_keys} are not keys of the stockroom's state ({', '.join(POLICIES)})")
         if self.processes and self.runtime != "skillstate":
             raise ValueError("processes: only skillstate agents run in processes of their own")
         if self.rezip and self.runtime != "skillstate":
@@ -78,7 +87,7 @@ class TeamConfig:
 
     @property
     def agent_ids(self) -> list[str]:
-        return [f"{skill}-{i}" for skill in WAREHOUSE_SKILLS for i in range(self.agents_per_skill)]
+        return [f"{skill}-{i}" for skill in STOCKROOM_SKILLS for i in range(self.agents_per_skill)]
 
     def model_of(self, agent_id: str) -> str:
         """The model an agent calls: its faulty test policy, if it was given one, else the run's."""
@@ -91,11 +100,16 @@ class TeamConfig:
             lease_ticks=self.lease_ticks,
             tick_ms=self.pace.tick_ms,
             die_after=1 if self.faulty().get(agent_id) == "die" else None,
+            journal=True,
         )
+
+    def policy_of(self, key: str) -> str:
+        """The merge policy of a top-level key of Σ in this run."""
+        return self.policies.get(key) or POLICIES.get(key, "reject")
 
     def faulty(self) -> dict[str, str]:
         """agent id -> the fault it was given."""
-        by_skill = [[f"{skill}-{i}" for i in reversed(range(self.agents_per_skill))] for skill in WAREHOUSE_SKILLS]
+        by_skill = [[f"{skill}-{i}" for i in reversed(range(self.agents_per_skill))] for skill in STOCKROOM_SKILLS]
         order = [agent for row in zip(*by_skill, strict=True) for agent in row]  # the last of each skill first
         return dict(zip(order, self.faults, strict=False))
 

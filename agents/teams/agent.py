@@ -34,7 +34,7 @@ from ..protocol.prompts import render_observation
 from ..protocol.reply import Reply
 from ..runtime.agent import Agent, is_finish, payload_of
 from ..runtime.transport import Link
-from . import claims
+from . import claims, journal
 from .claims import Standing
 from .held import HeldEvents
 from .inbox import DONE, OUTCOME, START, Inbox
@@ -56,6 +56,8 @@ class Coordination:
     """The world's tick, to turn leases into wall-clock waits."""
     outcome_retries: int = 2
     """New attempts at an event after the world reported that its action did not handle it."""
+    journal: bool = False
+    """Keep Σ's audit trail and shift notes (journal.py)."""
     die_after: int | None = None
     """A fault for tests: crash at the Nth event this agent takes up, right after claiming it (holding the
     claim if it won it)."""
@@ -174,6 +176,9 @@ class TeamAgent(Agent):
             self._gave_up_on("gave_up")
             return
         state = await self.read_state()
+        if self.coordination.journal and isinstance(payload.get("last_action"), Mapping):
+            note = journal.note_patch(state.state, self.agent_id, event_id, payload["last_action"])
+            state = await self._write(note, state)
         claim = claims.claim_of(state.state, event_id)
         if claim is None or claim.agent != self.agent_id:
             return  # not this agent's event (any more): not its to retry
@@ -189,6 +194,12 @@ class TeamAgent(Agent):
         except ConflictError:
             return False
         return True
+
+    async def _write(self, patch: dict[str, Any], state: State) -> State:
+        """Submit a patch of the runtime's own (no action) against `state`; Σ as it reads afterwards."""
+        with contextlib.suppress(ConflictError):
+            await self.link.submit(patch, base_revision=state.revision)
+        return await self.read_state()
 
     async def _work(self, event_id: str, payload: Mapping[str, Any]) -> bool:
         """Ask the model about the event and submit its answer with the claim done. True when it acted, or
@@ -227,10 +238,13 @@ class TeamAgent(Agent):
             return None  # taken over while this agent was slow: it must not act
         if is_finish(reply):
             return claims.release_patch(self._event), None
-        return claims.with_claim(reply.state_patch, claims.done_patch(self._event, self.agent_id)), {
-            "event": self._event,
-            "do": reply.action,
-        }
+        written = reply.state_patch
+        if self.coordination.journal:  # the journal is the runtime's to write
+            written = {key: value for key, value in written.items() if key not in journal.KEYS}
+        patch = claims.with_claim(written, claims.done_patch(self._event, self.agent_id))
+        if self.coordination.journal:
+            patch.update(journal.audit_patch(state.state, self.agent_id, self._event, reply.action))
+        return patch, {"event": self._event, "do": reply.action}
 
     def _visible(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
         return super()._visible(claims.visible(state))

@@ -4,6 +4,7 @@ it, the `Action:` line, and the summary-capped runtime held to its prompt budget
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given
@@ -122,10 +123,12 @@ def test_no_action_is_refused(text: str) -> None:
 
 def test_the_scripted_policys_stateful_answer_parses() -> None:
     context = Stateful()
-    prompt = context.prompt(INSTRUCTIONS, {"inventory": {}}, "Event: Shipment arrived containing item_5.")
-    assert context.parse(answer(SCRIPTED, prompt)) == Reply(
-        {"inventory": {"shelf_5": "item_5"}}, "Store item_5 shelf_5"
+    prompt = context.prompt(
+        INSTRUCTIONS, {"inventory": {"shelf_1": "item_1"}}, "Event: Shipment arrived containing item_5."
     )
+    reply = context.parse(answer(SCRIPTED, prompt))
+    ((shelf, item),) = reply.state_patch["inventory"].items()
+    assert item == "item_5" and shelf != "shelf_1" and reply.action == f"Store item_5 {shelf}"
 
 
 def test_summary_is_a_runtime_beside_truncated() -> None:
@@ -191,22 +194,27 @@ def run_scripted(context: SummaryCapped, events: list[str]) -> list[tuple[str, s
 def test_the_scripted_policy_finds_an_item_through_the_summary_alone() -> None:
     events = [f"Shipment arrived containing item_{n}." for n in range(30)] + ["Customer ordered item_3."]
     steps = run_scripted(SummaryCapped(budget_tokens=2000, count_tokens=words), events)
-    assert [action for _, action in steps[:3]] == [
-        "Store item_0 shelf_0",
-        "Store item_1 shelf_1",
-        "Store item_2 shelf_2",
-    ]
-    assert steps[-1][1] == "Ship item_3 shelf_3"
-    assert "shelf_29=item_29" in steps[-1][0] and "Action: Store item_28" not in steps[-1][0]  # no verbatim turn
+    stored = [action.split() for _, action in steps[:30]]
+    assert [words[:2] for words in stored] == [["Store", f"item_{n}"] for n in range(30)]
+    assert len({words[2] for words in stored}) == 30, "each on a shelf the records show free"
+    assert steps[-1][1] == f"Ship item_3 {stored[3][2]}"
+    assert (
+        f"{stored[29][2]}=item_29" in steps[-1][0] and "Action: Store item_28" not in steps[-1][0]
+    )  # no verbatim turn
 
 
 def test_a_budget_too_small_for_the_whole_summary_cuts_it_and_the_policy_forgets() -> None:
     budget = 60  # the rest of the prompt takes about 42 words: 18 are left for the summary
-    events = [f"Shipment arrived containing item_{n}." for n in range(40)] + ["Customer ordered item_39."]
-    steps = run_scripted(SummaryCapped(budget_tokens=budget, count_tokens=words), events)
-    assert all(words(prompt) <= budget for prompt, _ in steps)
-    assert "shelf_9=item_9" in steps[-1][0] and "item_39" not in steps[-1][0].partition("Latest Observation")[0]
-    assert steps[-1][1] == "Wait"  # item_39's shelf was cut from the summary: the policy has no record of it
+    context = SummaryCapped(budget_tokens=budget, count_tokens=words)
+    run_scripted(context, [f"Shipment arrived containing item_{n}." for n in range(40)])
+    kept = set(re.findall(r"=(item_\d+)", context.summary))
+    forgotten = sorted(f"item_{n}" for n in range(40) if f"item_{n}" not in kept)
+    assert kept and forgotten, "the summary was cut to what fits"
+    (remembered, *_), ((prompt, action),) = sorted(kept), run_scripted(context, [f"Customer ordered {forgotten[0]}."])
+    assert words(prompt) <= budget and forgotten[0] not in prompt.partition("Latest Observation")[0]
+    assert action == "Wait"  # its shelf was cut from the summary: the policy has no record of it
+    ((_, shipped),) = run_scripted(context, [f"Customer ordered {remembered}."])
+    assert shipped.startswith(f"Ship {remembered} shelf_")
 
 
 def test_every_runtime_reads_its_constrained_answer_reasoning_first() -> None:

@@ -42,8 +42,8 @@ async def test_a_failed_action_is_taken_back_and_what_the_error_revealed_is_reco
     reply = parse_reply(
         (await complete("skillstate/scripted", skill_state_prompt(INSTRUCTIONS, state, observation))).text
     )
-    assert reply.state_patch == {"inventory": {"shelf_0": "item_9", "shelf_2": "item_2"}}
-    assert reply.action == "Store item_2 shelf_2"
+    assert reply.action.startswith("Store item_2 shelf_") and reply.action != "Store item_2 shelf_0"
+    assert reply.state_patch == {"inventory": {"shelf_0": "item_9", reply.action.split()[2]: "item_2"}}
 
 
 async def test_the_faulty_variant_makes_the_papers_errors_at_its_rate_and_repeats_them() -> None:
@@ -54,7 +54,7 @@ async def test_the_faulty_variant_makes_the_papers_errors_at_its_rate_and_repeat
         assert text == (await complete("skillstate/faulty-0.5", prompt)).text
         try:
             reply = parse_reply(text)
-            failures += reply.state_patch.get("inventory") != {f"shelf_{n}": f"item_{n}"}
+            failures += reply.state_patch.get("inventory") != {reply.action.split()[-1]: f"item_{n}"}
         except ReplyError:
             failures += 1
     assert 70 <= failures <= 130
@@ -146,4 +146,4 @@ def test_reply_length_is_set_in_words_and_the_same_for_every_runtime(words: int)
     theirs = answer(SCRIPTED, Stateful().prompt(INSTRUCTIONS, {"inventory": {}}, observation), words)
     assert len(ours.split("```json")[0].split()) == words
     assert len(theirs.split("\nStateUpdate:")[0].split()) == words
-    assert parse_reply(ours).action == "Store item_4 shelf_4"
+    assert parse_reply(ours).action.startswith("Store item_4 shelf_")

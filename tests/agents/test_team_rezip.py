@@ -13,7 +13,7 @@ os.environ["SKILLSTATE_OFFLINE"] = "1"
 import pytest
 
 from skillstate.agents import SCRIPTED, Coordination, Recorder, SkillState, TeamAgent, TeamConfig, run_team
-from skillstate.agents.sims.concurrent import team_schema
+from skillstate.agents.sims.concurrent import TEAM_INITIAL, team_schema
 from skillstate.agents.sims.team_rezip import own_context
 from skillstate.clients import NotFoundError, RevisionEvent, SkillRegistryClient, StateClient
 from skillstate.project_skills import FOLDER as PROJECT_SKILLS
@@ -23,8 +23,9 @@ from skillstate.server.storage.skill_store.sqlite import SqliteSkillStore
 from .test_team import quick
 
 MACRO = "Item"
-"""The routine receiving shares with `dock-intake`: named by every arrival (`Shipment arrived containing item_3.`)
-and shown in summary in the receiving P, so the scripted policy asks for it at every arrival it works on."""
+"""The routine receiving shares with `dock-intake`: named by every arrival (`Shipment arrived containing 3 units
+of item_3.`) and shown in summary in the receiving P, so the scripted policy asks for it at every arrival it works
+on."""
 ROUTINE = f"""## {MACRO}
 
 If the action fails because the item is damaged or its label cannot be read, move it to the quarantine
@@ -57,7 +58,7 @@ Confirm that the dock book lists every crate.
 
 A line in the dock book per crate.
 """
-RECEIVING = "warehouse-receiving"
+RECEIVING = "stockroom-receiving"
 
 
 async def register_library(address: str, token: str | None = None) -> None:
@@ -95,7 +96,7 @@ async def test_each_agent_at_once_reports_its_own_use_and_its_own_expansions(
 ) -> None:
     await register_library(server_address)
     macro, before = await shown_macro(server_address), await evidence(db_path)
-    config = quick(agents_per_skill=2, rezip=True)
+    config = quick(agents_per_skill=2, rezip=True, contention=0)  # no pair makes an action fail
     result = await run_team(server_address, config)
     told = result.rezip
     assert told is not None and result.summary()["rezip"] == told
@@ -119,7 +120,9 @@ async def test_agents_of_a_skill_get_the_same_p_under_hydration_ids_of_their_own
     await register_library(server_address)
     async with SkillRegistryClient(server_address) as skills:
         own = [await own_context(skills, f"{RECEIVING}-{i}", 3000) for i in range(3)]
-    assert len({instructions for instructions, _, _ in own}) == 1 and {reads for _, reads, _ in own} == {("inventory",)}
+    assert len({instructions for instructions, _, _ in own}) == 1 and {reads for _, reads, _ in own} == {
+        ("stock", "locations")
+    }
     hydrations = [feedback.hydrations[0] for _, _, feedback in own]
     assert len({h.hydration_id for h in hydrations}) == 3
     assert {(h.sections, h.macros) for h in hydrations} == {(hydrations[0].sections, hydrations[0].macros)}
@@ -135,8 +138,7 @@ async def test_a_failed_action_blames_the_macros_of_its_own_step_though_the_agen
     macro = await shown_macro(server_address)
     agent_id = f"{RECEIVING}-0"
     async with StateClient(server_address) as client, SkillRegistryClient(server_address) as skills:
-        initial = {"inventory": {}, "clock": 0, "claims": {}}
-        execution_id = (await client.create_execution(schema=team_schema(), initial_state=initial)).execution_id
+        execution_id = (await client.create_execution(schema=team_schema(), initial_state=TEAM_INITIAL)).execution_id
         instructions, reads, feedback = await own_context(skills, agent_id, 3000)
         recorder = Recorder()
         agent = TeamAgent(client, execution_id, agent_id, skills=[RECEIVING], instructions=instructions,
@@ -154,13 +156,18 @@ async def test_a_failed_action_blames_the_macros_of_its_own_step_though_the_agen
                 ):
                     return
 
-        arrival = {"event": "Shipment arrived containing item_3.", "event_id": "e0", "tick": 0, "deadline": 9}
+        arrival = {
+            "event": "Shipment arrived containing 3 units of item_3.",
+            "event_id": "e0",
+            "tick": 0,
+            "deadline": 9,
+        }
         await client.publish_observation(execution_id, agent_id, arrival, kind="event")
         await acted("e0")
-        repair = {"event": "Maintenance required on shelf_3.", "event_id": "e1", "tick": 1, "deadline": 9}
+        repair = {"event": "Maintenance due on shelf_3.", "event_id": "e1", "tick": 1, "deadline": 9}
         await client.publish_observation(execution_id, agent_id, repair, kind="event")
         await acted("e1")
-        failed = {"action": "Store item_3 shelf_3", "status": "error", "result": "item_3 is damaged"}
+        failed = {"action": "Store item_3 3 shelf_3", "status": "error", "result": "item_3 is damaged"}
         outcome = {"event": arrival["event"], "event_id": "e0", "handled": False, "last_action": failed}
         await client.publish_observation(execution_id, agent_id, outcome, kind="outcome")
         await acted("e0")  # it reopened its claim and answered again

@@ -128,7 +128,7 @@ async def test_the_skill_library_graph_and_hydrate_box(
     skill = await registry.get_skill("warehouse-receiving")
     await expect(page.locator("#graph .node")).to_have_count(len(skill.sections), timeout=TIMEOUT)
     await expect(page.locator("#graph .edge")).to_have_count(len(skill.edges))
-    await expect(page.locator("#graph .macro")).to_contain_text("macro State · 2 sections")
+    await expect(page.locator("#graph .macro")).to_contain_text("macro When to use · 3 sections")
     for kind in {e[2] for e in skill.edges}:
         assert await page.locator(f"#graph .edge.k-{kind}").count() == sum(1 for e in skill.edges if e[2] == kind)
     await page.click("#graph .node[data-index='8']")
