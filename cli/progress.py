@@ -23,8 +23,13 @@ class RunProgress:
 
             self._bar = tqdm(total=total, desc=label, unit=f" {unit}", file=self.stream, dynamic_ncols=True)
 
-    def update(self, done: int, **shown: Any) -> None:
+    def update(self, done: int, total: int | None = None, **shown: Any) -> None:
+        """`done` of the total so far; `total` when it grew (a world whose actions set off more events)."""
         self.done, self.shown = done, shown
+        if total is not None and total != self.total:
+            self.total = total
+            if self._bar is not None:
+                self._bar.total = total
         if self._bar is not None:
             if shown:
                 self._bar.set_postfix(shown, refresh=False)

@@ -140,8 +140,6 @@ async def run(args: argparse.Namespace) -> int:
         raise UsageError("--rezip: reports revise the library's macros, and the baselines must see the same P as "
                          "skillstate: run --rezip with --runtime skillstate alone")  # fmt: skip
     if args.command == "sim" and args.agents_per_skill:
-        if env != "warehouse":
-            raise UsageError("--agents-per-skill: only the warehouse runs on a clock so far")
         if len(horizons) > 1 or seeds > 1:
             raise UsageError("--agents-per-skill runs one --horizon and one seed")
         args.horizon = horizons[0]

@@ -62,7 +62,7 @@ def configs(args: argparse.Namespace, runtimes: list[str], model: str) -> list[T
         common = {"horizon": args.horizon, "pace": pace, "think_ms": args.think_ms, "lease_ticks": args.lease,
                   "seed": args.seed, "model": model, "faults": faults, "timeout": args.run_timeout,
                   "processes": args.processes, "transport": args.transport, "rezip": args.rezip,
-                  "contention": args.contention}  # fmt: skip
+                  "contention": args.contention, "env": args.env}  # fmt: skip
         return [
             TeamConfig(agents_per_skill=n, runtime=runtime, coordination=coordination, **common)
             for runtime in runtimes
@@ -122,6 +122,7 @@ def _handled_by_tick(progress: RunProgress) -> Callable[[int, Any], None]:
     """A timed run's `on_tick`: the events handled so far, and the tick."""
 
     def on_tick(tick: int, record: Any) -> None:
-        progress.update(sum(e.handled_tick is not None for e in record.events.values()), tick=tick)
+        handled = sum(e.handled_tick is not None for e in record.events.values())
+        progress.update(handled, max(progress.total, len(record.events)), tick=tick)
 
     return on_tick

@@ -103,7 +103,7 @@ class RepoEnvironment:
         if self.step >= self.max_steps:
             return None
         if self.step < self.horizon and (self.step % FEATURE_EVERY == 0 or not self.queue):
-            self.queue.appendleft(self._request())
+            self.queue.appendleft(self.request())
         if not self.queue:
             return None
         self.step += 1
@@ -245,7 +245,8 @@ class RepoEnvironment:
 
     # -- events -------------------------------------------------------------------------------------------
 
-    def _request(self) -> Notice:
+    def request(self) -> Notice:
+        """The next feature request."""
         number = len(self.features) + 1
         file = f"{FILES[(number - 1) % len(FILES)]}{'' if number <= len(FILES) else (number - 1) // len(FILES)}"
         feature = self.features[number] = Feature(number, f"{file}.py", f"feature-{number}")

@@ -36,9 +36,12 @@ class Arrival:
 
 class TimedWorld(Protocol):
     skills: tuple[str, ...]
-    events: int
     last_tick: int
     """When the last event arrives."""
+
+    @property
+    def events(self) -> int:
+        """Events announced or still to come (a world whose actions set off events counts more as it runs)."""
 
     def due(self, tick: int) -> list[Arrival]:
         """The events to announce now, in order (each once)."""

@@ -63,6 +63,8 @@ class TimedRun:
     started_at: float = 0.0
     tick_seconds: float = 0.1
     timed_out: bool = False
+    expected: int = 0
+    """The events the world had announced or still had to announce when the run ended."""
     resolutions: collections.Counter[str] = field(default_factory=collections.Counter)
     """policy -> paths of the agents' revisions where the server merged concurrent writes"""
 
@@ -120,7 +122,7 @@ class TimedDriver:
         except BaseException:
             self._follower.cancel()
             raise
-        record.ticks = tick
+        record.ticks, record.expected = tick, self.world.events
         for agent in self.agents:
             await self.client.publish_observation(self.execution_id, agent, {"done": True}, source=SOURCE, kind="done")
         return record

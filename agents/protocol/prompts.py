@@ -34,6 +34,11 @@ summary. If this step needs its full text, answer with only a JSON block ```json
 state_patch, no action): the text comes back with your observation, and you answer again."""
 """What an agent with `--rezip` adds to its instructions when they show a macro below full (agents/runtime/rezip.py)."""
 EXPANDED_HEADER = "Expanded macro"
+GIVE_UP = (
+    "You have no attempts left at this event: take back what your failed action recorded in the state, and "
+    "answer `Wait`."
+)
+"""What an agent out of attempts at an event is told (agents/teams/agent.py): its last step only undoes."""
 """Heads a macro's text the runtime expanded for the step: `Expanded macro m-...:` then the text."""
 
 
@@ -57,6 +62,8 @@ def render_observation(payload: Mapping[str, Any]) -> str:
             lines.append(f"(The result was cut to {last['truncated']} characters.)")
     if payload.get("event"):
         lines.append(f"Event: {payload['event']}")
+    if payload.get("give_up"):
+        lines.append(GIVE_UP)
     if payload.get("done"):
         lines.append("No more events: finish with the action `Finish`.")
     telemetry = payload.get("telemetry") or []

@@ -73,9 +73,22 @@ def recovery_table(results: Sequence[SimResult]) -> str:
     return "\n".join(lines)
 
 
+RECALL_NOTE = (
+    "It reads a state exactly and recalls each fact that only a transcript or a summary gives with probability "
+    "{recall} at each step (--recall; 1 is a perfect replay)."
+)
+
+
 def notes(results: Sequence[SimResult]) -> str:
-    models = sorted({r.config.model for r in results})
-    return "\n".join(TEST_POLICY_NOTE.format(model=m) if is_test_policy(m) else f"Model: {m}." for m in models)
+    lines = []
+    for model in sorted({r.config.model for r in results}):
+        if not is_test_policy(model):
+            lines.append(f"Model: {model}.")
+            continue
+        recalls = sorted({r.config.recall for r in results if r.config.model == model})
+        recall = " or ".join(f"{value:g}" for value in recalls)
+        lines.append(f"{TEST_POLICY_NOTE.format(model=model)} {RECALL_NOTE.format(recall=recall)}")
+    return "\n".join(lines)
 
 
 def plot(results: Sequence[SimResult], path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..runtime.llm import is_test_policy
 from ..sims.concurrent import TeamResult
+from ..sims.team_setup import TeamConfig
 from .results import TEST_POLICY_NOTE
 
 
@@ -33,11 +34,20 @@ def table(results: Sequence[TeamResult]) -> str:
         lines.append(
             f"| {label(r)} | {s['agents_per_skill']} | {s['handled_on_time']}/{s['events']} | {s['late']} "
             f"| {s['dropped']} | {s['duplicate_actions']} | {drift} | {s['claim_losses']} "
-            f"| {by_policy(s['data_conflicts'])} | {by_policy(s['resolutions'])} "
+            f"| {merges(s, 'data_conflicts')} | {merges(s, 'resolutions')} "
             f"| {per_event} | {_number(s['latency_ticks_p50'])} / {_number(s['latency_ticks_p99'])} "
             f"| {s['makespan_ticks']} | {s['wall_seconds']:.1f} |"
         )
     return "\n".join(lines)
+
+
+def _events(config: TeamConfig) -> str:
+    """What the run's world sent, in words."""
+    arriving = f"at {config.pace.rate:g} a tick on average (seed {config.seed})"
+    if config.env == "repo":
+        return f"Repository, {config.horizon} feature requests {arriving} and the webhooks they set off"
+    return (f"Stockroom, {config.horizon} events {arriving}, {config.contention:g} of them paired with a second "
+            "about the same item")  # fmt: skip
 
 
 def by_policy(counts: Mapping[str, int]) -> str:
@@ -45,6 +55,11 @@ def by_policy(counts: Mapping[str, int]) -> str:
     order = ("reject", "lww", "counter", "max", "min", "set", "append", "text")
     shown = sorted(counts, key=lambda p: order.index(p) if p in order else len(order))
     return ", ".join(f"{policy} {counts[policy]}" for policy in shown if counts[policy]) or "0"
+
+
+def merges(summary: Mapping[str, Any], key: str) -> str:
+    """A run's `resolutions` or `data_conflicts` by policy; n/a for a runtime that keeps no Σ."""
+    return "n/a" if summary["state_drift"] is None else by_policy(summary[key])
 
 
 def _number(value: float | None) -> str:
@@ -55,11 +70,10 @@ def notes(results: Sequence[TeamResult]) -> str:
     first = results[0].config
     pace = first.pace
     lines = [
-        f"Stockroom, {first.horizon} events at {pace.rate:g} a tick on average (seed {first.seed}), "
-        f"{first.contention:g} of them paired with a second about the same item, a tick {pace.tick_ms:g} ms, "
-        f"deadline {pace.deadline} ticks, {first.think_ms:g} ms a model call, leases of {first.lease_ticks} ticks. "
-        f"Faults: {', '.join(first.faults) or 'none'}. Merged writes: concurrent writes the server merged, by "
-        "policy; data conflicts: patches refused on data (not claims), by policy."
+        f"{_events(first)}, a tick {pace.tick_ms:g} ms, deadline {pace.deadline} ticks, {first.think_ms:g} ms a "
+        f"model call, leases of {first.lease_ticks} ticks. Faults: {', '.join(first.faults) or 'none'}. Merged "
+        "writes: concurrent writes the server merged, by policy; data conflicts: patches refused on data (not "
+        "claims), by policy."
     ]
     for model in sorted({r.config.model for r in results}):
         lines.append(TEST_POLICY_NOTE.format(model=model) if is_test_policy(model) else f"Model: {model}.")
@@ -99,7 +113,8 @@ def plot(results: Sequence[TeamResult], path: Path) -> None:
     over_time.legend(fontsize=8)
     tokens_per_event(per_event, results)
     model = results[0].config.model
-    figure.suptitle(f"stockroom, {results[0].config.horizon} events, "
+    world = "stockroom" if results[0].config.env == "warehouse" else "repository"
+    figure.suptitle(f"{world}, {results[0].config.horizon} {'events' if world == 'stockroom' else 'requests'}, "
                     f"{'scripted test policy' if is_test_policy(model) else model}")  # fmt: skip
     figure.tight_layout()
     figure.savefig(path, dpi=120)

@@ -46,6 +46,7 @@ from ..protocol.prompts import (
     ACTION_FORMAT,
     EXPAND_HINT,
     EXPANDED_HEADER,
+    GIVE_UP,
     OBSERVATION_HEADER,
     STATE_HEADER,
     STATEFUL_FORMAT,
@@ -296,8 +297,13 @@ def repo_answer(prompt: str, recall: float = 1.0) -> tuple[str, dict[str, Any], 
     if passed := re.search(r"CI Pipeline Passed for PR #(\d+) \((\S+)\)", observation):
         pull, branch = passed.groups()
         number = branch.rpartition("-")[2]
-        return (f"CI passed on PR #{pull}, so I merge it.", {"features": {number: {"pr": int(pull), "ci": "passed"}}},
-                f"Merge {pull}")  # fmt: skip
+        patch = {"features": {number: {"pr": int(pull), "ci": "passed"}}}
+        if state is not None and isinstance(state.get("merged"), int):  # a team's count of merges
+            failed = re.search(r"Last action: Merge \S+\nStatus: error", observation)
+            patch["merged"] = state["merged"] + (0 if failed else 1)  # a failed merge's count taken back
+            if failed and GIVE_UP in observation:
+                return "No attempts left: I take back the merge I counted.", {"merged": state["merged"] - 1}, "Wait"
+        return f"CI passed on PR #{pull}, so I merge it.", patch, f"Merge {pull}"
     if forced := re.search(r"force-pushed (\S+);", observation):
         branch = forced.group(1)
         if branch not in files:

@@ -15,6 +15,7 @@ from collections.abc import Collection
 from typing import Any
 
 from ..envs.warehouse import SHELVES
+from ..protocol.prompts import GIVE_UP
 
 STOCK_EVENT = re.compile(r"units of item_\d+\.|Customer order_\d+ asks|Maintenance due on shelf_")
 """An observation of the stockroom (the sequential warehouse words its events otherwise)."""
@@ -96,6 +97,9 @@ def stockroom_answer(head: str, observation: str, state: dict[str, Any] | None) 
     if last and last.group(2) == "error":
         reasoning.append(f"My last action `{last.group(1)}` failed: {last.group(3)} I take back what it recorded.")
         refused = _take_back(books, last.group(1), last.group(3))
+    if GIVE_UP in observation:
+        reasoning.append("I have no attempts left at this event, so I only take back what I recorded.")
+        return " ".join(reasoning), books.patch() if state is not None else {}, "Wait"
     action = _decide(books, observation, rng, refused, reasoning)
     reasoning.append(f"The state update records the effect of `{action}`.")
     return " ".join(reasoning), books.patch() if state is not None else {}, action

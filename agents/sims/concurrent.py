@@ -22,9 +22,7 @@ from typing import Any
 
 from skillstate.clients import ClientTLS, SkillRegistryClient, StateClient, open_channel
 
-from ..envs.clock import Pace, arrival_ticks
-from ..envs.stockroom import INITIAL, STOCKROOM_SKILLS, generate_stock_events, stockroom_schema
-from ..envs.timed import TimedStockroom
+from ..envs.clock import Pace
 from ..envs.timed_driver import TimedDriver, TimedRun
 from ..runtime.agent import Agent
 from ..runtime.contexts import GroupChat, SkillState, Turn
@@ -40,6 +38,7 @@ from .sequential import ENVIRONMENT
 from .skills import ensure_skills, skill_context
 from .team_rezip import own_context
 from .team_setup import Team, TeamConfig, policy_options
+from .team_worlds import TEAM_WORLDS
 
 READY_TIMEOUT = 120.0
 """Seconds agents may take to start (processes import litellm, seconds each on a busy machine)."""
@@ -81,10 +80,10 @@ class TeamResult:
             "think_ms": self.config.think_ms,
             "seed": self.config.seed,
             "model": self.config.model,
-            "events": self.config.horizon,
+            "events": self.run.expected,
             "handled_on_time": sum(e.on_time for e in handled),
             "late": sum(not e.on_time for e in handled),
-            "dropped": self.config.horizon - len(handled),
+            "dropped": self.run.expected - len(handled),
             "duplicate_actions": sum(e.actions_after_handled > 0 for e in events),
             "conflicts": conflicts,
             "claim_losses": self.counts.get("claim_losses", 0),
@@ -136,15 +135,19 @@ def _ms(ticks: float | None, pace: Pace) -> float | None:
     return None if ticks is None else round(ticks * pace.tick_ms, 1)
 
 
-def team_schema(policies: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The stockroom's Σ (its keys under their policies, `policies` replacing some) with claims and clock."""
-    schema = stockroom_schema(dict(policies or {}))
+def team_schema(policies: Mapping[str, str] | None = None, env: str = "warehouse") -> dict[str, Any]:
+    """A team world's Σ (its keys under their policies, `policies` replacing some) with claims and clock."""
+    schema = TEAM_WORLDS[env].schema(dict(policies or {}))
     schema["properties"].update(claims.SCHEMA)
     return schema
 
 
-TEAM_INITIAL: dict[str, Any] = {**INITIAL, "clock": 0, "claims": {}}
-"""`claims` there from the start: claims of two events never meet."""
+def team_initial(env: str = "warehouse") -> dict[str, Any]:
+    """A team world's initial Σ, with `claims` there from the start: claims of two events never meet."""
+    return {**TEAM_WORLDS[env].initial, "clock": 0, "claims": {}}
+
+
+TEAM_INITIAL = team_initial()
 
 
 async def run_team(
@@ -166,17 +169,15 @@ async def run_team(
         channel = open_channel(address, token=tokens.get(ENVIRONMENT), tls=tls)
         stack.push_async_callback(channel.close)
         client, registry = StateClient(channel=channel), SkillRegistryClient(channel=channel)
-        await ensure_skills(registry, STOCKROOM_SKILLS)
+        skills = config.world.skills
+        await ensure_skills(registry, skills)
         has_state = config.runtime == "skillstate"
         contexts = {skill: await skill_context(registry, (skill,), config.context_budget, has_state=has_state)
-                    for skill in STOCKROOM_SKILLS}  # fmt: skip
-        execution = await client.create_execution(schema=team_schema(config.policies), initial_state=TEAM_INITIAL)
+                    for skill in skills}  # fmt: skip
+        schema = team_schema(config.policies, config.env)
+        execution = await client.create_execution(schema=schema, initial_state=team_initial(config.env))
         execution_id = execution.execution_id
-        world = TimedStockroom(
-            generate_stock_events(config.horizon, config.seed, config.contention),
-            arrival_ticks(config.horizon, config.pace.rate, config.seed),
-            config.pace.deadline,
-        )
+        world = config.world.make(config.horizon, config.seed, config.contention, config.pace)
         driver = TimedDriver(client, execution_id, world, config.pace, config.agent_ids, timeout=config.timeout,
                              on_tick=on_tick)  # fmt: skip
         if config.processes:

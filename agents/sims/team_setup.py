@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..envs.clock import Pace
-from ..envs.stockroom import POLICIES, STOCKROOM_SKILLS
 from ..runtime.llm import is_test_policy
 from ..runtime.records import Limits
 from ..runtime.transport import SESSION, check_transport
 from ..scripted.policy import CORRUPTS, FINISHES_EARLY, SCRIPTED, STALLS, fault_rate
 from ..teams.agent import Coordination
+from .team_worlds import TEAM_WORLDS, TeamWorld
 
 TEAM_RUNTIMES = ("skillstate", "groupchat")
 COORDINATIONS = ("claims", "groups")
@@ -26,6 +26,8 @@ that stalls, says Finish early or records wrong state, and `die`, an agent that 
 @dataclass(frozen=True)
 class TeamConfig:
     agents_per_skill: int = 2
+    env: str = "warehouse"
+    """The world (team_worlds.py): the stockroom (`warehouse`) or the repository (`repo`), on their clocks."""
     horizon: int = 100
     """Events."""
     runtime: str = "skillstate"
@@ -37,10 +39,10 @@ class TeamConfig:
     lease_ticks: int = 10
     seed: int = 0
     contention: float = 0.2
-    """The chance that an event comes with a second about the same item, announced at once (stockroom.py)."""
+    """The stockroom's chance that an event comes with a second about the same item, announced at once."""
     policies: dict[str, str] = field(default_factory=dict)
-    """Merge policies that replace the designed ones (stockroom.POLICIES) for some keys: a broken design, for
-    tests and for comparison."""
+    """Merge policies that replace the world's designed ones (`TeamWorld.policies`) for some keys: a broken
+    design, for tests and for comparison."""
     model: str = SCRIPTED
     faults: tuple[str, ...] = ()
     context_budget: int = 3000
@@ -56,6 +58,8 @@ class TeamConfig:
     revise the library, and the group chat it is compared with must see the same P."""
 
     def __post_init__(self) -> None:
+        if self.env not in TEAM_WORLDS:
+            raise ValueError(f"env: {self.env!r} has no world on a clock (one of {', '.join(TEAM_WORLDS)})")
         if self.runtime not in TEAM_RUNTIMES:
             raise ValueError(f"runtime: {self.runtime!r} does not run concurrently (one of {', '.join(TEAM_RUNTIMES)})")
         if self.coordination not in COORDINATIONS:
@@ -63,7 +67,7 @@ class TeamConfig:
         if not 1 <= self.agents_per_skill <= 64 or self.horizon < 1:
             raise ValueError("agents_per_skill must be 1..64 and horizon at least 1")
         unknown = [f for f in self.faults if f not in FAULTS]
-        if unknown or len(self.faults) > len(STOCKROOM_SKILLS) * self.agents_per_skill - 1:
+        if unknown or len(self.faults) > len(self.world.skills) * self.agents_per_skill - 1:
             raise ValueError(
                 f"faults: {unknown or self.faults} (each one of {', '.join(FAULTS)}, fewer than the agents)"
             )
@@ -75,8 +79,9 @@ class TeamConfig:
         check_transport(self.transport)
         if not 0 <= self.contention <= 1:
             raise ValueError(f"contention: {self.contention} is a probability (0 to 1)")
-        if unknown_keys := sorted(set(self.policies) - set(POLICIES)):
-            raise ValueError(f"policies: {unknown_keys} are not keys of the stockroom's state ({', '.join(POLICIES)})")
+        if unknown_keys := sorted(set(self.policies) - set(self.world.policies)):
+            raise ValueError(f"policies: {unknown_keys} are not keys of the {self.env}'s state "
+                             f"({', '.join(self.world.policies)})")  # fmt: skip
         if self.processes and self.runtime != "skillstate":
             raise ValueError("processes: only skillstate agents run in processes of their own")
         if self.rezip and self.runtime != "skillstate":
@@ -86,8 +91,12 @@ class TeamConfig:
             fault_rate(self.model)
 
     @property
+    def world(self) -> TeamWorld:
+        return TEAM_WORLDS[self.env]
+
+    @property
     def agent_ids(self) -> list[str]:
-        return [f"{skill}-{i}" for skill in STOCKROOM_SKILLS for i in range(self.agents_per_skill)]
+        return [f"{skill}-{i}" for skill in self.world.skills for i in range(self.agents_per_skill)]
 
     def model_of(self, agent_id: str) -> str:
         """The model an agent calls: its faulty test policy, if it was given one, else the run's."""
@@ -105,11 +114,11 @@ class TeamConfig:
 
     def policy_of(self, key: str) -> str:
         """The merge policy of a top-level key of Σ in this run."""
-        return self.policies.get(key) or POLICIES.get(key, "reject")
+        return self.policies.get(key) or self.world.policies.get(key, "reject")
 
     def faulty(self) -> dict[str, str]:
         """agent id -> the fault it was given."""
-        by_skill = [[f"{skill}-{i}" for i in reversed(range(self.agents_per_skill))] for skill in STOCKROOM_SKILLS]
+        by_skill = [[f"{skill}-{i}" for i in reversed(range(self.agents_per_skill))] for skill in self.world.skills]
         order = [agent for row in zip(*by_skill, strict=True) for agent in row]  # the last of each skill first
         return dict(zip(order, self.faults, strict=False))
 

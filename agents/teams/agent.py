@@ -6,7 +6,8 @@ which the session joins (the server hands each event to one member; the claim st
 redelivery acting twice). The claim is a state write, not a model call: an agent that loses spends no
 tokens. The winner asks its model (P, Σ and the event only, as every SKILL.state step) and submits the patch
 and the action together with `done` on its claim; the action takes effect only if that revision commits. An
-agent told that its action failed reopens its claim and asks again, with the failure in the observation.
+agent told that its action failed reopens its claim and asks again, with the failure in the observation; out
+of attempts, it asks once more only to take back what the failed action recorded, and lets the claim run out.
 
 Events another agent holds are looked at again as their leases may run out, so the work of an agent that
 died or stalled goes to another. A fault for tests: `die_after` makes the agent crash at an event it takes
@@ -80,6 +81,8 @@ class TeamAgent(Agent):
         self._tries: collections.Counter[str] = collections.Counter()
         self._event: str | None = None
         """The event the model is being asked about (what `submission` claims done)."""
+        self._giving_back = False
+        """The model is asked only to take back a failed action (`_give_back`): its patch goes in alone."""
         self._expanded_for: dict[str, frozenset[str]] = {}
         """event id -> the macros expanded for the latest step on it (`--rezip`), blamed if its action fails."""
         self.finished = False
@@ -172,9 +175,6 @@ class TeamAgent(Agent):
         if self.feedback is not None:
             self.feedback.action_failed(expanded)
         self._tries[event_id] += 1
-        if self._tries[event_id] > self.coordination.outcome_retries:
-            self._gave_up_on("gave_up")
-            return
         state = await self.read_state()
         if self.coordination.journal and isinstance(payload.get("last_action"), Mapping):
             note = journal.note_patch(state.state, self.agent_id, event_id, payload["last_action"])
@@ -182,8 +182,24 @@ class TeamAgent(Agent):
         claim = claims.claim_of(state.state, event_id)
         if claim is None or claim.agent != self.agent_id:
             return  # not this agent's event (any more): not its to retry
-        if await self._claim(event_id, state):  # else another agent wrote the claim meanwhile: theirs now
+        if not await self._claim(event_id, state):  # another agent wrote the claim meanwhile: theirs now
+            return
+        if self._tries[event_id] > self.coordination.outcome_retries:
+            await self._give_back(event_id, payload)
+        else:
             await self._work(event_id, payload)
+
+    async def _give_back(self, event_id: str, payload: Mapping[str, Any]) -> None:
+        """Out of attempts at an event: ask the model once more, told to take back what its failed action
+        recorded (GIVE_UP); that patch goes in with no action and the claim is left to run out, so another
+        agent may take the event over with attempts of its own."""
+        self._gave_up_on("gave_up")
+        self.steps += 1
+        self._event, self._giving_back = event_id, True
+        try:
+            await self.answer(render_observation({**payload, "give_up": True}))
+        finally:
+            self._event, self._giving_back = None, False
 
     async def _claim(self, event_id: str, state: State) -> bool:
         """Write this agent's claim of the event, leased from Σ's clock, against `state`; False when the claim
@@ -238,6 +254,8 @@ class TeamAgent(Agent):
             return None  # taken over while this agent was slow: it must not act
         if is_finish(reply):
             return claims.release_patch(self._event), None
+        if self._giving_back:
+            return claims.visible(reply.state_patch), None
         written = reply.state_patch
         if self.coordination.journal:  # the journal is the runtime's to write
             written = {key: value for key, value in written.items() if key not in journal.KEYS}

@@ -1,9 +1,12 @@
 """A team agent's inbox: its link's observations, read as they come (so that the world's `done` is known even
-behind a backlog) and handed out one at a time, with a time limit."""
+behind a backlog) and handed out one at a time, with a time limit: the outcomes of its own actions first, so
+that an agent takes back a failed action's record before it takes up new work (others read that record
+meanwhile), then the rest in the order they came."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from types import TracebackType
 
 from skillstate.clients import Observation
@@ -17,7 +20,8 @@ START, EVENT, OUTCOME, DONE = "start", "event", "outcome", "done"
 class Inbox:
     def __init__(self, link: Link) -> None:
         self._link = link
-        self._queue: asyncio.Queue[Observation | BaseException] = asyncio.Queue()
+        self._queue: asyncio.PriorityQueue[tuple[int, int, Observation | BaseException]] = asyncio.PriorityQueue()
+        self._arrival = itertools.count()
         self._reader: asyncio.Task[None] | None = None
         self.world_done = False
         """The world said it is done (its observation may still wait behind others)."""
@@ -36,7 +40,7 @@ class Inbox:
         """The next observation, or None after `timeout` seconds (None: wait as long as it takes); the link's
         failure is raised here."""
         try:
-            item = await asyncio.wait_for(self._queue.get(), timeout)
+            _, _, item = await asyncio.wait_for(self._queue.get(), timeout)
         except TimeoutError:
             return None
         if isinstance(item, BaseException):
@@ -47,6 +51,6 @@ class Inbox:
         try:
             async for observation in self._link.observations():
                 self.world_done = self.world_done or observation.kind == DONE
-                await self._queue.put(observation)
-        except Exception as error:  # `next` raises it
-            await self._queue.put(error)
+                await self._queue.put((0 if observation.kind == OUTCOME else 1, next(self._arrival), observation))
+        except Exception as error:  # `next` raises it, at once
+            await self._queue.put((-1, next(self._arrival), error))
