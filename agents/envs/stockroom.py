@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import Outcome
-from .warehouse import SHELVES, EventKind
+from .warehouse import SHELVES, EventKind, is_shelf
 
 STOCKROOM_SKILLS = ("stockroom-receiving", "stockroom-shipping", "stockroom-maintenance")
 SKILL_OF = dict(zip(EventKind, STOCKROOM_SKILLS, strict=True))
@@ -161,7 +161,7 @@ class Stockroom:
         if verb == "Wait":
             return Outcome(action, "ok", "Waited.", False)
         shelves = words[2:] if verb == "Move" else words[3:]
-        bad = next((w for w in shelves if not self._is_shelf(w)), None)
+        bad = next((w for w in shelves if not is_shelf(w, self.shelves)), None)
         if bad is not None:
             return Outcome(action, "error", f"{bad} is not a shelf (shelf_0 to shelf_{self.shelves - 1}).", False)
         if verb == "Store":
@@ -209,10 +209,6 @@ class Stockroom:
         self.holder[new], self.shelf_of[item] = item, new
         handled = event is not None and event.kind is EventKind.MAINTENANCE and event.item == item
         return Outcome(action, "ok", f"Moved {item} from {old} to {new}.", handled)
-
-    def _is_shelf(self, word: str) -> bool:
-        prefix, _, number = word.partition("_")
-        return prefix == "shelf" and number.isdigit() and int(number) < self.shelves and str(int(number)) == number
 
     def books(self) -> dict[str, Any]:
         """What the world holds, in the shape of Σ's BOOKS: units in stock, each item's shelf, orders shipped."""

@@ -114,7 +114,7 @@ class Warehouse:
             return Outcome(action, "error", unknown, False)
         if len(words) - 1 != arity[verb]:
             return Outcome(action, "error", f"{verb} takes {arity[verb]} arguments, got {len(words) - 1}.", False)
-        bad = next((w for w in words[2:] if not self._is_shelf(w)), None)
+        bad = next((w for w in words[2:] if not is_shelf(w, self.shelves)), None)
         if bad is not None:
             return Outcome(action, "error", f"{bad} is not a shelf (shelf_0 to shelf_{self.shelves - 1}).", False)
         if verb == "Wait":
@@ -152,9 +152,11 @@ class Warehouse:
         handled = event is not None and event.kind is EventKind.MAINTENANCE and event.item == item
         return Outcome(action, "ok", f"Moved {item} from {old} to {new}.", handled)
 
-    def _is_shelf(self, word: str) -> bool:
-        prefix, _, number = word.partition("_")
-        return prefix == "shelf" and number.isdigit() and int(number) < self.shelves and str(int(number)) == number
+
+def is_shelf(word: str, shelves: int) -> bool:
+    """`shelf_N` with N from 0 to `shelves` - 1, written without leading zeros."""
+    prefix, _, number = word.partition("_")
+    return prefix == "shelf" and number.isdigit() and int(number) < shelves and str(int(number)) == number
 
 
 def shelf_number(shelf: str) -> int:
