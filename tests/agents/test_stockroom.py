@@ -98,6 +98,20 @@ async def test_agents_writing_one_item_at_once_merge_and_agree_with_the_world(se
     assert summary["data_conflicts"] == {}, "every data key merges: nothing is refused"
 
 
+async def test_faults_validation_catches_and_faulty_agents_leave_the_state_equal_to_the_world(
+    server_address: str,
+) -> None:
+    """Malformed replies and refused patches (`faulty-0.3`) are asked again; a stalled, a dead and an
+    early-finishing agent leave their events to the others: none of it reaches Σ."""
+    config = quick(agents_per_skill=2, horizon=30, contention=0.5, model="skillstate/faulty-0.3",
+                   faults=("stall", "die", "finish"), coordination="groups")  # fmt: skip
+    result = await run_team(server_address, config)
+    summary = result.summary()
+    assert summary["state_drift"] == [], summary["state_drift"]
+    assert any(r.outcome in ("invalid", "malformed") for r in result.records), "the faults happened"
+    assert set(summary["agents_ended"].values()) >= {"stalled", "died"}
+
+
 @pytest.mark.parametrize(
     ("policies", "drifting"),
     [({"stock": "lww"}, "/stock/"), ({"shipped": "lww"}, "/shipped"), ({"stock": "reject"}, "/stock/")],
