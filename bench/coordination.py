@@ -28,7 +28,6 @@ from pathlib import Path
 os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
 
 from skillstate.agents.envs.clock import Pace
-from skillstate.agents.envs.stockroom import POLICIES
 from skillstate.agents.reports.team_results import label, merges, notes, plot, table
 from skillstate.agents.sims.concurrent import TeamResult, run_team
 from skillstate.agents.sims.team_setup import TeamConfig
@@ -94,7 +93,7 @@ def per_event_table(results: list[TeamResult]) -> str:
 
 def merges_table(results: list[TeamResult]) -> str:
     """Concurrent writes merged per handled event, by policy, as contention and agents per skill grow (claims)."""
-    policies = [p for p in ("lww", "counter", "set", "append", "text") if p in POLICIES.values()]
+    policies = ["lww", "counter", "set", "append", "text"]  # the stockroom's merging policies (POLICIES)
     columns = ["contention", "runtime", "agents per skill", "handled", *(f"{p} / event" for p in policies),
                "data conflicts", "state drift"]  # fmt: skip
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]

@@ -34,12 +34,12 @@ summary. If this step needs its full text, answer with only a JSON block ```json
 state_patch, no action): the text comes back with your observation, and you answer again."""
 """What an agent with `--rezip` adds to its instructions when they show a macro below full (agents/runtime/rezip.py)."""
 EXPANDED_HEADER = "Expanded macro"
+"""Heads a macro's text the runtime expanded for the step: `Expanded macro m-...:` then the text."""
 GIVE_UP = (
     "You have no attempts left at this event: take back what your failed action recorded in the state, and "
     "answer `Wait`."
 )
 """What an agent out of attempts at an event is told (agents/teams/agent.py): its last step only undoes."""
-"""Heads a macro's text the runtime expanded for the step: `Expanded macro m-...:` then the text."""
 
 
 def skill_state_prompt(instructions: str, state: Mapping[str, Any], observation: str) -> str:

@@ -47,10 +47,10 @@ from .drift import state_drift
 from .skills import SETTINGS, ensure_skills, hydrated_context
 
 ENVIRONMENT = "environment"
+"""The key of the environment driver's token in `run_simulation(tokens=...)`."""
 DEFAULT_RECALL = 0.95
 """The test policy's recall in sim and demo: below 1, so that a runtime whose context only implies a fact (a
 transcript, a summary) scores below one that states it (Σ); `--recall 1` replays transcripts perfectly."""
-"""The key of the environment driver's token in `run_simulation(tokens=...)`."""
 
 
 @dataclass(frozen=True)
