@@ -28,7 +28,7 @@ from pathlib import Path
 os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
 
 from skillstate.agents.envs.clock import Pace
-from skillstate.agents.reports.team_results import label, merges, notes, plot, table
+from skillstate.agents.reports.team_results import label, notes, plot, policy_counts, table
 from skillstate.agents.sims.concurrent import TeamResult, run_team
 from skillstate.agents.sims.team_setup import TeamConfig
 
@@ -105,7 +105,7 @@ def merges_table(results: list[TeamResult]) -> str:
                   for p in policies]  # fmt: skip
         drift = "n/a" if s["state_drift"] is None else str(len(s["state_drift"]))
         lines.append(f"| {s['contention']:g} | {label(r)} | {s['agents_per_skill']} | {handled}/{s['events']} | "
-                     + " | ".join(shares) + f" | {merges(s, 'data_conflicts')} | {drift} |")  # fmt: skip
+                     + " | ".join(shares) + f" | {policy_counts(s, 'data_conflicts')} | {drift} |")  # fmt: skip
     return "\n".join(lines)
 
 

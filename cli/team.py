@@ -38,7 +38,7 @@ def add_arguments(sim: argparse.ArgumentParser) -> None:
                       help="share a skill's events by claims in the state only, or through its consumer group "
                       "too (both: a run of each; default: %(default)s)")  # fmt: skip
     team.add_argument("--faults", default="", metavar="LIST",
-                      help="faulty agents to put in, comma-separated: stall, die, finish, corrupt")  # fmt: skip
+                      help="faulty agents to put in, comma-separated: stall, die, finish, corrupt, fumble")  # fmt: skip
     team.add_argument("--processes", action="store_true", help="each agent in an OS process of its own")
     team.add_argument("--run-timeout", type=float, default=600.0, metavar="SECONDS",
                       help="end the run after this long whatever is left (default: %(default)s)")  # fmt: skip
@@ -63,6 +63,8 @@ def configs(args: argparse.Namespace, runtimes: list[str], model: str) -> list[T
                   "seed": args.seed, "model": model, "faults": faults, "timeout": args.run_timeout,
                   "processes": args.processes, "transport": args.transport, "rezip": args.rezip,
                   "contention": args.contention, "env": args.env}  # fmt: skip
+        if args.recall is not None:
+            common["recall"] = args.recall
         return [
             TeamConfig(agents_per_skill=n, runtime=runtime, coordination=coordination, **common)
             for runtime in runtimes

@@ -10,14 +10,14 @@ subtracts), `locations` item -> shelf under `lww`, `shipped` orders under `set`,
 an `audit` trail under `append` and shift `notes` under `text`.
 
 With probability `contention` an event comes with a second about the same item, announced at once (envs/
-timed.py): two shipments of a new item, a shipment and an order, two orders for the last units. Each pair
-is valid in either order, so the world can run them as they commit; what the agents write for them meets
-in the merge.
+timed.py): two shipments of a new item, a shipment and an order for an item in stock, or two orders for an
+item with two units or more. Each pair is valid in either order, so the world can run them as they commit;
+what the agents write for them meets in the merge. An action answers its own event only: a Store the units
+and item its shipment says, a Move the item its maintenance is due for.
 """
 
 from __future__ import annotations
 
-import collections
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -74,15 +74,10 @@ def generate_stock_events(horizon: int, seed: int, contention: float, shelves: i
         stocked = sorted((i for i, n in units.items() if n > 0), key=_number)
         new_item = f"item_{len(units)}" if len(units) < shelves else None
         if horizon - len(events) >= 2 and rng.random() < contention:
-            pairs = [p for p in PAIRS if _possible(p, stocked, units, new_item)]
-            if pairs:
-                pair = rng.choice(pairs)
-                item = (
-                    new_item
-                    if pair == "receive+receive"
-                    else rng.choice([i for i in stocked if units[i] >= 2] if pair == "order+order" else stocked)
-                )
-                assert item is not None
+            candidates = {pair: items for pair in PAIRS if (items := _pair_items(pair, stocked, units, new_item))}
+            if candidates:
+                pair = rng.choice(list(candidates))
+                item = rng.choice(candidates[pair])
                 first, second = (EventKind(kind) for kind in pair.split("+"))
                 index = len(events)
                 add(first, item, _units(rng, first), index + 1)
@@ -101,12 +96,14 @@ def generate_stock_events(horizon: int, seed: int, contention: float, shelves: i
     return events
 
 
-def _possible(pair: str, stocked: list[str], units: dict[str, int], new_item: str | None) -> bool:
+def _pair_items(pair: str, stocked: list[str], units: dict[str, int], new_item: str | None) -> list[str]:
+    """The items a pair may be about: a new item for two shipments, an item with two units or more for two
+    orders, any item in stock for a shipment and an order."""
     if pair == "receive+receive":
-        return new_item is not None
+        return [new_item] if new_item is not None else []
     if pair == "order+order":
-        return any(units[i] >= 2 for i in stocked)
-    return bool(stocked)
+        return [i for i in stocked if units[i] >= 2]
+    return stocked
 
 
 def _units(rng: random.Random, kind: EventKind) -> int:
@@ -128,21 +125,17 @@ class Stockroom:
         self.holder: dict[str, str] = {}
         """shelf -> the item it is kept for"""
         self.shipped: set[str] = set()
-        self.dock: collections.Counter[str] = collections.Counter()
-        """item -> units arrived and not stored yet"""
 
     def alert(self, event: StockEvent) -> str:
-        """The event as the agents read it (a shipment is at the dock once announced)."""
+        """The event as the agents read it."""
         if event.kind is EventKind.RECEIVE:
-            self.dock[event.item] += event.units
             return f"Shipment arrived containing {event.units} units of {event.item}."
         if event.kind is EventKind.ORDER:
             return f"Customer {event.order} asks for {event.units} unit of {event.item}."
         return f"Maintenance due on {self.shelf_of[event.item]}."
 
-    def ready_for(self, event: StockEvent) -> bool:
-        """Whether the world can announce a maintenance: its item has a shelf."""
-        return event.item in self.shelf_of
+    def has_shelf(self, item: str) -> bool:
+        return item in self.shelf_of
 
     def units_on_shelf(self, item: str) -> int:
         return self.units.get(item, 0) if item in self.shelf_of else 0
@@ -174,18 +167,20 @@ class Stockroom:
         if not count.isdigit() or int(count) < 1:
             return Outcome(action, "error", f"{count} is not a number of units.", False)
         units = int(count)
-        if self.dock[item] < units:
-            return Outcome(action, "error", f"{units} units of {item} are not waiting at the dock.", False)
+        if event is None or event.kind is not EventKind.RECEIVE:
+            return Outcome(action, "error", "No shipment waits to be stored for this event.", False)
+        if (event.item, event.units) != (item, units):
+            return Outcome(
+                action, "error", f"The shipment is {event.units} units of {event.item}, not {units} of {item}.", False
+            )
         kept = self.shelf_of.get(item)
         if kept is not None and kept != shelf:
             return Outcome(action, "error", f"{item} is kept on {kept}.", False)
         if kept is None and shelf in self.holder:
             return Outcome(action, "error", f"{shelf} is kept for {self.holder[shelf]}.", False)
-        self.dock[item] -= units
         self.units[item] = self.units.get(item, 0) + units
         self.shelf_of[item], self.holder[shelf] = shelf, item
-        handled = event is not None and event.kind is EventKind.RECEIVE and (event.item, event.units) == (item, units)
-        return Outcome(action, "ok", f"Stored {units} units of {item} on {shelf}.", handled)
+        return Outcome(action, "ok", f"Stored {units} units of {item} on {shelf}.", True)
 
     def _ship(self, action: str, order: str, item: str, shelf: str, event: StockEvent | None) -> Outcome:
         if event is None or event.kind is not EventKind.ORDER or event.order != order:
@@ -201,14 +196,17 @@ class Stockroom:
         return Outcome(action, "ok", f"Shipped {order}: {event.units} unit of {item} from {shelf}.", True)
 
     def _move(self, action: str, item: str, old: str, new: str, event: StockEvent | None) -> Outcome:
+        if event is None or event.kind is not EventKind.MAINTENANCE:
+            return Outcome(action, "error", "No maintenance is due for this event.", False)
+        if event.item != item:
+            return Outcome(action, "error", f"The maintenance is due on {event.item}'s shelf, not {item}'s.", False)
         if self.holder.get(old) != item:
             return Outcome(action, "error", f"{old} is not {item}'s shelf.", False)
         if new in self.holder:
             return Outcome(action, "error", f"{new} is kept for {self.holder[new]}.", False)
         del self.holder[old]
         self.holder[new], self.shelf_of[item] = item, new
-        handled = event is not None and event.kind is EventKind.MAINTENANCE and event.item == item
-        return Outcome(action, "ok", f"Moved {item} from {old} to {new}.", handled)
+        return Outcome(action, "ok", f"Moved {item} from {old} to {new}.", True)
 
     def books(self) -> dict[str, Any]:
         """What the world holds, in the shape of Σ's BOOKS: units in stock, each item's shelf, orders shipped."""
@@ -245,7 +243,7 @@ def stockroom_schema(policies: dict[str, str] | None = None) -> dict[str, Any]:
     for key, shape in shapes.items():
         target = shape["additionalProperties"] if key in ("stock", "locations") else shape
         target["x-merge"] = chosen[key]
-    return {"type": "object", "properties": shapes, "required": list(POLICIES)}
+    return {"type": "object", "properties": shapes, "required": list(POLICIES), "additionalProperties": False}
 
 
 INITIAL: dict[str, Any] = {"stock": {}, "locations": {}, "shipped": [], "audit": [], "notes": ""}

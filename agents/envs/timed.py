@@ -3,11 +3,11 @@
 A timed world says which events are due at a tick, runs the action that answers one, and keeps books that
 Σ should agree with. The stockroom's is here (stockroom.py), each event arriving at its tick. A shipment is
 announced as it arrives; an order once its units are on a shelf and no other open order counts on them (a
-warehouse ships what it holds); a maintenance, which moves the item, once its item has a shelf and no other
-event about it is open, and the item's events wait while it is. So events about one item are open at once
-whenever that is safe, and a pair (contention) is announced together. An item's orders and maintenance keep
-their order (a shipment never waits); an event held back is late by as much (its deadline counts from its
-arrival).
+warehouse ships what it holds: a pair of orders waits until both can ship); a maintenance, which moves the
+item, once its item has a shelf and no other event about it is open, and every event of the item waits while
+it is open. So events about one item are open at once whenever that is safe, and a pair (contention) is
+announced together unless its units are not on the shelf yet. An item's orders and maintenance keep their
+order; an event held back is late by as much (its deadline counts from its arrival).
 """
 
 from __future__ import annotations
@@ -101,15 +101,23 @@ class TimedStockroom:
         return announced
 
     def _may_announce(self, event: StockEvent) -> bool:
-        others = [self._by_index[i] for i in self._open[event.item] - {event.partner}]
+        others = [self._by_index[i] for i in self._open[event.item]]
         if any(o.kind is EventKind.MAINTENANCE for o in others):
             return False  # the item is on its way to another shelf
         if event.kind is EventKind.MAINTENANCE:
-            return not others and self.world.ready_for(event)
+            return not others and self.world.has_shelf(event.item)
         if event.kind is EventKind.ORDER:
             reserved = sum(o.units for o in others if o.kind is EventKind.ORDER)
-            return self.world.units_on_shelf(event.item) - reserved >= event.units
+            return self.world.units_on_shelf(event.item) - reserved >= event.units + self._partner_units(event)
         return True
+
+    def _partner_units(self, event: StockEvent) -> int:
+        """The units of the order paired with `event` and coming after it: the first of two orders is announced
+        only when both can ship, so the pair goes out together."""
+        partner = self._by_index.get(event.partner) if event.partner is not None else None
+        if partner is None or partner.kind is not EventKind.ORDER or partner.index < event.index:
+            return 0
+        return partner.units
 
     def act(self, event_id: str, command: str) -> Outcome:
         event = self._announced[event_id]

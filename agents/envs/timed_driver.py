@@ -4,6 +4,8 @@ Every tick it writes the tick to Σ (`clock`, under `max`: leases are read again
 events that are due to `skill:NAME`. It follows the execution's committed revisions: each revision whose
 action names an event (`{"event": ..., "do": ...}`) is run on the world in commit order, and its outcome is
 published to the agent that wrote it. A refused patch never commits, so its action never reaches the world.
+An agent that gives an event up hands it back (`{"event": ..., "hand_back": true}`): the world announces it
+to its skill again, with its first deadline, saying who handed it back (`handed_back_by`).
 It counts, by policy, the concurrent writes the server merged into the agents' revisions (their
 `resolutions`; the clock's own merges are the world's, not counted).
 The run ends when every event is handled; when, past the last event's deadline, no event was handled for
@@ -45,6 +47,8 @@ class EventRecord:
     """Actions that named it (a failed action and its retry are two)."""
     actions_after_handled: int = 0
     """Actions that named it once it had been handled: each one acted twice."""
+    handed_back: int = 0
+    """How often an agent gave it up and the world announced it again."""
 
     @property
     def on_time(self) -> bool:
@@ -159,7 +163,11 @@ class TimedDriver:
 
     async def _announce(self, arrival: Arrival, tick: int) -> None:
         self.run_record.events[arrival.event_id] = EventRecord(arrival, tick, time.time())
+        await self._publish(arrival, tick)
+
+    async def _publish(self, arrival: Arrival, tick: int, **more: Any) -> None:
         payload = {"event": arrival.text, "event_id": arrival.event_id, "tick": tick, "deadline": arrival.deadline}
+        payload.update(more)
         await self.client.publish_observation(
             self.execution_id, f"skill:{arrival.skill}", payload, source=SOURCE, kind="event"
         )
@@ -177,6 +185,11 @@ class TimedDriver:
 
     async def _apply(self, revision: RevisionEvent, clock: Clock) -> None:
         """Run a revision's action on the world, if it answers an announced event, and report the outcome."""
+        if (handed_back := self._handed_back(revision)) is not None:
+            if handed_back.handled_tick is None:
+                handed_back.handed_back += 1
+                await self._publish(handed_back.arrival, clock.now(), handed_back_by=revision.agent_id)
+            return
         action = _event_action(revision)
         event = self.run_record.events.get(action[0]) if action is not None else None
         if action is None or event is None:
@@ -197,6 +210,13 @@ class TimedDriver:
         await self.client.publish_observation(
             self.execution_id, revision.agent_id, payload, source=SOURCE, kind="outcome"
         )
+
+    def _handed_back(self, revision: RevisionEvent) -> EventRecord | None:
+        """The announced event a revision's action hands back, if it does."""
+        action = revision.action
+        if isinstance(action, dict) and action.get("hand_back") is True and isinstance(action.get("event"), str):
+            return self.run_record.events.get(action["event"])
+        return None
 
 
 def _event_action(revision: RevisionEvent) -> tuple[str, str] | None:

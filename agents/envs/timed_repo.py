@@ -112,7 +112,7 @@ def repo_schema(policies: dict[str, str] | None = None) -> dict[str, Any]:
         "audit": {"type": "array", "items": {"type": "string"}, "x-merge": chosen["audit"]},
         "notes": {"type": "string", "x-merge": chosen["notes"]},
     }
-    return {"type": "object", "properties": properties, "required": list(POLICIES)}
+    return {"type": "object", "properties": properties, "required": list(POLICIES), "additionalProperties": False}
 
 
 INITIAL: dict[str, Any] = {"features": {}, "merged": 0, "audit": [], "notes": ""}

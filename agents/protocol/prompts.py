@@ -40,6 +40,9 @@ GIVE_UP = (
     "answer `Wait`."
 )
 """What an agent out of attempts at an event is told (agents/teams/agent.py): its last step only undoes."""
+RECORDED_HEADER = "Its state patches wrote:"
+"""Follows a failed action's result for a team agent: what the patches sent with its actions on the event wrote
+(canonical JSON), the record to take back."""
 
 
 def skill_state_prompt(instructions: str, state: Mapping[str, Any], observation: str) -> str:
@@ -60,6 +63,8 @@ def render_observation(payload: Mapping[str, Any]) -> str:
         lines += [f"Last action: {last['action']}", f"Status: {last['status']}", f"Result: {last['result']}"]
         if last.get("truncated"):
             lines.append(f"(The result was cut to {last['truncated']} characters.)")
+        if "recorded" in payload:
+            lines.append(f"{RECORDED_HEADER} {json.dumps(payload['recorded'], separators=(',', ':'), sort_keys=True)}")
     if payload.get("event"):
         lines.append(f"Event: {payload['event']}")
     if payload.get("give_up"):

@@ -11,7 +11,7 @@ from typing import Any
 from ..runtime.llm import is_test_policy
 from ..sims.concurrent import TeamResult
 from ..sims.team_setup import TeamConfig
-from .results import TEST_POLICY_NOTE
+from .results import RECALL_NOTE, TEST_POLICY_NOTE
 
 
 def label(result: TeamResult) -> str:
@@ -34,7 +34,7 @@ def table(results: Sequence[TeamResult]) -> str:
         lines.append(
             f"| {label(r)} | {s['agents_per_skill']} | {s['handled_on_time']}/{s['events']} | {s['late']} "
             f"| {s['dropped']} | {s['duplicate_actions']} | {drift} | {s['claim_losses']} "
-            f"| {merges(s, 'data_conflicts')} | {merges(s, 'resolutions')} "
+            f"| {policy_counts(s, 'data_conflicts')} | {policy_counts(s, 'resolutions')} "
             f"| {per_event} | {_number(s['latency_ticks_p50'])} / {_number(s['latency_ticks_p99'])} "
             f"| {s['makespan_ticks']} | {s['wall_seconds']:.1f} |"
         )
@@ -57,7 +57,7 @@ def by_policy(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{policy} {counts[policy]}" for policy in shown if counts[policy]) or "0"
 
 
-def merges(summary: Mapping[str, Any], key: str) -> str:
+def policy_counts(summary: Mapping[str, Any], key: str) -> str:
     """A run's `resolutions` or `data_conflicts` by policy; n/a for a runtime that keeps no Σ."""
     return "n/a" if summary["state_drift"] is None else by_policy(summary[key])
 
@@ -76,7 +76,11 @@ def notes(results: Sequence[TeamResult]) -> str:
         "claims), by policy."
     ]
     for model in sorted({r.config.model for r in results}):
-        lines.append(TEST_POLICY_NOTE.format(model=model) if is_test_policy(model) else f"Model: {model}.")
+        if not is_test_policy(model):
+            lines.append(f"Model: {model}.")
+            continue
+        recall = " or ".join(f"{value:g}" for value in sorted({r.config.recall for r in results}))
+        lines.append(f"{TEST_POLICY_NOTE.format(model=model)} {RECALL_NOTE.format(recall=recall)}")
     lines += [rezip_note(r, r.rezip) for r in results if r.rezip is not None]
     return "\n".join(lines)
 

@@ -19,7 +19,9 @@ item recorded one shelf off, or the step's change dropped), which the run report
 
 Faulty agents for concurrent simulations: `skillstate/stalls` never answers (a hung model call),
 `skillstate/finishes-early` answers `Finish` to its first event, and `skillstate/corrupts` acts correctly
-but records every item it stores one shelf off (a state that is schema-valid and wrong). Options the
+but records every item it stores one shelf off (a state that is schema-valid and wrong), and in the
+stockroom `skillstate/fumbles` misreads its events: a shipment one unit too many, an order shipped from the
+next shelf, each recorded as it did it, so that the world refuses it and its record must be taken back. Options the
 runtime may pass (`policy_options`): `think_ms`, how long each call takes, as a hosted model's latency
 would, `reply_words`, how many words of reasoning each answer gives (`sim --reply-words`), and `recall`
 (default 1).
@@ -54,15 +56,16 @@ from ..protocol.prompts import (
 )
 from ..protocol.reply import format_expand, format_reply
 from .faults import inject_fault, lengthened, semantic_fault, shelf_off, transcript_fault
+from .memory import recalled
 from .stockroom import STOCK_EVENT, stockroom_answer
 
 PROVIDER = "skillstate"
 SCRIPTED = f"{PROVIDER}/scripted"
 TOKENIZER_MODEL = "gpt-4o"
 """The tokenizer the test policy's usage is counted with (o200k_base, shipped with litellm)."""
-FAULTY_NAMES = ("stalls", "finishes-early", "corrupts")
-STALLS, FINISHES_EARLY, CORRUPTS = (f"{PROVIDER}/{name}" for name in FAULTY_NAMES)
-FAULTY_AGENTS = (STALLS, FINISHES_EARLY, CORRUPTS)
+FAULTY_NAMES = ("stalls", "finishes-early", "corrupts", "fumbles")
+STALLS, FINISHES_EARLY, CORRUPTS, FUMBLES = (f"{PROVIDER}/{name}" for name in FAULTY_NAMES)
+FAULTY_AGENTS = (STALLS, FINISHES_EARLY, CORRUPTS, FUMBLES)
 
 _STATE_BLOCK = re.compile(re.escape(STATE_HEADER) + r"\s*```json\n(.*?)\n```", re.DOTALL)
 _TRANSCRIPT = re.compile(
@@ -124,15 +127,6 @@ def read_prompt(prompt: str, recall: float = 1.0) -> View:
         else:
             inventory[match["summary"]] = match["summarized"]
     return View(recalled(inventory, prompt, recall), observation, False)
-
-
-def recalled(facts: dict[str, Any], prompt: str, recall: float) -> dict[str, Any]:
-    """The facts a reader of `prompt` recalls, each with probability `recall`, drawn per fact and prompt (so
-    per step): the test policy's imperfect memory of what a conversation or a summary says (`--recall`)."""
-    if recall >= 1:
-        return facts
-    digest = hashlib.sha256(prompt.encode()).hexdigest()
-    return {key: value for key, value in facts.items() if random.Random(f"{digest}:{key}").random() < recall}
 
 
 def needed_macro(prompt: str) -> str | None:
@@ -335,7 +329,8 @@ def answer(model: str, prompt: str, reply_words: int | None = None, recall: floa
         return format_expand(reasoning, needed)
     observation = prompt.rpartition(OBSERVATION_HEADER)[2]
     if STOCK_EVENT.search(observation):
-        reasoning, patch, action = stockroom_answer(*split_prompt(prompt))
+        fumbles = model.rpartition("/")[2] == "fumbles"
+        reasoning, patch, action = stockroom_answer(*split_prompt(prompt), recall=recall, fumbles=fumbles)
     else:
         reasoning, patch, action = (repo_answer if _REPO_EVENT.search(observation) else warehouse_answer)(
             prompt, recall

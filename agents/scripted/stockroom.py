@@ -3,19 +3,22 @@
 
 It chooses a free shelf at random (seeded by its prompt), as nothing in the skills says which: agents
 storing at once may choose the same one, and the world refuses the later. After a failed action it takes
-back what that action's patch recorded, then answers the event again, as the skills' troubleshooting says.
+back what that action recorded (the observation shows what its patches wrote), then answers the event again,
+as the skills' troubleshooting says.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 from collections.abc import Collection
 from typing import Any
 
 from ..envs.warehouse import SHELVES
-from ..protocol.prompts import GIVE_UP
+from ..protocol.prompts import GIVE_UP, RECORDED_HEADER
+from .memory import recalled
 
 STOCK_EVENT = re.compile(r"units of item_\d+\.|Customer order_\d+ asks|Maintenance due on shelf_")
 """An observation of the stockroom (the sequential warehouse words its events otherwise)."""
@@ -24,11 +27,12 @@ _ORDER = re.compile(r"Customer (order_\d+) asks for (\d+) unit of (item_\d+)")
 _MAINTENANCE = re.compile(r"Maintenance due on (shelf_\d+)")
 _LAST = re.compile(r"Last action: (.*)\nStatus: (\w+)\nResult: (.*)")
 _KEPT_ON = re.compile(r"(item_\d+) is kept on (shelf_\d+)")
+_RECORDED = re.compile(re.escape(RECORDED_HEADER) + r" (.*)")
 _HISTORY = re.compile(
     r"Action: (?P<action>(?:Store|Move) [^\n]+)"
     r"|Result: (?:Stored \d+ units of (?P<stored>item_\d+) on (?P<on>shelf_\d+)"
     r"|Moved (?P<moved>item_\d+) from shelf_\d+ to (?P<to>shelf_\d+))"
-    r"|Last action: (?P<failed>[^\n]+)\nStatus: error"
+    r"|Last action: (?P<failed>(?:Store|Move) [^\n]+)\nStatus: error"
 )
 
 
@@ -46,8 +50,9 @@ class Books:
         return cls(stock, locations, [o for o in state.get("shipped") or [] if isinstance(o, str)])
 
     @classmethod
-    def from_transcript(cls, head: str) -> Books:
-        """Locations replayed from a conversation: an action's shelf until its result confirms or refutes it."""
+    def from_transcript(cls, head: str, recall: float = 1.0) -> Books:
+        """Locations replayed from a conversation: an action's shelf until its result confirms or refutes it,
+        each recalled with probability `recall` (memory.py)."""
         confirmed: dict[str, str] = {}
         locations: dict[str, str] = {}
         for match in _HISTORY.finditer(head):
@@ -59,12 +64,12 @@ class Books:
                 item, shelf = (match["stored"], match["on"]) if match["stored"] else (match["moved"], match["to"])
                 confirmed[item] = locations[item] = shelf
             else:
-                item = match["failed"].split()[1] if len(match["failed"].split()) > 1 else ""
+                item = match["failed"].split()[1]
                 if item in confirmed:
                     locations[item] = confirmed[item]
                 else:
                     locations.pop(item, None)
-        return cls({}, locations, [])
+        return cls({}, recalled(locations, head, recall), [])
 
     def patch(self) -> dict[str, Any]:
         """The state patch of what this step changed (only the keys it changed)."""
@@ -86,35 +91,42 @@ class Books:
         return rng.choice([f"shelf_{n}" for n in range(SHELVES) if f"shelf_{n}" not in taken])
 
 
-def stockroom_answer(head: str, observation: str, state: dict[str, Any] | None) -> tuple[str, dict[str, Any], str]:
+def stockroom_answer(
+    head: str, observation: str, state: dict[str, Any] | None, recall: float = 1.0, fumbles: bool = False
+) -> tuple[str, dict[str, Any], str]:
     """(reasoning, state patch, action) for a stockroom prompt: the part before its latest observation, the
-    observation, and the state block it shows (None: a transcript runtime, which patches nothing)."""
-    books = Books.from_state(state) if state is not None else Books.from_transcript(head)
+    observation, and the state block it shows (None: a transcript runtime, which patches nothing and recalls
+    each shelf with probability `recall`). With `fumbles` (a faulty agent) it misreads the event (`_fumbled`)."""
+    books = Books.from_state(state) if state is not None else Books.from_transcript(head, recall)
     rng = random.Random(hashlib.sha256((head + observation).encode()).digest())
     reasoning: list[str] = []
     refused: set[str] = set()
     last = _LAST.search(observation)
     if last and last.group(2) == "error":
         reasoning.append(f"My last action `{last.group(1)}` failed: {last.group(3)} I take back what it recorded.")
-        refused = _take_back(books, last.group(1), last.group(3))
+        recorded = _RECORDED.search(observation)
+        refused = _take_back(books, last.group(1), last.group(3), json.loads(recorded.group(1)) if recorded else {})
     if GIVE_UP in observation:
         reasoning.append("I have no attempts left at this event, so I only take back what I recorded.")
         return " ".join(reasoning), books.patch() if state is not None else {}, "Wait"
     action = _decide(books, observation, rng, refused, reasoning)
+    if fumbles:
+        action = _fumbled(books, action)
     reasoning.append(f"The state update records the effect of `{action}`.")
     return " ".join(reasoning), books.patch() if state is not None else {}, action
 
 
-def _take_back(books: Books, action: str, result: str) -> set[str]:
-    """Undo a failed action's own record; the shelves the result says are taken."""
+def _take_back(books: Books, action: str, result: str, recorded: dict[str, Any]) -> set[str]:
+    """Undo a failed action's own record (`recorded`: what the patches on its event wrote); the shelves the
+    result says are taken."""
     words = action.split()
     if words[:1] == ["Store"] and len(words) == 4 and words[2].isdigit():
         item, units, shelf = words[1], int(words[2]), words[3]
         books.stock[item] = books.stock.get(item, 0) - units
         if kept := _KEPT_ON.search(result):
             books.locations[item] = kept.group(2)
-        elif books.locations.get(item) == shelf:
-            del books.locations[item]
+        elif (recorded.get("locations") or {}).get(item) == shelf and books.locations.get(item) == shelf:
+            del books.locations[item]  # a new item's shelf, which this action chose
             return {shelf}
     elif words[:1] == ["Ship"] and len(words) == 4:
         order, item = words[1], words[2]
@@ -126,6 +138,20 @@ def _take_back(books: Books, action: str, result: str) -> set[str]:
             books.locations[item] = old
         return {new}
     return set()
+
+
+def _fumbled(books: Books, action: str) -> str:
+    """The action misread, as `skillstate/fumbles` answers, with its record to match: a Store of one unit
+    more, a Ship from the next shelf (the world refuses either)."""
+    verb, *words = action.split()
+    if verb == "Store":
+        item, units, shelf = words
+        books.stock[item] += 1
+        return f"Store {item} {int(units) + 1} {shelf}"
+    if verb == "Ship":
+        order, item, shelf = words
+        return f"Ship {order} {item} shelf_{(int(shelf.rpartition('_')[2]) + 1) % SHELVES}"
+    return action
 
 
 def _decide(books: Books, observation: str, rng: random.Random, refused: set[str], reasoning: list[str]) -> str:

@@ -26,7 +26,7 @@ from ..envs.clock import Pace
 from ..envs.timed_driver import TimedDriver, TimedRun
 from ..runtime.agent import Agent
 from ..runtime.contexts import GroupChat, SkillState, Turn
-from ..runtime.llm import _litellm
+from ..runtime.llm import _litellm, is_test_policy
 from ..runtime.records import Recorder, StepRecord
 from ..runtime.rezip import summarize
 from ..teams import claims
@@ -80,11 +80,13 @@ class TeamResult:
             "think_ms": self.config.think_ms,
             "seed": self.config.seed,
             "model": self.config.model,
+            "recall": self.config.recall if is_test_policy(self.config.model) else None,
             "events": self.run.expected,
             "handled_on_time": sum(e.on_time for e in handled),
             "late": sum(not e.on_time for e in handled),
             "dropped": self.run.expected - len(handled),
             "duplicate_actions": sum(e.actions_after_handled > 0 for e in events),
+            "handed_back": sum(e.handed_back for e in events),
             "conflicts": conflicts,
             "claim_losses": self.counts.get("claim_losses", 0),
             "contention": self.config.contention,
@@ -120,6 +122,8 @@ def _data_key(record: StepRecord) -> str | None:
     if record.outcome != "conflict":
         return None
     keys = [path.split("/")[1] for path in record.conflict_paths or [] if path.count("/") >= 1]
+    if claims.CLAIMS in keys:
+        return None  # the claim was taken over: refused for that, whatever the data
     return next((key for key in keys if key not in claims.RUNTIME_KEYS), None)
 
 
@@ -145,9 +149,6 @@ def team_schema(policies: Mapping[str, str] | None = None, env: str = "warehouse
 def team_initial(env: str = "warehouse") -> dict[str, Any]:
     """A team world's initial Σ, with `claims` there from the start: claims of two events never meet."""
     return {**TEAM_WORLDS[env].initial, "clock": 0, "claims": {}}
-
-
-TEAM_INITIAL = team_initial()
 
 
 async def run_team(

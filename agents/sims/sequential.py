@@ -42,15 +42,13 @@ from ..runtime.llm import count_tokens, is_test_policy
 from ..runtime.records import Limits, Recorder, StepRecord
 from ..runtime.rezip import MacroFeedback, summarize
 from ..runtime.transport import SESSION, check_transport
+from ..scripted.memory import DEFAULT_RECALL
 from ..scripted.policy import SCRIPTED, fault_rate
 from .drift import state_drift
 from .skills import SETTINGS, ensure_skills, hydrated_context
 
 ENVIRONMENT = "environment"
 """The key of the environment driver's token in `run_simulation(tokens=...)`."""
-DEFAULT_RECALL = 0.95
-"""The test policy's recall in sim and demo: below 1, so that a runtime whose context only implies a fact (a
-transcript, a summary) scores below one that states it (Σ); `--recall 1` replays transcripts perfectly."""
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,17 @@ from ..envs.clock import Pace
 from ..runtime.llm import is_test_policy
 from ..runtime.records import Limits
 from ..runtime.transport import SESSION, check_transport
-from ..scripted.policy import CORRUPTS, FINISHES_EARLY, SCRIPTED, STALLS, fault_rate
+from ..scripted.memory import DEFAULT_RECALL
+from ..scripted.policy import CORRUPTS, FINISHES_EARLY, FUMBLES, SCRIPTED, STALLS, fault_rate
 from ..teams.agent import Coordination
 from .team_worlds import TEAM_WORLDS, TeamWorld
 
 TEAM_RUNTIMES = ("skillstate", "groupchat")
 COORDINATIONS = ("claims", "groups")
-FAULTS = {"stall": STALLS, "die": None, "finish": FINISHES_EARLY, "corrupt": CORRUPTS}
+FAULTS = {"stall": STALLS, "die": None, "finish": FINISHES_EARLY, "corrupt": CORRUPTS, "fumble": FUMBLES}
 """Faulty agents a run may add, each in place of the last agent of a skill (in skill order): a test policy
-that stalls, says Finish early or records wrong state, and `die`, an agent that crashes holding a claim."""
+that stalls, says Finish early, records wrong state or (in the stockroom) acts wrongly, and `die`, an agent
+that crashes holding a claim."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ class TeamConfig:
     """Merge policies that replace the world's designed ones (`TeamWorld.policies`) for some keys: a broken
     design, for tests and for comparison."""
     model: str = SCRIPTED
+    recall: float = DEFAULT_RECALL
+    """The scripted test policy's chance of recalling each fact only a transcript gives (scripted/memory.py):
+    the group chat's; Σ is read exactly. Test policy only."""
     faults: tuple[str, ...] = ()
     context_budget: int = 3000
     limits: Limits = field(default_factory=Limits)
@@ -79,9 +84,13 @@ class TeamConfig:
         check_transport(self.transport)
         if not 0 <= self.contention <= 1:
             raise ValueError(f"contention: {self.contention} is a probability (0 to 1)")
+        if not 0 <= self.recall <= 1:
+            raise ValueError(f"recall: {self.recall} is a probability (0 to 1)")
         if unknown_keys := sorted(set(self.policies) - set(self.world.policies)):
             raise ValueError(f"policies: {unknown_keys} are not keys of the {self.env}'s state "
                              f"({', '.join(self.world.policies)})")  # fmt: skip
+        if "fumble" in self.faults and self.env != "warehouse":
+            raise ValueError("faults: fumble misreads the stockroom's events only (env warehouse)")
         if self.processes and self.runtime != "skillstate":
             raise ValueError("processes: only skillstate agents run in processes of their own")
         if self.rezip and self.runtime != "skillstate":
@@ -139,4 +148,5 @@ class Team:
 
 
 def policy_options(config: TeamConfig) -> dict[str, Any]:
-    return {"think_ms": config.think_ms} if is_test_policy(config.model) else {}
+    """What the scripted test policy is told (nothing for a real model)."""
+    return {"think_ms": config.think_ms, "recall": config.recall} if is_test_policy(config.model) else {}

@@ -5,9 +5,16 @@ the skill sees every event, and claims.py decides who handles it), or through th
 which the session joins (the server hands each event to one member; the claim still guards against a
 redelivery acting twice). The claim is a state write, not a model call: an agent that loses spends no
 tokens. The winner asks its model (P, Σ and the event only, as every SKILL.state step) and submits the patch
-and the action together with `done` on its claim; the action takes effect only if that revision commits. An
-agent told that its action failed reopens its claim and asks again, with the failure in the observation; out
-of attempts, it asks once more only to take back what the failed action recorded, and lets the claim run out.
+and the action together with `done` on its claim; the action takes effect only if that revision commits.
+
+An agent told that its action failed reopens its claim and asks again, shown the failure and what the patches
+sent with its actions on the event wrote (actions.py). Out of attempts, it asks once more only to take that
+record back (GIVE_UP), and hands the event back in the same revision: its claim released, and the action
+`{"event": ..., "hand_back": true}`, on which the world announces the event to the skill again for another
+agent (not this one, unless another handed it back since or its group has no other member free). A failed
+action's record is taken back whatever else happens: when the event was taken over meanwhile (then nothing
+is handed back), when the retry's replies were all refused, and once the world is done (the agent waits for
+the outcomes of its actions before it stops).
 
 Events another agent holds are looked at again as their leases may run out, so the work of an agent that
 died or stalled goes to another. A fault for tests: `die_after` makes the agent crash at an event it takes
@@ -36,9 +43,15 @@ from ..protocol.reply import Reply
 from ..runtime.agent import Agent, is_finish, payload_of
 from ..runtime.transport import Link
 from . import claims, journal
+from .actions import EventActions, Worked, hand_back_action
 from .claims import Standing
 from .held import HeldEvents
 from .inbox import DONE, OUTCOME, START, Inbox
+
+OUTCOME_WAIT = 5.0
+"""Seconds an agent waits, once the world is done, for the outcome of an action it submitted."""
+NOTE_ATTEMPTS = 3
+"""Writes of a line to Σ's notes before it is counted lost (`notes_lost`): each reads the notes again."""
 
 
 class AgentDied(RuntimeError):
@@ -75,14 +88,19 @@ class TeamAgent(Agent):
         super().__init__(*args, **kwargs)
         self.coordination = coordination
         self.counts: collections.Counter[str] = collections.Counter()
-        """taken_up, claims, claim_losses, takeovers, abandoned, early_finish, gave_up: what coordination cost
-        it."""
+        """taken_up, claims, claim_losses, takeovers, abandoned, early_finish, gave_up, notes_lost: what
+        coordination cost it."""
         self._held = HeldEvents(coordination.lease_seconds)
-        self._tries: collections.Counter[str] = collections.Counter()
+        self._actions = EventActions()
         self._event: str | None = None
         """The event the model is being asked about (what `submission` claims done)."""
-        self._giving_back = False
-        """The model is asked only to take back a failed action (`_give_back`): its patch goes in alone."""
+        self._giving_back: bool | None = None
+        """The model is asked only to take back a failed action (`_give_back`): True to hand the event back
+        in the same revision, False to submit the patch alone, None when it is not."""
+        self._written: dict[str, Any] = {}
+        """The data patch of the latest submission."""
+        self._requeued: set[int] = set()
+        """Sequences of the events this agent handed back that its group gave it, and it gave back."""
         self._expanded_for: dict[str, frozenset[str]] = {}
         """event id -> the macros expanded for the latest step on it (`--rezip`), blamed if its action fails."""
         self.finished = False
@@ -112,17 +130,21 @@ class TeamAgent(Agent):
                     await self._revisit()
                     continue
                 observation = await inbox.next(self._held.wait())
-                if observation is None:
+                if observation is None or observation.kind == DONE:
                     continue
                 payload = payload_of(observation.payload)
-                if observation.kind == DONE:
-                    break
                 if observation.kind == START:
                     self.ready.set()
                 elif observation.kind == OUTCOME:
-                    await self._on_outcome(payload)
+                    await self._on_outcome(payload, retry=True)
                 else:
                     await self._on_event(payload, observation)
+            while not self.finished and self._actions.awaiting:  # the world is done: take back what failed
+                observation = await inbox.next(OUTCOME_WAIT)
+                if observation is None:
+                    break
+                if observation.kind == OUTCOME:
+                    await self._on_outcome(payload_of(observation.payload), retry=False)
 
     @property
     def ended(self) -> str:
@@ -131,6 +153,11 @@ class TeamAgent(Agent):
 
     async def _on_event(self, payload: Mapping[str, Any], observation: Observation) -> None:
         event_id = str(payload["event_id"])
+        if payload.get("handed_back_by") == self.agent_id and observation.sequence not in self._requeued:
+            if self.coordination.group:  # to another member; back here only when none is free: take it then
+                self._requeued.add(observation.sequence)
+                await self._ack(observation, requeue=True)
+            return  # announced again for the others
         state = await self.read_state()
         where = claims.standing(state.state, event_id, self.agent_id)
         if where is Standing.DONE:
@@ -146,6 +173,7 @@ class TeamAgent(Agent):
     ) -> None:
         """Claim the event (unless it is this agent's already), then work on it."""
         self._held.forget(event_id)
+        self._actions.taken(event_id)
         self.counts["taken_up"] += 1
         if self.coordination.die_after is not None and self.counts["taken_up"] >= self.coordination.die_after:
             self._die_after_claiming = True
@@ -164,42 +192,49 @@ class TeamAgent(Agent):
         if self._die_after_claiming:
             raise AgentDied(f"{self.agent_id} dies at {event_id}, holding its claim if it won one (a test fault)")
         acted = await self._work(event_id, payload)
-        await self._ack(observation, requeue=not acted)  # not acted: another member should have it now
+        if acted is Worked.GAVE_UP:
+            self._gave_up_on("gave_up")
+            await self._release(event_id)
+        await self._ack(observation, requeue=acted is not Worked.ACTED)  # another member should have it now
 
-    async def _on_outcome(self, payload: Mapping[str, Any]) -> None:
-        """The world ran this agent's action: if it did not handle the event, reopen the claim and retry."""
+    async def _on_outcome(self, payload: Mapping[str, Any], *, retry: bool) -> None:
+        """The world ran this agent's action: if it did not handle the event, reopen the claim and try again
+        (with `retry`, while attempts are left), or else take back what the action recorded."""
         event_id = str(payload["event_id"])
         expanded = self._expanded_for.pop(event_id, frozenset())
         if payload.get("handled"):
+            self._actions.settled(event_id)
             return
         if self.feedback is not None:
             self.feedback.action_failed(expanded)
-        self._tries[event_id] += 1
+        tries, recorded = self._actions.failed(event_id)
+        failed = {**payload, "recorded": recorded}
         state = await self.read_state()
         if self.coordination.journal and isinstance(payload.get("last_action"), Mapping):
-            note = journal.note_patch(state.state, self.agent_id, event_id, payload["last_action"])
-            state = await self._write(note, state)
+            state = await self._note(event_id, payload["last_action"], state)
         claim = claims.claim_of(state.state, event_id)
-        if claim is None or claim.agent != self.agent_id:
-            return  # not this agent's event (any more): not its to retry
-        if not await self._claim(event_id, state):  # another agent wrote the claim meanwhile: theirs now
-            return
-        if self._tries[event_id] > self.coordination.outcome_retries:
-            await self._give_back(event_id, payload)
-        else:
-            await self._work(event_id, payload)
+        mine = retry and claim is not None and claim.agent == self.agent_id and await self._claim(event_id, state)
+        if mine and tries <= self.coordination.outcome_retries:
+            worked = await self._work(event_id, failed)
+            if worked in (Worked.ACTED, Worked.FINISHED):
+                return
+            mine = worked is Worked.GAVE_UP  # else taken over meanwhile: the record is still to take back
+        await self._give_back(event_id, failed, hand_back=mine)
 
-    async def _give_back(self, event_id: str, payload: Mapping[str, Any]) -> None:
-        """Out of attempts at an event: ask the model once more, told to take back what its failed action
-        recorded (GIVE_UP); that patch goes in with no action and the claim is left to run out, so another
-        agent may take the event over with attempts of its own."""
+    async def _give_back(self, event_id: str, failed: Mapping[str, Any], *, hand_back: bool) -> None:
+        """Ask the model once more, told only to take back what the failed action recorded (GIVE_UP); with
+        `hand_back`, that patch releases the claim and its action hands the event back, so that the world
+        announces it again for another agent, with attempts of its own."""
         self._gave_up_on("gave_up")
         self.steps += 1
-        self._event, self._giving_back = event_id, True
+        self._event, self._giving_back = event_id, hand_back
         try:
-            await self.answer(render_observation({**payload, "give_up": True}))
+            answered = await self.answer(render_observation({**failed, "give_up": True}))
         finally:
-            self._event, self._giving_back = None, False
+            self._event, self._giving_back = None, None
+            self._actions.settled(event_id)
+        if answered is None and hand_back:  # its replies were refused: hand the event back all the same
+            await self._release(event_id, hand_back=True)
 
     async def _claim(self, event_id: str, state: State) -> bool:
         """Write this agent's claim of the event, leased from Σ's clock, against `state`; False when the claim
@@ -211,15 +246,21 @@ class TeamAgent(Agent):
             return False
         return True
 
-    async def _write(self, patch: dict[str, Any], state: State) -> State:
-        """Submit a patch of the runtime's own (no action) against `state`; Σ as it reads afterwards."""
-        with contextlib.suppress(ConflictError):
-            await self.link.submit(patch, base_revision=state.revision)
-        return await self.read_state()
+    async def _note(self, event_id: str, failure: Mapping[str, Any], state: State) -> State:
+        """Add a line on a refused action to Σ's notes (journal.py), read again after a concurrent write;
+        Σ as it reads afterwards."""
+        for _ in range(NOTE_ATTEMPTS):
+            try:
+                await self.link.submit(journal.note_patch(state.state, self.agent_id, event_id, failure),
+                                       base_revision=state.revision)  # fmt: skip
+                return await self.read_state()
+            except ConflictError:
+                state = await self.read_state()
+        self.counts["notes_lost"] += 1
+        return state
 
-    async def _work(self, event_id: str, payload: Mapping[str, Any]) -> bool:
-        """Ask the model about the event and submit its answer with the claim done. True when it acted, or
-        when the event was taken over meanwhile (it is another agent's now)."""
+    async def _work(self, event_id: str, payload: Mapping[str, Any]) -> Worked:
+        """Ask the model about the event and submit its answer with the claim done."""
         self.steps += 1
         self._event = event_id
         abandoned = self.counts["abandoned"]
@@ -230,16 +271,13 @@ class TeamAgent(Agent):
             if self.feedback is not None:
                 self._expanded_for[event_id] = self.feedback.end_step()
         if answered is None:
-            if self.counts["abandoned"] > abandoned:
-                return True
-            self._gave_up_on("gave_up")
-            await self._release(event_id)
-            return False
+            return Worked.TAKEN_OVER if self.counts["abandoned"] > abandoned else Worked.GAVE_UP
         if is_finish(answered):
             self._gave_up_on("early_finish")
             self.finished = True
-            return False
-        return True
+            return Worked.FINISHED
+        self._actions.acted(event_id, self._written)
+        return Worked.ACTED
 
     def _gave_up_on(self, count: str) -> None:
         """Count an event this agent let go unhandled (`gave_up`, `early_finish`): for ReZip, a failure."""
@@ -249,30 +287,42 @@ class TeamAgent(Agent):
 
     def submission(self, reply: Reply, state: State) -> tuple[dict[str, Any], Any] | None:
         assert self._event is not None, "the model is asked only about an event"
-        if claims.standing(state.state, self._event, self.agent_id) is not Standing.MINE:
+        mine = claims.standing(state.state, self._event, self.agent_id) is Standing.MINE
+        if not mine and self._giving_back is None:
             self.counts["abandoned"] += 1
             return None  # taken over while this agent was slow: it must not act
+        written = {key: value for key, value in claims.visible(reply.state_patch).items()
+                   if not (self.coordination.journal and key in journal.KEYS)}  # the runtime's to write  # fmt: skip
+        if self._giving_back is not None:
+            return self._giving_back_submission(written, state)
         if is_finish(reply):
             return claims.release_patch(self._event), None
-        if self._giving_back:
-            return claims.visible(reply.state_patch), None
-        written = reply.state_patch
-        if self.coordination.journal:  # the journal is the runtime's to write
-            written = {key: value for key, value in written.items() if key not in journal.KEYS}
+        self._written = written
         patch = claims.with_claim(written, claims.done_patch(self._event, self.agent_id))
         if self.coordination.journal:
             patch.update(journal.audit_patch(state.state, self.agent_id, self._event, reply.action))
         return patch, {"event": self._event, "do": reply.action}
 
+    def _giving_back_submission(self, written: dict[str, Any], state: State) -> tuple[dict[str, Any], Any]:
+        """The patch that takes back a failed action's record; handing the event back too while it is still
+        this agent's."""
+        assert self._event is not None
+        if not self._giving_back or claims.standing(state.state, self._event, self.agent_id) is not Standing.MINE:
+            return written, None
+        return claims.with_claim(written, claims.release_patch(self._event)), hand_back_action(self._event)
+
     def _visible(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
         return super()._visible(claims.visible(state))
 
-    async def _release(self, event_id: str) -> None:
-        """Let another agent take the event over at once (this one gave up on it)."""
+    async def _release(self, event_id: str, *, hand_back: bool = False) -> None:
+        """Let another agent take the event over at once (this one gave up on it); with `hand_back`, the
+        world announces it again too."""
         state = await self.read_state()
-        if claims.standing(state.state, event_id, self.agent_id) is Standing.MINE:
-            with contextlib.suppress(ConflictError):  # taken over meanwhile
-                await self.link.submit(claims.release_patch(event_id), base_revision=state.revision)
+        if claims.standing(state.state, event_id, self.agent_id) is not Standing.MINE:
+            return
+        action = hand_back_action(event_id) if hand_back else None
+        with contextlib.suppress(ConflictError):  # taken over meanwhile
+            await self.link.submit(claims.release_patch(event_id), base_revision=state.revision, action=action)
 
     async def _revisit(self) -> None:
         """Look again at the events others hold: done ones are forgotten, expired ones taken over (one at a

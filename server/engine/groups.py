@@ -72,9 +72,9 @@ class ConsumerGroup:
         self.max_unacked = max_unacked
         self._on_idle = on_idle
         self._ready: collections.deque[Delivery] = collections.deque()
+        """Waiting for a member; taken-back deliveries go to the front."""
         self._taken_back: dict[int, Delivery] = {}
         """The deliveries in `_ready` that a member held before, by sequence."""
-        """Waiting for a member; taken-back deliveries go to the front."""
         self._holder: dict[int, Member] = {}
         self._members: list[Member] = []
         """In turn order: a member that was just given an observation goes to the back."""

@@ -3,7 +3,9 @@ books; a policy broken on purpose shows as drift (the scripted test policy, thro
 
 from __future__ import annotations
 
+import collections
 import os
+import random
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 os.environ["SKILLSTATE_OFFLINE"] = "1"
 
 from skillstate.agents.envs.stockroom import PAIRS, StockEvent, Stockroom, believed, generate_stock_events
+from skillstate.agents.envs.timed import TimedStockroom
 from skillstate.agents.envs.warehouse import EventKind
 from skillstate.agents.scripted.stockroom import Books
 from skillstate.agents.sims.concurrent import run_team
@@ -54,23 +57,69 @@ def test_contention_is_the_share_of_events_that_come_in_pairs() -> None:
 def test_the_world_refuses_what_it_cannot_do_and_changes_nothing() -> None:
     world = Stockroom()
     receive, order = StockEvent(0, EventKind.RECEIVE, "item_0", 2), StockEvent(1, EventKind.ORDER, "item_0", 1)
-    world.alert(receive)
-    for action, says in [
-        ("Store item_0 3 shelf_1", "3 units of item_0 are not waiting at the dock"),
-        ("Store item_0 two shelf_1", "two is not a number of units"),
-        ("Store item_0 2 shelf_500", "shelf_500 is not a shelf"),
-        ("Ship order_1 item_0 shelf_1", "order_1 is not an open order"),
-        ("Fly item_0", "Unknown action 'Fly'"),
+    maintenance = StockEvent(2, EventKind.MAINTENANCE, "item_0", 0)
+    for action, event, says in [
+        ("Store item_0 3 shelf_1", receive, "The shipment is 2 units of item_0, not 3 of item_0."),
+        ("Store item_1 2 shelf_1", receive, "The shipment is 2 units of item_0, not 2 of item_1."),
+        ("Store item_0 2 shelf_1", order, "No shipment waits to be stored for this event."),
+        ("Store item_0 2 shelf_1", None, "No shipment waits to be stored for this event."),
+        ("Store item_0 two shelf_1", receive, "two is not a number of units"),
+        ("Store item_0 2 shelf_500", receive, "shelf_500 is not a shelf"),
+        ("Ship order_1 item_0 shelf_1", None, "order_1 is not an open order"),
+        ("Move item_0 shelf_1 shelf_2", receive, "No maintenance is due for this event."),
+        ("Fly item_0", receive, "Unknown action 'Fly'"),
     ]:
-        outcome = world.execute(action, None)
+        outcome = world.execute(action, event)
         assert outcome.status == "error" and says in outcome.result, (action, outcome)
     assert world.books() == {"stock": {}, "locations": {}, "shipped": []}
     assert world.execute("Store item_0 2 shelf_1", receive).handled
-    world.alert(StockEvent(2, EventKind.RECEIVE, "item_1", 1))
-    assert world.execute("Store item_1 1 shelf_1", None).result == "shelf_1 is kept for item_0."
+    other = StockEvent(3, EventKind.RECEIVE, "item_1", 1)
+    assert world.execute("Store item_1 1 shelf_1", other).result == "shelf_1 is kept for item_0."
     assert world.execute("Ship order_1 item_0 shelf_2", order).result == "shelf_2 holds no units of item_0."
+    assert world.execute("Move item_1 shelf_1 shelf_2", maintenance).result == (
+        "The maintenance is due on item_0's shelf, not item_1's."
+    )
     assert world.execute("Ship order_1 item_0 shelf_1", order).handled
     assert world.books() == {"stock": {"item_0": 1}, "locations": {"item_0": "shelf_1"}, "shipped": ["order_1"]}
+
+
+class Solver:
+    """Answers every announced event of a TimedStockroom correctly, from the world's own books."""
+
+    def __init__(self, world: TimedStockroom, rng: random.Random) -> None:
+        self.world, self.rng = world, rng
+
+    def command(self, event: StockEvent) -> str:
+        room = self.world.world
+        if event.kind is EventKind.RECEIVE:
+            free = [f"shelf_{n}" for n in range(room.shelves) if f"shelf_{n}" not in room.holder]
+            return f"Store {event.item} {event.units} {room.shelf_of.get(event.item) or self.rng.choice(free)}"
+        if event.kind is EventKind.ORDER:
+            return f"Ship {event.order} {event.item} {room.shelf_of[event.item]}"
+        free = [f"shelf_{n}" for n in range(room.shelves) if f"shelf_{n}" not in room.holder]
+        return f"Move {event.item} {room.shelf_of[event.item]} {self.rng.choice(free)}"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_open_orders_never_count_on_more_units_than_the_shelf_holds(seed: int) -> None:
+    """Events answered in a random order as they open, every answer right: each action is valid when the
+    world runs it, and at every tick the open orders of an item ask for no more units than its shelf holds."""
+    rng = random.Random(seed)
+    events = generate_stock_events(200, seed, contention=0.6)
+    world = TimedStockroom(events, [i // 2 for i in range(200)], deadline=20)
+    solver, by_id, open_ids = Solver(world, rng), {f"e{e.index}": e for e in events}, []
+    for tick in range(10_000):
+        open_ids += [arrival.event_id for arrival in world.due(tick)]
+        ordered = collections.Counter(by_id[i].item for i in open_ids if by_id[i].kind is EventKind.ORDER)
+        assert all(n <= world.world.units_on_shelf(item) for item, n in ordered.items()), (tick, ordered)
+        for event_id in rng.sample(open_ids, k=min(len(open_ids), rng.randint(0, 3))):
+            outcome = world.act(event_id, solver.command(by_id[event_id]))
+            assert outcome.handled, (event_id, outcome)
+            open_ids.remove(event_id)
+        if not open_ids and not world.unannounced():
+            break
+    assert world.books()["shipped"] == sorted(e.order for e in events if e.kind is EventKind.ORDER)
+    assert world.books()["stock"] == {item: n for item, n in replay(events).items() if n > 0}
 
 
 def test_the_policy_writes_totals_and_takes_back_a_failed_action() -> None:
@@ -87,6 +136,55 @@ def test_the_policy_writes_totals_and_takes_back_a_failed_action() -> None:
     _, patch, action = stockroom_answer("", f"{failed}\nEvent: Customer order_7 asks for 1 unit of item_0.", moved)
     assert action == "Ship order_7 item_0 shelf_9" and patch == {}, "taken back and done again: no net change"
     assert Books.from_state(moved).patch() == {}
+
+
+def test_the_policy_takes_back_only_what_its_patches_wrote() -> None:
+    """A failed Store's shelf is deleted when the patches on its event wrote it (a new item), kept when it was
+    there before (the observation shows what they wrote: agents/teams/agent.py)."""
+    from skillstate.agents.protocol.prompts import RECORDED_HEADER
+    from skillstate.agents.scripted.stockroom import stockroom_answer
+
+    failed = "Last action: Store item_2 2 shelf_3\nStatus: error\nResult: The shipment is 1 units of item_2, not 2."
+    event = "Event: Shipment arrived containing 1 units of item_2."
+    known = {"stock": {"item_2": 3}, "locations": {"item_2": "shelf_3"}, "shipped": []}
+    observation = f'{failed}\n{RECORDED_HEADER} {{"stock":{{"item_2":3}}}}\n{event}'
+    _, patch, action = stockroom_answer("", observation, known)
+    assert (patch, action) == ({"stock": {"item_2": 2}}, "Store item_2 1 shelf_3"), "the old shelf kept"
+    new = {"stock": {"item_2": 2}, "locations": {"item_2": "shelf_3"}, "shipped": []}
+    recorded = '{"locations":{"item_2":"shelf_3"},"stock":{"item_2":2}}'
+    observation = f"{failed}\n{RECORDED_HEADER} {recorded}\n{event}"
+    _, patch, action = stockroom_answer("", observation, new)
+    assert action.startswith("Store item_2 1 ") and action != "Store item_2 1 shelf_3", "a new shelf this time"
+    assert patch == {"stock": {"item_2": 1}, "locations": {"item_2": action.split()[3]}}
+
+
+def test_patches_compose_as_they_apply() -> None:
+    from skillstate.agents.teams.actions import composed
+
+    first = {"stock": {"item_1": 4}, "locations": {"item_1": "shelf_2"}, "shipped": ["order_3"]}
+    then = {"stock": {"item_1": 3, "item_2": 1}, "locations": {"item_1": None}, "shipped": ["order_3", "order_5"]}
+    assert composed(first, then) == {"stock": {"item_1": 3, "item_2": 1}, "locations": {"item_1": None},
+                                     "shipped": ["order_3", "order_5"]}  # fmt: skip
+    assert composed({}, then) == then and composed(first, {}) == first
+
+
+@pytest.mark.parametrize("coordination", ["claims", "groups"])
+async def test_an_agent_out_of_attempts_takes_back_its_record_and_hands_the_event_to_another(
+    server_address: str, coordination: str
+) -> None:
+    """A receiving and a shipping agent that misread their events (`fumble`): the world refuses every action
+    they take, they take back what they recorded, out of attempts they hand the event back, and the world
+    announces it again for the other agent of the skill, which handles it."""
+    config = quick(agents_per_skill=2, horizon=30, contention=0.4, faults=("fumble", "fumble"),
+                   coordination=coordination)  # fmt: skip
+    result = await run_team(server_address, config)
+    summary = result.summary()
+    assert summary["state_drift"] == [], summary["state_drift"]
+    assert summary["dropped"] == 0 and summary["handed_back"] > 0, summary
+    fumblers = {agent for agent, fault in config.faulty().items() if fault == "fumble"}
+    assert all(e.handled_by not in fumblers for e in result.run.events.values()), "only the others handle events"
+    refused = [r for r in result.records if r.agent in fumblers and r.outcome == "applied" and r.action != "Wait"]
+    assert refused, "the fumblers acted (and the world refused them)"
 
 
 async def test_agents_writing_one_item_at_once_merge_and_agree_with_the_world(server_address: str) -> None:

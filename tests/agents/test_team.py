@@ -17,7 +17,7 @@ from skillstate.agents.envs.timed import TimedStockroom
 from skillstate.agents.envs.warehouse import EventKind
 from skillstate.agents.runtime.contexts import SkillState
 from skillstate.agents.runtime.records import Limits, Recorder
-from skillstate.agents.sims.concurrent import TEAM_INITIAL, run_team, team_schema
+from skillstate.agents.sims.concurrent import run_team, team_initial, team_schema
 from skillstate.agents.sims.drift import state_drift
 from skillstate.agents.sims.team_setup import TeamConfig
 from skillstate.agents.teams import claims
@@ -104,7 +104,7 @@ async def test_eight_agents_racing_for_one_event_exactly_one_acts_and_the_losers
     server_address: str,
 ) -> None:
     async with StateClient(server_address) as client:
-        execution_id = (await client.create_execution(schema=team_schema(), initial_state=TEAM_INITIAL)).execution_id
+        execution_id = (await client.create_execution(schema=team_schema(), initial_state=team_initial())).execution_id
         recorder, barrier = Recorder(), asyncio.Barrier(8)
         agents = []
         for i in range(8):
@@ -151,7 +151,7 @@ async def test_four_agents_a_skill_keep_up_where_one_falls_behind(server_address
 
 async def test_the_claim_of_an_agent_that_dies_is_taken_over_once_its_lease_runs_out(server_address: str) -> None:
     async with StateClient(server_address) as client:
-        initial = TEAM_INITIAL
+        initial = team_initial()
         execution_id = (await client.create_execution(schema=team_schema(), initial_state=initial)).execution_id
         recorder = Recorder()
         common: dict[str, Any] = {"skills": ["stockroom-receiving"], "instructions": "Store arrivals.",
@@ -224,7 +224,7 @@ async def test_a_holder_slower_than_its_lease_never_acts_after_a_takeover(server
     committed and its action reached the world a second time. The done claim names its agent now: after a
     takeover that is a conflict, and the late action goes nowhere."""
     async with StateClient(server_address) as client:
-        initial = TEAM_INITIAL
+        initial = team_initial()
         execution_id = (await client.create_execution(schema=team_schema(), initial_state=initial)).execution_id
         recorder = Recorder()
         lease = Coordination(lease_ticks=5, tick_ms=20)

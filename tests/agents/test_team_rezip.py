@@ -13,7 +13,7 @@ os.environ["SKILLSTATE_OFFLINE"] = "1"
 import pytest
 
 from skillstate.agents import SCRIPTED, Coordination, Recorder, SkillState, TeamAgent, TeamConfig, run_team
-from skillstate.agents.sims.concurrent import TEAM_INITIAL, team_schema
+from skillstate.agents.sims.concurrent import team_initial, team_schema
 from skillstate.agents.sims.team_rezip import own_context
 from skillstate.clients import NotFoundError, RevisionEvent, SkillRegistryClient, StateClient
 from skillstate.project_skills import FOLDER as PROJECT_SKILLS
@@ -138,7 +138,7 @@ async def test_a_failed_action_blames_the_macros_of_its_own_step_though_the_agen
     macro = await shown_macro(server_address)
     agent_id = f"{RECEIVING}-0"
     async with StateClient(server_address) as client, SkillRegistryClient(server_address) as skills:
-        execution_id = (await client.create_execution(schema=team_schema(), initial_state=TEAM_INITIAL)).execution_id
+        execution_id = (await client.create_execution(schema=team_schema(), initial_state=team_initial())).execution_id
         instructions, reads, feedback = await own_context(skills, agent_id, 3000)
         recorder = Recorder()
         agent = TeamAgent(client, execution_id, agent_id, skills=[RECEIVING], instructions=instructions,
