@@ -42,8 +42,6 @@ from .team_worlds import TEAM_WORLDS
 
 READY_TIMEOUT = 120.0
 """Seconds agents may take to start (processes import litellm, seconds each on a busy machine)."""
-FINISH_WAIT = 5.0
-"""Seconds agents get to stop once the world is done; a stalled one is then cancelled (and counted)."""
 
 
 @dataclass
@@ -192,7 +190,7 @@ async def run_team(
                 await client.publish_observation(execution_id, agent_id, {}, source=ENVIRONMENT, kind=START)
             await _ready(team)
             timed = await driver.run()
-            ended = await _until_ended(team.tasks)
+            ended = await _until_ended(team.tasks, config.finish_wait)
             await driver.finish()
             counts = team.counts()
             rezip = summarize(team.told()) if config.rezip else None
@@ -280,10 +278,10 @@ async def _ready(team: Team) -> None:
     raise TimeoutError(f"the agents were not ready within {READY_TIMEOUT:.0f} s")
 
 
-async def _until_ended(tasks: dict[asyncio.Future[Any], str]) -> dict[str, str]:
+async def _until_ended(tasks: dict[asyncio.Future[Any], str], finish_wait: float) -> dict[str, str]:
     """How each agent ended, once the world is done: finished, finished_early, died (counted, not raised), or
-    stalled (still running FINISH_WAIT seconds later, then cancelled)."""
-    done, pending = await asyncio.wait(tasks, timeout=FINISH_WAIT)
+    stalled (still running `finish_wait` seconds later, then cancelled)."""
+    done, pending = await asyncio.wait(tasks, timeout=finish_wait)
     ended: dict[str, str] = {}
     for task in done:
         error = task.exception()

@@ -54,6 +54,11 @@ class TeamConfig:
     limits: Limits = field(default_factory=Limits)
     timeout: float = 600.0
     """Seconds after which the run ends whatever is left."""
+    finish_wait: float = 30.0
+    """Seconds agents get to stop once the world is done (taking back what failed may need a model call);
+    a stalled one is then cancelled and counted. Agents that stop sooner end the wait."""
+    hold_seconds: float = 30.0
+    """How long an agent keeps renewing its claim during one model call (`Coordination.hold_seconds`)."""
     processes: bool = False
     """Each agent in its own OS process (skillstate runtime only)."""
     transport: str = SESSION
@@ -84,6 +89,9 @@ class TeamConfig:
         check_transport(self.transport)
         if not 0 <= self.contention <= 1:
             raise ValueError(f"contention: {self.contention} is a probability (0 to 1)")
+        if self.finish_wait <= 0 or self.hold_seconds <= 0:
+            raise ValueError(f"finish_wait ({self.finish_wait}) and hold_seconds ({self.hold_seconds}) are seconds, "
+                             "more than 0")  # fmt: skip
         if not 0 <= self.recall <= 1:
             raise ValueError(f"recall: {self.recall} is a probability (0 to 1)")
         if unknown_keys := sorted(set(self.policies) - set(self.world.policies)):
@@ -118,6 +126,7 @@ class TeamConfig:
             lease_ticks=self.lease_ticks,
             tick_ms=self.pace.tick_ms,
             die_after=1 if self.faulty().get(agent_id) == "die" else None,
+            hold_seconds=self.hold_seconds,
             journal=True,
         )
 

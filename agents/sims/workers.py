@@ -33,7 +33,7 @@ DIED = 3
 """The exit code of a worker whose agent died (the `die` fault)."""
 EXIT_GRACE = 1.0
 """Seconds a worker gets to exit after its closing line: tearing down an interpreter with litellm loaded can
-take longer than a run's FINISH_WAIT on a busy machine, and the agent would be counted stalled."""
+take longer than a run's `finish_wait` on a busy machine, and the agent would be counted stalled."""
 
 
 async def start_processes(

@@ -11,10 +11,14 @@ An agent told that its action failed reopens its claim and asks again, shown the
 sent with its actions on the event wrote (actions.py). Out of attempts, it asks once more only to take that
 record back (GIVE_UP), and hands the event back in the same revision: its claim released, and the action
 `{"event": ..., "hand_back": true}`, on which the world announces the event to the skill again for another
-agent (not this one, unless another handed it back since or its group has no other member free). A failed
-action's record is taken back whatever else happens: when the event was taken over meanwhile (then nothing
-is handed back), when the retry's replies were all refused, and once the world is done (the agent waits for
-the outcomes of its actions before it stops).
+agent. The agent that handed it back holds it as if another held it, and takes it again only if no one did (in
+a consumer group: gives it back, and the group hands it to another member as soon as one is free, or back to
+this one if no other is left); it hands an event back once, and lets it go after that. The record is taken back
+on the other ways out too: the event taken over during a retry (then nothing is released), a retry's replies
+all refused or a Finish (the event is handed back), and once the world is done (the agent waits up to
+OUTCOME_WAIT for the outcomes of its actions). Only a take-back whose every reply is refused leaves the record
+(`records_left`). While its model is asked, an agent renews its claim every half lease (for `hold_seconds` at
+most), so a slow call keeps its event: a takeover needs an agent that died or stalled.
 
 Events another agent holds are looked at again as their leases may run out, so the work of an agent that
 died or stalled goes to another. A fault for tests: `die_after` makes the agent crash at an event it takes
@@ -49,7 +53,8 @@ from .held import HeldEvents
 from .inbox import DONE, OUTCOME, START, Inbox
 
 OUTCOME_WAIT = 5.0
-"""Seconds an agent waits, once the world is done, for the outcome of an action it submitted."""
+"""Seconds an agent waits in all, once the world is done, for the outcomes of the actions it submitted (the
+world runs them as they commit: they come at once, unless the world is gone)."""
 NOTE_ATTEMPTS = 3
 """Writes of a line to Σ's notes before it is counted lost (`notes_lost`): each reads the notes again."""
 
@@ -72,6 +77,9 @@ class Coordination:
     """New attempts at an event after the world reported that its action did not handle it."""
     journal: bool = False
     """Keep Σ's audit trail and shift notes (journal.py)."""
+    hold_seconds: float = 30.0
+    """How long an agent renews its claim during one model call at most: a call that takes longer is taken to
+    have stalled, and its lease runs out so that another agent may take the event over."""
     die_after: int | None = None
     """A fault for tests: crash at the Nth event this agent takes up, right after claiming it (holding the
     claim if it won it)."""
@@ -99,6 +107,8 @@ class TeamAgent(Agent):
         in the same revision, False to submit the patch alone, None when it is not."""
         self._written: dict[str, Any] = {}
         """The data patch of the latest submission."""
+        self._handed_back: set[str] = set()
+        """The events this agent handed back (each at most once: out of attempts again, it lets the event go)."""
         self._requeued: set[int] = set()
         """Sequences of the events this agent handed back that its group gave it, and it gave back."""
         self._expanded_for: dict[str, frozenset[str]] = {}
@@ -139,8 +149,9 @@ class TeamAgent(Agent):
                     await self._on_outcome(payload, retry=True)
                 else:
                     await self._on_event(payload, observation)
+            deadline = asyncio.get_running_loop().time() + OUTCOME_WAIT
             while not self.finished and self._actions.awaiting:  # the world is done: take back what failed
-                observation = await inbox.next(OUTCOME_WAIT)
+                observation = await inbox.next(max(0.0, deadline - asyncio.get_running_loop().time()))
                 if observation is None:
                     break
                 if observation.kind == OUTCOME:
@@ -153,16 +164,19 @@ class TeamAgent(Agent):
 
     async def _on_event(self, payload: Mapping[str, Any], observation: Observation) -> None:
         event_id = str(payload["event_id"])
-        if payload.get("handed_back_by") == self.agent_id and observation.sequence not in self._requeued:
-            if self.coordination.group:  # to another member; back here only when none is free: take it then
+        if payload.get("handed_back_by") == self.agent_id:  # announced again for the others
+            if not self.coordination.group:
+                self._held.hold(event_id, payload, observation)  # taken again only if none of them takes it
+                return
+            if observation.sequence not in self._requeued:  # for another member: back here only if none is left
                 self._requeued.add(observation.sequence)
                 await self._ack(observation, requeue=True)
-            return  # announced again for the others
+                return
         state = await self.read_state()
         where = claims.standing(state.state, event_id, self.agent_id)
-        if where is Standing.DONE:
+        if where is Standing.DONE and claims.settled(state.state, event_id):
             await self._ack(observation)
-        elif where is Standing.HELD:
+        elif where in (Standing.HELD, Standing.DONE):  # done, but its action may still fail
             self._held.hold(event_id, payload, observation)
             await self._ack(observation)  # the lease, not the group, decides when it may be taken over
         else:
@@ -177,7 +191,7 @@ class TeamAgent(Agent):
         self.counts["taken_up"] += 1
         if self.coordination.die_after is not None and self.counts["taken_up"] >= self.coordination.die_after:
             self._die_after_claiming = True
-        if where is not Standing.MINE:
+        if where is not Standing.MINE or claims.lapsed(state.state, event_id):
             if not await self._claim(event_id, state):
                 self.counts["claim_losses"] += 1
                 self._held.hold(event_id, payload, observation)
@@ -216,25 +230,28 @@ class TeamAgent(Agent):
         mine = retry and claim is not None and claim.agent == self.agent_id and await self._claim(event_id, state)
         if mine and tries <= self.coordination.outcome_retries:
             worked = await self._work(event_id, failed)
-            if worked in (Worked.ACTED, Worked.FINISHED):
+            if worked is Worked.ACTED:
                 return
-            mine = worked is Worked.GAVE_UP  # else taken over meanwhile: the record is still to take back
-        await self._give_back(event_id, failed, hand_back=mine)
+            mine = worked is not Worked.TAKEN_OVER  # taken over meanwhile: the record is still to take back
+        await self._give_back(event_id, failed, holding=mine)
 
-    async def _give_back(self, event_id: str, failed: Mapping[str, Any], *, hand_back: bool) -> None:
-        """Ask the model once more, told only to take back what the failed action recorded (GIVE_UP); with
-        `hand_back`, that patch releases the claim and its action hands the event back, so that the world
-        announces it again for another agent, with attempts of its own."""
-        self._gave_up_on("gave_up")
+    async def _give_back(self, event_id: str, failed: Mapping[str, Any], *, holding: bool) -> None:
+        """Ask the model once more, told only to take back what the failed action recorded (GIVE_UP). While
+        it `holding` the claim, that patch releases it too, and (the first time) its action hands the event
+        back, so that the world announces it again for another agent, with attempts of its own."""
+        if holding:
+            self._gave_up_on("gave_up")
         self.steps += 1
-        self._event, self._giving_back = event_id, hand_back
+        self._event, self._giving_back = event_id, holding
         try:
-            answered = await self.answer(render_observation({**failed, "give_up": True}))
+            answered = await self._answer_holding(event_id, render_observation({**failed, "give_up": True}))
         finally:
             self._event, self._giving_back = None, None
             self._actions.settled(event_id)
-        if answered is None and hand_back:  # its replies were refused: hand the event back all the same
-            await self._release(event_id, hand_back=True)
+        if answered is None:  # every reply refused: the record stays in Σ (and shows as drift)
+            self.counts["records_left"] += 1
+            if holding:
+                await self._release(event_id, hand_back=self._hand_back_once(event_id))
 
     async def _claim(self, event_id: str, state: State) -> bool:
         """Write this agent's claim of the event, leased from Σ's clock, against `state`; False when the claim
@@ -265,7 +282,7 @@ class TeamAgent(Agent):
         self._event = event_id
         abandoned = self.counts["abandoned"]
         try:
-            answered = await self.answer(render_observation(payload))
+            answered = await self._answer_holding(event_id, render_observation(payload))
         finally:
             self._event = None
             if self.feedback is not None:
@@ -304,12 +321,44 @@ class TeamAgent(Agent):
         return patch, {"event": self._event, "do": reply.action}
 
     def _giving_back_submission(self, written: dict[str, Any], state: State) -> tuple[dict[str, Any], Any]:
-        """The patch that takes back a failed action's record; handing the event back too while it is still
-        this agent's."""
-        assert self._event is not None
-        if not self._giving_back or claims.standing(state.state, self._event, self.agent_id) is not Standing.MINE:
+        """The patch that takes back a failed action's record; releasing the claim too while it is still this
+        agent's, with the action that hands the event back the first time."""
+        event_id = self._event
+        assert event_id is not None
+        if not self._giving_back or claims.standing(state.state, event_id, self.agent_id) is not Standing.MINE:
             return written, None
-        return claims.with_claim(written, claims.release_patch(self._event)), hand_back_action(self._event)
+        action = hand_back_action(event_id) if self._hand_back_once(event_id) else None
+        return claims.with_claim(written, claims.release_patch(event_id)), action
+
+    def _hand_back_once(self, event_id: str) -> bool:
+        """Whether to hand the event back now: the first time this agent lets it go, not after."""
+        first = event_id not in self._handed_back
+        self._handed_back.add(event_id)
+        return first
+
+    async def _answer_holding(self, event_id: str, observation: str) -> Reply | None:
+        """`answer`, renewing the claim on the event every half lease while the model is asked (for at most
+        `hold_seconds`), so that a slow call keeps its event."""
+        renewal = asyncio.ensure_future(self._renew(event_id))
+        try:
+            return await self.answer(observation)
+        finally:
+            renewal.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewal
+
+    async def _renew(self, event_id: str) -> None:
+        every = self.coordination.lease_seconds / 2
+        for _ in range(int(self.coordination.hold_seconds / every)):
+            await asyncio.sleep(every)
+            state = await self.read_state()
+            if claims.standing(state.state, event_id, self.agent_id) is not Standing.MINE:
+                return
+            until = claims.clock_of(state.state) + self.coordination.lease_ticks
+            try:
+                await self.link.submit(claims.renew_patch(event_id, self.agent_id, until), base_revision=state.revision)
+            except ConflictError:
+                return  # taken over: the late answer will be refused
 
     def _visible(self, state: Mapping[str, Any]) -> Mapping[str, Any]:
         return super()._visible(claims.visible(state))
@@ -325,13 +374,14 @@ class TeamAgent(Agent):
             await self.link.submit(claims.release_patch(event_id), base_revision=state.revision, action=action)
 
     async def _revisit(self) -> None:
-        """Look again at the events others hold: done ones are forgotten, expired ones taken over (one at a
+        """Look again at the events others hold: settled ones are forgotten, expired ones taken over (one at a
         time: the state moves on with each), and the next look is half a lease away."""
         state = await self.read_state()
         for event_id, payload, observation in self._held:
             where = claims.standing(state.state, event_id, self.agent_id)
             if where is Standing.DONE:
-                self._held.forget(event_id)
+                if claims.settled(state.state, event_id):
+                    self._held.forget(event_id)
             elif where in (Standing.EXPIRED, Standing.FREE, Standing.MINE):
                 await self._take(event_id, payload, observation, state, where)
                 return  # look again at once: the state moved on

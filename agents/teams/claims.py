@@ -91,6 +91,27 @@ def claim_patch(event_id: str, agent: str, until: int) -> dict[str, Any]:
     return {CLAIMS: {event_id: {"agent": agent, "until": until, "done": None}}}
 
 
+def renew_patch(event_id: str, agent: str, until: int) -> dict[str, Any]:
+    """Extend this agent's lease while its model is asked. It names the agent, so that it conflicts with a
+    takeover since the revision read; it leaves `done` alone, so the patch carrying the action (based on an
+    earlier revision) does not conflict with it."""
+    return {CLAIMS: {event_id: {"agent": agent, "until": until}}}
+
+
+def lapsed(state: Mapping[str, Any], event_id: str) -> bool:
+    """Whether the event's claim is open and its lease ran out (or was released)."""
+    claim = claim_of(state, event_id)
+    return claim is not None and not claim.done and claim.until < clock_of(state)
+
+
+def settled(state: Mapping[str, Any], event_id: str) -> bool:
+    """Whether the event is done for good: its claim done and its lease run out. Until then the action may
+    still fail (the world reports to the agent that acted, which then reopens the claim), so an agent that
+    saw it done keeps looking."""
+    claim = claim_of(state, event_id)
+    return claim is not None and claim.done and claim.until < clock_of(state)
+
+
 def done_patch(event_id: str, agent: str) -> dict[str, Any]:
     """Merged into the patch that carries the event's action. It writes the claim's agent again, so that it
     conflicts with a takeover since the revision the agent read: after one, the claim names another agent,

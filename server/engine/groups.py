@@ -5,7 +5,9 @@ skills or to everyone), where it starts (after that member's after_sequence), ho
 an observation unacknowledged (the ack deadline) and how many it may hold at once. Each observation the
 group reads goes to one live member: the one holding the fewest, ties in turn. It stays that member's
 until acknowledged; when the member's stream ends or its ack deadline passes, it goes to a member again
-(another one, if any is free), its delivery count raised. A member whose deadline passed gets nothing new
+(another one, if any is free), its delivery count raised. A member may give one back (`requeue`): it then
+waits for another member to be free, and comes back to the same one only while no other member is left
+that is not suspected of stalling. A member whose deadline passed gets nothing new
 until it acknowledges something: a stalled agent does not keep taking work. Delivery is at least once per
 group: a member that handles an observation and dies before acknowledging it causes a redelivery.
 
@@ -30,6 +32,8 @@ class Delivery:
 
     record: ObservationRecord
     count: int = 0
+    given_back_by: str | None = None
+    """The member that gave it back (`requeue`): it waits for another, while the group has another."""
 
 
 class Member:
@@ -126,8 +130,7 @@ class ConsumerGroup:
             if holder is not None and holder.agent_id == agent_id:
                 done += 1
                 if requeue:
-                    self._take_back(holder, [sequence])
-                    self._dispatch(avoid=holder)
+                    self._take_back(holder, [sequence], given_back=True)
                 else:
                     self._release(holder, sequence)
             elif holder is None and not requeue:
@@ -158,11 +161,15 @@ class ConsumerGroup:
             self.feeder.cancel()
 
     def _dispatch(self, avoid: Member | None = None) -> None:
-        while self._ready:
-            member = self._next_member(avoid)
-            if member is None:
-                return
+        """Hand out what waits, oldest first, while members are free; what only its giver could take now waits
+        for another member (the rest goes on past it)."""
+        passed: list[Delivery] = []
+        while self._ready and (free := self._free()):
             waiting = self._ready.popleft()
+            member = self._next_member(free, avoid, waiting.given_back_by)
+            if member is None:
+                passed.append(waiting)
+                continue
             self._taken_back.pop(waiting.record.sequence, None)
             delivery = Delivery(waiting.record, waiting.count + 1)
             sequence = delivery.record.sequence
@@ -172,10 +179,17 @@ class ConsumerGroup:
             self._members.remove(member)
             self._members.append(member)
             member.inbox.put_nowait(delivery)
+        self._ready.extendleft(reversed(passed))
 
-    def _next_member(self, avoid: Member | None) -> Member | None:
-        """The free member holding the fewest (ties: the first in turn), `avoid` only if no other is free."""
-        free = [m for m in self._members if len(m.held) < self.max_unacked and not m.expired]
+    def _free(self) -> list[Member]:
+        return [m for m in self._members if len(m.held) < self.max_unacked and not m.expired]
+
+    def _next_member(self, free: list[Member], avoid: Member | None, given_back_by: str | None) -> Member | None:
+        """The free member holding the fewest (ties: the first in turn), `avoid` only if no other is free; never
+        the member that gave the delivery back while the group has another not suspected of stalling (None:
+        it waits for that one)."""
+        if given_back_by is not None and any(m.agent_id != given_back_by and not m.expired for m in self._members):
+            free = [m for m in free if m.agent_id != given_back_by]
         others = [m for m in free if m is not avoid] or free
         return min(others, key=lambda m: len(m.held), default=None)
 
@@ -187,9 +201,11 @@ class ConsumerGroup:
         self._take_back(member, [sequence])
         self._dispatch(avoid=member)
 
-    def _take_back(self, member: Member, sequences: Collection[int]) -> None:
+    def _take_back(self, member: Member, sequences: Collection[int], given_back: bool = False) -> None:
         for sequence in reversed(sorted(sequences)):  # to the front in order: the oldest goes out first
             delivery = self._release(member, sequence)
+            if given_back:
+                delivery = Delivery(delivery.record, delivery.count, member.agent_id)
             self._taken_back[sequence] = delivery
             self._ready.appendleft(delivery)
 

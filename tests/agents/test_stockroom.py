@@ -12,6 +12,7 @@ import pytest
 
 os.environ["SKILLSTATE_OFFLINE"] = "1"
 
+from skillstate.agents.envs.clock import Pace
 from skillstate.agents.envs.stockroom import PAIRS, StockEvent, Stockroom, believed, generate_stock_events
 from skillstate.agents.envs.timed import TimedStockroom
 from skillstate.agents.envs.warehouse import EventKind
@@ -182,9 +183,39 @@ async def test_an_agent_out_of_attempts_takes_back_its_record_and_hands_the_even
     assert summary["state_drift"] == [], summary["state_drift"]
     assert summary["dropped"] == 0 and summary["handed_back"] > 0, summary
     fumblers = {agent for agent, fault in config.faulty().items() if fault == "fumble"}
-    assert all(e.handled_by not in fumblers for e in result.run.events.values()), "only the others handle events"
     refused = [r for r in result.records if r.agent in fumblers and r.outcome == "applied" and r.action != "Wait"]
     assert refused, "the fumblers acted (and the world refused them)"
+    handlers = {e.handled_by for e in result.run.events.values()}
+    assert not handlers & fumblers and {"stockroom-receiving-0", "stockroom-shipping-0"} <= handlers
+
+
+@pytest.mark.parametrize("coordination", ["claims", "groups"])
+async def test_an_event_no_agent_can_handle_is_handed_back_once_and_leaves_no_record(
+    server_address: str, coordination: str
+) -> None:
+    """The only receiving agent misreads every shipment: each event it takes it tries, takes back, hands back
+    once (announced again, nobody else takes it, so it does), tries again and lets go. No shipment is stored,
+    so Σ must hold no stock and no shelf: every record its failed actions wrote was taken back, a new
+    item's shelf included (only the observation's `Its state patches wrote` says it wrote one)."""
+    config = quick(agents_per_skill=1, horizon=6, contention=0, faults=("fumble",), coordination=coordination,
+                   pace=Pace(tick_ms=50, rate=1.0, deadline=60))  # fmt: skip
+    summary = (await run_team(server_address, config)).summary()
+    assert summary["state_drift"] == [], summary["state_drift"]
+    receiving = [e for e in generate_stock_events(6, 0, 0) if e.kind is EventKind.RECEIVE]
+    assert summary["handed_back"] == len(receiving) > 0, summary
+    assert summary["dropped"] == summary["events"] == 6, "no shipment stored: no order or maintenance comes"
+    counts = summary["coordination_counts"]
+    assert counts["gave_up"] == 2 * len(receiving) and counts.get("records_left", 0) == 0, counts
+
+
+async def test_a_slow_model_keeps_its_events_renewing_its_claims(server_address: str) -> None:
+    """Each call takes over twice a lease: without renewal the other agent of the skill would take events
+    over mid-call and its own late answer be refused."""
+    config = quick(agents_per_skill=2, horizon=8, think_ms=700, hold_seconds=5)
+    summary = (await run_team(server_address, config)).summary()
+    counts = summary["coordination_counts"]
+    assert summary["dropped"] == 0 and summary["duplicate_actions"] == 0, summary
+    assert counts.get("takeovers", 0) == 0 and counts.get("abandoned", 0) == 0, counts
 
 
 async def test_agents_writing_one_item_at_once_merge_and_agree_with_the_world(server_address: str) -> None:

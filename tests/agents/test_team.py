@@ -33,7 +33,9 @@ FAST = Pace(tick_ms=50, rate=1.0, deadline=40)
 
 
 def quick(**overrides: Any) -> TeamConfig:
-    return TeamConfig(**{"horizon": 12, "pace": FAST, "think_ms": 50, "lease_ticks": 6, "timeout": 60} | overrides)
+    defaults = {"horizon": 12, "pace": FAST, "think_ms": 50, "lease_ticks": 6, "timeout": 60, "finish_wait": 5,
+                "hold_seconds": 1}  # fmt: skip
+    return TeamConfig(**defaults | overrides)
 
 
 def test_where_an_event_stands_follows_its_claim_and_the_clock() -> None:

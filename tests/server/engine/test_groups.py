@@ -59,6 +59,43 @@ async def test_a_delivery_taken_back_stays_stale_in_its_old_holders_inbox() -> N
     consumers.close()
 
 
+async def test_a_delivery_given_back_waits_for_another_member_and_others_go_on_past_it() -> None:
+    """Found with agents handing events back: given back while the other member was busy, it came straight
+    back to its giver, so no other agent ever had it."""
+    consumers = group()
+    a, b = consumers.join("a"), consumers.join("b")
+    consumers.offer(record(1))
+    consumers.offer(record(2))
+    assert (await a.inbox.get()).record.sequence == 1 and (await b.inbox.get()).record.sequence == 2
+    consumers.ack([1], "a", requeue=True)  # b is busy (max_unacked 1): 1 waits for it, not for a
+    consumers.offer(record(3))
+    assert (await a.inbox.get()).record.sequence == 3, "what a did not give back still goes to a"
+    consumers.ack([2], "b")
+    again = await b.inbox.get()
+    assert (again.record.sequence, again.count) == (1, 2)
+    consumers.close()
+
+
+async def test_a_delivery_given_back_comes_back_when_no_other_member_is_left() -> None:
+    consumers = group(deadline=0.2)
+    a = consumers.join("a")
+    consumers.offer(record(1))
+    await a.inbox.get()
+    consumers.ack([1], "a", requeue=True)
+    assert (await a.inbox.get()).count == 2, "alone in its group: a gets it again"
+    consumers.ack([1], "a")
+    b = consumers.join("b")
+    consumers.offer(record(2))
+    assert (await b.inbox.get()).record.sequence == 2
+    await eventually(lambda: b.expired, interval=0.001)  # b stalls: its deadline passes (what is tested)
+    taken = await a.inbox.get()
+    assert taken.record.sequence == 2, "b's delivery went to a"
+    consumers.ack([2], "a", requeue=True)
+    again = await a.inbox.get()
+    assert (again.record.sequence, again.count) == (2, 3), "b is suspected of stalling: a gets it back"
+    consumers.close()
+
+
 class FailingLog(MemoryRevisionLog):
     """A log whose observations stop being readable when the test says."""
 
