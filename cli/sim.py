@@ -91,6 +91,15 @@ def _common(parser: argparse.ArgumentParser, out: str) -> None:
     parser.add_argument(
         "--model", default=None, help="a litellm model string (default: skillstate/scripted, the test policy)"
     )
+    model = parser.add_argument_group("the model path (agents/runtime/llm.py)")
+    model.add_argument("--api-base", default=None, metavar="URL",
+                       help="an OpenAI-compatible server (vLLM, Ollama, LM Studio, llama.cpp) for --model, e.g. "
+                       "--model openai/qwen2.5 --api-base http://127.0.0.1:8000/v1")  # fmt: skip
+    model.add_argument("--api-key", default=None, help="the key for --api-base (default: litellm's usual variable)")
+    model.add_argument("--max-concurrent-calls", type=int, default=None, metavar="N",
+                       help="model calls in flight at once in each process (default: 16)")  # fmt: skip
+    model.add_argument("--call-timeout", type=float, default=None, metavar="SECONDS",
+                       help="seconds one attempt of a model call may take (default: 120)")  # fmt: skip
     parser.add_argument("--window-tokens", type=int, default=None,
                         help="the truncated and summary runtimes' prompt budget (default: the largest skillstate "
                         "prompt of the same run, else 2000)")  # fmt: skip
@@ -121,6 +130,7 @@ async def run(args: argparse.Namespace) -> int:
     model = args.model or SCRIPTED
     if model.startswith("skillstate/"):
         os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
+    _set_model_path(args)
     tables: list[tuple[int, Path, str | None]]  # agents, where the results go, a title to print above them
     if args.command == "demo":
         env, horizons, runtimes, seeds = "warehouse", [100], ["skillstate", *BASELINES], 1
@@ -153,8 +163,9 @@ async def run(args: argparse.Namespace) -> int:
                 print(f"{title}\n")
             if not await _run_table(address, configs, args, out, connection, seeds):
                 return 1
-        if args.command == "demo":
-            await team.demo(model, address, connection, args.out / "at-once", args.transport)
+        if args.command == "demo" and not await team.demo(model, address, connection, args.out / "at-once",
+                                                          args.transport):  # fmt: skip
+            return 1
     return 0
 
 
@@ -186,28 +197,45 @@ async def _run_table(
     address: str, configs: list[SimConfig], args: argparse.Namespace, out: Path, connection: dict[str, Any], seeds: int
 ) -> bool:
     """Run `configs` one after another and print and write their table; False when a run failed (said why)."""
-    from skillstate.agents.reports.results import notes, recovery_table, table, write
+    from skillstate.agents.reports.results import FailedRun, notes, recovery_table, table, write
     from skillstate.agents.reports.seeds import markdown as seed_table
     from skillstate.agents.reports.seeds import table_rows
 
     results: list[SimResult] = []
+    failed: list[FailedRun] = []
     for config in configs:
         try:
             results.append(await _run_one(address, config, args, out, results, connection))
-        except Exception as error:  # a model, a key, a missing skill: say which run failed and why
+        except Exception as error:  # a model, a key, a missing skill: that run failed; the others go on
             if getattr(error, "status", None) is not None:
                 raise  # a server error: main maps its status to an exit code
-            print(f"skillstate {args.command}: the {config.runtime} run failed: {type(error).__name__}: {error}",
-                  file=sys.stderr)  # fmt: skip
-            return False
-    paths = write(results, out)
+            failed.append(FailedRun.of(config, error))
+            print(f"skillstate {args.command}: {failed[-1].line()}", file=sys.stderr)
+        write(results, out, failed)  # kept current as runs end
+    if not results:
+        return False
+    paths = write(results, out, failed)
     print(table(results) if seeds == 1 else seed_table(table_rows(results)))
     if recovery := recovery_table(results):
         print(f"\n{recovery}")
     print()
-    print(notes(results))
+    print(notes(results, failed))
     print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {out / 'steps.jsonl'}\n")
-    return True
+    return not failed
+
+
+def _set_model_path(args: argparse.Namespace) -> None:
+    """The model path flags, as the environment every model call (and worker process) reads."""
+    from skillstate.agents.runtime.llm import ModelPath
+
+    flags = {"SKILLSTATE_API_BASE": args.api_base, "SKILLSTATE_API_KEY": args.api_key,
+             "SKILLSTATE_MAX_CONCURRENT_CALLS": args.max_concurrent_calls,
+             "SKILLSTATE_CALL_TIMEOUT": args.call_timeout}  # fmt: skip
+    os.environ.update({name: str(value) for name, value in flags.items() if value is not None})
+    try:
+        ModelPath.from_env()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def _runtimes(chosen: list[str]) -> list[str]:

@@ -4,6 +4,7 @@ the group chat under the same load (skillstate.agents.sims.concurrent)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,12 +80,12 @@ async def run(
     args: argparse.Namespace, runtimes: list[str], model: str, address: str, connection: dict[str, Any]
 ) -> int:
     """Run every configuration against `address`, then print and write the results."""
-    await run_configs(configs(args, runtimes, model), address, connection, args.out)
-    return 0
+    return 0 if await run_configs(configs(args, runtimes, model), address, connection, args.out) else 1
 
 
-async def demo(model: str, address: str, connection: dict[str, Any], out: Path, transport: str = "session") -> None:
-    """The demo's second part: SKILL.state agents at once beside the group chat, on a world with a clock."""
+async def demo(model: str, address: str, connection: dict[str, Any], out: Path, transport: str = "session") -> bool:
+    """The demo's second part: SKILL.state agents at once beside the group chat, on a world with a clock;
+    False when a run failed."""
     from skillstate.agents.envs.clock import Pace
     from skillstate.agents.sims.team_setup import TeamConfig
 
@@ -96,14 +97,18 @@ async def demo(model: str, address: str, connection: dict[str, Any], out: Path, 
     runtimes = ("skillstate", "groupchat")
     configs = [TeamConfig(agents_per_skill=agents, horizon=horizon, runtime=r, pace=pace, think_ms=think, model=model,
                           transport=transport) for r in runtimes]  # fmt: skip
-    await run_configs(configs, address, connection, out)
+    return await run_configs(configs, address, connection, out)
 
 
-async def run_configs(configs: list[TeamConfig], address: str, connection: dict[str, Any], out: Path) -> None:
+async def run_configs(configs: list[TeamConfig], address: str, connection: dict[str, Any], out: Path) -> bool:
+    """Run `configs` one after another, then print and write their results; False when a run failed (the
+    others are kept)."""
+    from skillstate.agents.reports.results import FailedRun
     from skillstate.agents.reports.team_results import notes, table, write
     from skillstate.agents.sims.concurrent import run_team
 
     results: list[TeamResult] = []
+    failed: list[FailedRun] = []
     for config in configs:
         sharing = f"/{config.coordination}" if config.runtime == "skillstate" else ""
         name = f"{config.runtime}{sharing} x{config.agents_per_skill}"
@@ -111,13 +116,22 @@ async def run_configs(configs: list[TeamConfig], address: str, connection: dict[
         try:
             on_tick = _handled_by_tick(progress)
             results.append(await run_team(address, config, jsonl=out / "steps.jsonl", on_tick=on_tick, **connection))
+        except Exception as error:  # a model, a key: that run failed; the others go on
+            if getattr(error, "status", None) is not None:
+                raise  # a server error: main maps its status to an exit code
+            failed.append(FailedRun.of_team(config, error))
+            print(f"skillstate sim: {failed[-1].line()}", file=sys.stderr)
         finally:
             progress.close()
-    paths = write(results, out)
+        write(results, out, failed)  # kept current as runs end
+    if not results:
+        return False
+    paths = write(results, out, failed)
     print(table(results))
     print()
-    print(notes(results))
+    print(notes(results, failed))
     print(f"\nresults: {paths['json']}, {paths['table']}, plot: {paths['plot']}, steps: {out / 'steps.jsonl'}")
+    return not failed
 
 
 def _handled_by_tick(progress: RunProgress) -> Callable[[int, Any], None]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..runtime.llm import is_test_policy
-from ..sims.sequential import SimResult
+from ..sims.sequential import SimConfig, SimResult
+from ..sims.team_setup import TeamConfig
 from .seeds import markdown, table_rows
 
 TEST_POLICY_NOTE = (
@@ -79,8 +81,35 @@ RECALL_NOTE = (
 )
 
 
-def notes(results: Sequence[SimResult]) -> str:
-    lines = []
+@dataclass(frozen=True)
+class FailedRun:
+    """A run that ended with an error (a model call retrying could not fix, say) instead of its results."""
+
+    runtime: str
+    run: str
+    """Which run, in words: `T=30, seed 0, 1 agent`."""
+    error: str
+
+    @classmethod
+    def of(cls, config: SimConfig, error: BaseException) -> FailedRun:
+        agents = f"{config.agents} agent{'s' if config.agents > 1 else ''}"
+        return cls(config.runtime, f"T={config.horizon}, seed {config.seed}, {agents}", _reason(error))
+
+    @classmethod
+    def of_team(cls, config: TeamConfig, error: BaseException) -> FailedRun:
+        sharing = f", {config.coordination}" if config.runtime == "skillstate" else ""
+        return cls(config.runtime, f"{config.agents_per_skill} agents a skill{sharing}", _reason(error))
+
+    def line(self) -> str:
+        return f"the {self.runtime} run ({self.run}) failed: {self.error}"
+
+
+def _reason(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def notes(results: Sequence[SimResult], failed: Sequence[FailedRun] = ()) -> str:
+    lines = [f"{run.line()[0].upper()}{run.line()[1:]}" for run in failed]
     for model in sorted({r.config.model for r in results}):
         if not is_test_policy(model):
             lines.append(f"Model: {model}.")
@@ -118,18 +147,22 @@ def plot(results: Sequence[SimResult], path: Path) -> None:
     plt.close(figure)
 
 
-def write(results: Sequence[SimResult], directory: Path) -> dict[str, Path]:
-    """results.json, results.md and tokens.png in `directory`; returns their paths."""
+def write(results: Sequence[SimResult], directory: Path, failed: Sequence[FailedRun] = ()) -> dict[str, Path]:
+    """results.json, results.md and tokens.png in `directory` (with no results, results.json alone, naming
+    the runs that failed); returns their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = {"json": directory / "results.json", "table": directory / "results.md", "plot": directory / "tokens.png"}
     runs = [r.summary() | {"cumulative_tokens": r.cumulative_tokens()} for r in results]
-    rows = table_rows(results)
-    document = {"runs": runs, "table": rows, "notes": notes(results)}
+    rows = table_rows(results) if results else []
+    document = {"runs": runs, "failed": [asdict(run) for run in failed], "table": rows,
+                "notes": notes(results, failed)}  # fmt: skip
     paths["json"].write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    if not results:
+        return paths
     recovery = recovery_table(results)
     per_seed = len({r.config.seed for r in results}) > 1
     text = (markdown(rows) if per_seed else table(results)) + (f"\n\n{recovery}" if recovery else "")
-    text += f"\n\n{notes(results)}\n"
+    text += f"\n\n{notes(results, failed)}\n"
     paths["table"].write_text(text, encoding="utf-8")
     plot(results, paths["plot"])
     return paths

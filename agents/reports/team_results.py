@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ..runtime.llm import is_test_policy
 from ..sims.concurrent import TeamResult
 from ..sims.team_setup import TeamConfig
-from .results import RECALL_NOTE, TEST_POLICY_NOTE
+from .results import RECALL_NOTE, TEST_POLICY_NOTE, FailedRun
 
 
 def label(result: TeamResult) -> str:
@@ -66,10 +67,13 @@ def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.0f}"
 
 
-def notes(results: Sequence[TeamResult]) -> str:
+def notes(results: Sequence[TeamResult], failed: Sequence[FailedRun] = ()) -> str:
+    lines = [f"{run.line()[0].upper()}{run.line()[1:]}" for run in failed]
+    if not results:
+        return "\n".join(lines)
     first = results[0].config
     pace = first.pace
-    lines = [
+    lines += [
         f"{_events(first)}, a tick {pace.tick_ms:g} ms, deadline {pace.deadline} ticks, {first.think_ms:g} ms a "
         f"model call, leases of {first.lease_ticks} ticks. Faults: {', '.join(first.faults) or 'none'}. Merged "
         "writes: concurrent writes the server merged, by policy; data conflicts: patches refused on data (not "
@@ -151,8 +155,9 @@ def _tokens_per_event(runs: Sequence[TeamResult]) -> list[tuple[int, float | Non
     return [(r.config.agents_per_skill, r.summary()["tokens_per_handled_event"]) for r in ordered]
 
 
-def write(results: Sequence[TeamResult], directory: Path) -> dict[str, Path]:
-    """results.json, results.md and coordination.png in `directory`; returns their paths."""
+def write(results: Sequence[TeamResult], directory: Path, failed: Sequence[FailedRun] = ()) -> dict[str, Path]:
+    """results.json, results.md and coordination.png in `directory` (with no results, results.json alone,
+    naming the runs that failed); returns their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = {
         "json": directory / "results.json",
@@ -160,7 +165,10 @@ def write(results: Sequence[TeamResult], directory: Path) -> dict[str, Path]:
         "plot": directory / "coordination.png",
     }
     runs = [r.summary() | {"on_time_per_tick": r.on_time_per_tick()} for r in results]
-    paths["json"].write_text(json.dumps({"runs": runs, "notes": notes(results)}, indent=2) + "\n", encoding="utf-8")
-    paths["table"].write_text(f"{table(results)}\n\n{notes(results)}\n", encoding="utf-8")
+    document = {"runs": runs, "failed": [asdict(run) for run in failed], "notes": notes(results, failed)}
+    paths["json"].write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    if not results:
+        return paths
+    paths["table"].write_text(f"{table(results)}\n\n{notes(results, failed)}\n", encoding="utf-8")
     plot(results, paths["plot"])
     return paths

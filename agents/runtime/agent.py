@@ -229,6 +229,7 @@ class Agent:
                 completion.prompt_tokens,
                 completion.completion_tokens,
                 outcome,
+                cached_prompt_tokens=completion.cached_prompt_tokens,
                 **details,
             )
         )

@@ -41,6 +41,8 @@ class StepRecord:
     revision: int | None = None
     conflict_paths: list[str] | None = None
     """With `conflict`: the JSON Pointers the server named."""
+    cached_prompt_tokens: int = 0
+    """Of `prompt_tokens`, those the provider served from its prompt cache, as it reported them."""
 
 
 @dataclass

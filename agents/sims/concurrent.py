@@ -92,6 +92,7 @@ class TeamResult:
             "data_conflicts": dict(sorted(data_conflicts.items())),
             "state_drift": self.drift,
             "tokens": tokens,
+            "cached_prompt_tokens": sum(r.cached_prompt_tokens for r in self.records),
             "tokens_per_handled_event": round(tokens / len(handled), 1) if handled else None,
             "model_calls": len(self.records),
             "makespan_ticks": max((e.handled_tick for e in handled if e.handled_tick is not None), default=0),

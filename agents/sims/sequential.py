@@ -189,6 +189,7 @@ class SimResult:
                 "max_prompt_tokens": max(self.prompt_sizes, default=0),
                 "median_prompt_tokens": statistics.median(self.prompt_sizes) if self.prompt_sizes else 0,
                 "total_tokens": self.total_tokens,
+                "cached_prompt_tokens": sum(r.cached_prompt_tokens for r in self.records),
                 "retries": self.retries(),
             }
             | ({"recovery": self.recovery} if self.recovery else {})

@@ -11,7 +11,7 @@ os.environ["SKILLSTATE_OFFLINE"] = "1"
 from skillstate.agents.protocol.prompts import render_observation, skill_state_prompt
 from skillstate.agents.protocol.reply import ReplyError, parse_reply
 from skillstate.agents.runtime.contexts import React, Stateful
-from skillstate.agents.runtime.llm import complete, count_tokens
+from skillstate.agents.runtime.llm import ModelPath, complete, count_tokens
 from skillstate.agents.scripted.policy import PROVIDER, SCRIPTED, fault_rate
 
 INSTRUCTIONS = "You run the warehouse. Actions: Store <item> <shelf>, Ship <item> <shelf>, Move <item> <old> <new>."
@@ -112,7 +112,7 @@ async def test_a_transient_model_failure_is_tried_again() -> None:
     previous = litellm.custom_provider_map
     litellm.custom_provider_map = [*previous, {"provider": "flaky-test", "custom_handler": FlakyOnce()}]
     try:
-        completion = await complete("flaky-test/once", "Instructions: wait.", retry_delays=(0.0,))
+        completion = await complete("flaky-test/once", "Instructions: wait.", path=ModelPath(backoff=0.0))
     finally:
         litellm.custom_provider_map = previous
     assert completion.text == "Action: Wait" and FlakyOnce.calls == 2

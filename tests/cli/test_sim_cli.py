@@ -8,6 +8,7 @@ from pathlib import Path
 from skillstate.server.rpc.app import RunningServer
 
 from ..agents.test_team_rezip import evidence, register_library
+from ..openai_server import OpenAIServer
 from .test_cli import skillstate
 
 
@@ -66,7 +67,7 @@ async def test_a_model_that_cannot_be_called_fails_the_run_with_its_reason(tmp_p
     code, _, err = await skillstate(
         None, "sim", "warehouse", "--horizon", "2", "--model", "no-such-provider/model", "--out", str(tmp_path)
     )
-    assert code == 1 and "the skillstate run failed" in err and "no-such-provider" in err
+    assert code == 1 and "the skillstate run (T=2, seed 0, 3 agents) failed" in err and "no-such-provider" in err
     assert "Traceback" not in err
 
 
@@ -181,3 +182,23 @@ async def test_agents_at_once_feed_rezip_each_over_its_own_p(
     assert {agent for agent, macros in told["expanded"].items() if macros} == expanding
     assert f"ReZip, skillstate (claims) x2: 6 hydrations reported by 6 agents, {len(expanding)} of them" in out
     assert list((await evidence(db_path)).values()) == [(2, len(expanding), 0)], "a use per receiving agent"
+
+
+async def test_sim_calls_a_model_over_http_and_a_run_that_overflows_its_context_fails_alone(tmp_path: Path) -> None:
+    """`--model openai/... --api-base URL`, as a user points sim at vLLM or Ollama: every call goes over
+    litellm's HTTP client to a local OpenAI-compatible server (answering as the test policy). Past a context
+    window the server refuses the transcript runtime's growing prompt: that run fails, with its reason in
+    results.json and the notes, and the skillstate run, whose prompt stays small, is kept."""
+    with OpenAIServer(context_window=6_000).running() as model:
+        code, out, err = await skillstate(
+            None, "sim", "warehouse", "--agents", "1", "--horizon", "30", "--runtime", "skillstate,react",
+            "--model", "openai/scripted", "--api-base", model.api_base, "--api-key", "local",
+            "--out", str(tmp_path),
+        )  # fmt: skip
+    assert code == 1, err
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert [run["runtime"] for run in results["runs"]] == ["skillstate"] and results["runs"][0]["score"] == 1.0
+    (failed,) = results["failed"]
+    assert failed["runtime"] == "react" and "ContextWindowExceededError" in failed["error"], failed
+    assert "The react run (T=30, seed 0, 1 agent) failed" in out and "| 30 | skillstate |" in out
+    assert {seen.body["model"] for seen in model.requests} == {"scripted"} and len(model.requests) > 30
