@@ -260,6 +260,10 @@ async def run_simulation(
                 )
             )
         running = [asyncio.create_task(agent.run(), name=f"agent-{agent.agent_id}") for agent in agents]
+        answering: dict[str, list[asyncio.Future[Any]]] = {}
+        for agent, its_run in zip(agents, running, strict=True):
+            for address in (agent.agent_id, *(f"skill:{skill}" for skill in agent.skills)):
+                answering.setdefault(address, []).append(its_run)
         environment = make_environment(config)
         driver = Driver(
             client,
@@ -270,6 +274,7 @@ async def run_simulation(
             seed=config.seed,
             result_limit=config.result_limit,
             on_step=on_event,
+            answering=answering,
         )
         driving = asyncio.create_task(driver.run(), name="environment")
         try:

@@ -266,3 +266,13 @@ async def test_faults_reach_every_runtime_alike_and_only_validation_keeps_them_f
     assert runs["stateful"].retries()["invalid"] > 0, "its update's wrong values are refused"
     assert runs["react"].retries()["invalid"] == 0, "it writes no state: its wrong values go to the world"
     assert runs["react"].score < min(runs["skillstate"].score, runs["stateful"].score)
+
+
+@pytest.mark.parametrize("agents", [1, 3])
+async def test_agents_that_finish_early_end_the_run_instead_of_hanging_it(server_address: str, agents: int) -> None:
+    """Found trying a model that says Finish at once: the environment waited forever for an action to the
+    next event. An observation no running agent is left to answer counts as not handled."""
+    config = SimConfig(agents=agents, horizon=10, seed=1, model="skillstate/finishes-early")
+    result = await asyncio.wait_for(run_simulation(server_address, config), 60)
+    assert (result.handled, result.events) == (0, 10)
+    assert len(result.records) == agents, "one call each, answered Finish"
