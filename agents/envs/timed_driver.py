@@ -6,8 +6,9 @@ action names an event (`{"event": ..., "do": ...}`) is run on the world in commi
 published to the agent that wrote it. A refused patch never commits, so its action never reaches the world.
 An agent that gives an event up hands it back (`{"event": ..., "hand_back": true}`): the world announces it
 to its skill again, with its first deadline, saying who handed it back (`handed_back_by`).
-It counts, by policy, the concurrent writes the server merged into the agents' revisions (their
-`resolutions`; the clock's own merges are the world's, not counted).
+It counts, by policy, the concurrent writes the server merged into the agents' revisions on the world's
+data (their `resolutions` under `data_keys`; the clock's merges are the world's, and the agents' claims
+are theirs, not counted).
 The run ends when every event is handled; when, past the last event's deadline, no event was handled for
 `grace` ticks (the agents are stuck or the rest cannot be handled); or after `timeout` seconds. Then every
 agent is told it is done.
@@ -19,7 +20,7 @@ import asyncio
 import collections
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,7 @@ class TimedDriver:
         grace: int | None = None,
         timeout: float = 600.0,
         on_tick: Callable[[int, TimedRun], None] | None = None,
+        data_keys: Collection[str] | None = None,
     ) -> None:
         self.client = client
         self.execution_id = execution_id
@@ -94,6 +96,8 @@ class TimedDriver:
         self.grace = pace.deadline if grace is None else grace
         self.timeout = timeout
         self.on_tick = on_tick
+        self.data_keys = data_keys
+        """The top-level keys of Σ whose merges are counted (None: all)."""
         self.run_record = TimedRun(tick_seconds=pace.tick_ms / 1000)
         self._follower: asyncio.Task[None] | None = None
         self._through = 0
@@ -178,7 +182,7 @@ class TimedDriver:
             if isinstance(revision, Snapshot):
                 continue
             if revision.agent_id != SOURCE:
-                self.run_record.resolutions.update(r.policy for r in revision.resolutions)
+                self.run_record.resolutions.update(r.policy for r in revision.resolutions if self._on_data(r.path))
             await self._apply(revision, clock)
             self._through = revision.revision
             self._progress.set()
@@ -210,6 +214,9 @@ class TimedDriver:
         await self.client.publish_observation(
             self.execution_id, revision.agent_id, payload, source=SOURCE, kind="outcome"
         )
+
+    def _on_data(self, path: str) -> bool:
+        return self.data_keys is None or path.split("/")[1] in self.data_keys
 
     def _handed_back(self, revision: RevisionEvent) -> EventRecord | None:
         """The announced event a revision's action hands back, if it does."""

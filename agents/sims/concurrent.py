@@ -179,7 +179,7 @@ async def run_team(
         execution_id = execution.execution_id
         world = config.world.make(config.horizon, config.seed, config.contention, config.pace)
         driver = TimedDriver(client, execution_id, world, config.pace, config.agent_ids, timeout=config.timeout,
-                             on_tick=on_tick)  # fmt: skip
+                             on_tick=on_tick, data_keys=frozenset(config.world.policies))  # fmt: skip
         if config.processes:
             from .workers import start_processes
 
