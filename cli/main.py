@@ -33,7 +33,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    from . import auth, console, mcp, serve, sim, skills, state
+    from . import auth, console, mcp, serve, sim, skills, state, work
 
     serve_parser = serve.add_parser(commands)
     state.add_parser(commands)
@@ -42,6 +42,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     auth.add_parser(commands)
     mcp.add_parser(commands)
     console.add_parser(commands)
+    work.add_parser(commands)
     completion = add_command(
         commands, "completion", help="print the shell completion script",
         example='eval "$(skillstate completion bash)"    # in ~/.bashrc; zsh and fish alike',
@@ -141,6 +142,11 @@ def _run(args: argparse.Namespace) -> int:
         from . import sim
 
         return asyncio.run(sim.run(args))
+    elif args.command == "work":
+        require_extra("skillstate work", "agents", "litellm")
+        from . import work
+
+        return work.run(args)
     return 0
 
 

@@ -114,6 +114,7 @@ AGENT_ROOMS = {
     "scripted": {"protocol", "envs"},
     "runtime": {"protocol", "scripted"},
     "teams": {"runtime", "protocol"},
+    "work": {"runtime", "protocol"},
     "sims": {"teams", "runtime", "scripted", "protocol", "envs"},
     "reports": {"sims", "runtime"},
 }

@@ -45,8 +45,9 @@ class Reply:
     action: str
 
 
-def parse_reply(text: str) -> Reply:
-    """The state patch and action of a reply; its reasoning is dropped here."""
+def json_block(text: str, keys: str = "`state_patch` and `action`") -> dict[str, Any]:
+    """The reply's one JSON block as an object (`keys`: what it should hold, for the message of a refusal);
+    a bare object is taken as the block, without its `reasoning` (constrained output)."""
     blocks = _FENCED_JSON.findall(text)
     if not blocks:
         stripped = text.strip()
@@ -54,16 +55,22 @@ def parse_reply(text: str) -> Reply:
             raise ReplyError("no JSON block: end your reply with one ```json fenced block")
         blocks = [stripped]
     if len(blocks) > 1:
-        raise ReplyError(f"{len(blocks)} JSON blocks: give exactly one, with `state_patch` and `action`")
+        raise ReplyError(f"{len(blocks)} JSON blocks: give exactly one, with {keys}")
     try:
         value = json.loads(blocks[0])
     except json.JSONDecodeError as error:
         where = f"line {error.lineno} column {error.colno}"
         raise ReplyError(f"the JSON block does not parse: {error.msg} at {where}") from None
     if not isinstance(value, dict):
-        raise ReplyError(f"the JSON block is a {type(value).__name__}, not an object with `state_patch` and `action`")
+        raise ReplyError(f"the JSON block is a {type(value).__name__}, not an object with {keys}")
     if blocks == [text.strip()] and isinstance(value.get(REASONING), str):
         value = {k: v for k, v in value.items() if k != REASONING}  # constrained output: its reasoning first
+    return value
+
+
+def parse_reply(text: str) -> Reply:
+    """The state patch and action of a reply; its reasoning is dropped here."""
+    value = json_block(text)
     missing = [key for key in KEYS if key not in value]
     extra = sorted(set(value) - set(KEYS))
     if missing or extra:
