@@ -177,7 +177,8 @@ async def test_an_agent_out_of_attempts_takes_back_its_record_and_hands_the_even
     they take, they take back what they recorded, out of attempts they hand the event back, and the world
     announces it again for the other agent of the skill, which handles it."""
     config = quick(agents_per_skill=2, horizon=30, contention=0.4, faults=("fumble", "fumble"),
-                   coordination=coordination)  # fmt: skip
+                   coordination=coordination, pace=Pace(tick_ms=50, rate=1.0, deadline=120))  # fmt: skip
+    # a deadline long enough that the run, which ends once every event is handled, never drops one for time
     result = await run_team(server_address, config)
     summary = result.summary()
     assert summary["state_drift"] == [], summary["state_drift"]
