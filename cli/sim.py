@@ -130,7 +130,7 @@ async def run(args: argparse.Namespace) -> int:
     model = args.model or SCRIPTED
     if model.startswith("skillstate/"):
         os.environ.setdefault("SKILLSTATE_OFFLINE", "1")
-    _set_model_path(args)
+    set_model_path(args)
     tables: list[tuple[int, Path, str | None]]  # agents, where the results go, a title to print above them
     if args.command == "demo":
         env, horizons, runtimes, seeds = "warehouse", [100], ["skillstate", *BASELINES], 1
@@ -157,16 +157,15 @@ async def run(args: argparse.Namespace) -> int:
             return await team.run(args, runtimes, model, address, connection)
     plans = [(_configs(args, env, agents, horizons, seeds, runtimes, model), out, title)
              for agents, out, title in tables]  # fmt: skip
+    complete = True  # a table with a failed run is written all the same, and the next one runs
     async with local_server(args.server) as address:
         for configs, out, title in plans:
             if title is not None:
                 print(f"{title}\n")
-            if not await _run_table(address, configs, args, out, connection, seeds):
-                return 1
-        if args.command == "demo" and not await team.demo(model, address, connection, args.out / "at-once",
-                                                          args.transport):  # fmt: skip
-            return 1
-    return 0
+            complete = await _run_table(address, configs, args, out, connection, seeds) and complete
+        if args.command == "demo":
+            complete = await team.demo(model, address, connection, args.out / "at-once", args.transport) and complete
+    return 0 if complete else 1
 
 
 def _configs(
@@ -224,7 +223,7 @@ async def _run_table(
     return not failed
 
 
-def _set_model_path(args: argparse.Namespace) -> None:
+def set_model_path(args: argparse.Namespace) -> None:
     """The model path flags, as the environment every model call (and worker process) reads."""
     from skillstate.agents.runtime.llm import ModelPath
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from .common import UsageError, add_command
+from .sim import set_model_path
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,6 +26,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     work.add_argument("--model", required=True, help="any litellm model string")
     work.add_argument("--api-base", default=None, metavar="URL", help="an OpenAI-compatible server for --model")
     work.add_argument("--api-key", default=None, help="the key for --api-base (default: litellm's usual variable)")
+    work.add_argument("--max-concurrent-calls", type=int, default=None, metavar="N", help="model calls at once")
+    work.add_argument("--call-timeout", type=float, default=None, metavar="SECONDS",
+                      help="seconds one attempt of a model call may take (default: 120)")  # fmt: skip
     work.add_argument("--skill", type=Path, default=None, metavar="DIR",
                       help="an Agent Skills folder; its execution schema is DIR/state.schema.json when present "
                       "(default: the shipped coding skill)")  # fmt: skip
@@ -75,9 +78,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--workdir: {args.workdir} is not a folder")
     if args.model.startswith("skillstate/"):
         raise UsageError("--model: work needs a model; the scripted test policies play simulations only")
-    for name, value in (("SKILLSTATE_API_BASE", args.api_base), ("SKILLSTATE_API_KEY", args.api_key)):
-        if value is not None:
-            os.environ[name] = value
+    set_model_path(args)
     text, schema = read_skill(skill_folder(args.skill))
     try:
         config = WorkConfig(task, args.workdir, args.model, text, schema or dict(PERMISSIVE_SCHEMA),

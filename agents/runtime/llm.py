@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import os
 import random
 import time
@@ -69,16 +70,6 @@ class ModelPath:
         if path.max_concurrent_calls < 1 or path.call_timeout <= 0 or path.attempts < 1 or path.backoff_cap < 0:
             raise ValueError(f"model path out of range: {path}")
         return path
-
-    def environment(self) -> dict[str, str]:
-        """The variables that give a worker process this path."""
-        values = {
-            "SKILLSTATE_API_BASE": self.api_base or "", "SKILLSTATE_API_KEY": self.api_key or "",
-            "SKILLSTATE_MAX_CONCURRENT_CALLS": str(self.max_concurrent_calls),
-            "SKILLSTATE_CALL_TIMEOUT": f"{self.call_timeout:g}", "SKILLSTATE_MODEL_ATTEMPTS": str(self.attempts),
-            "SKILLSTATE_BACKOFF_CAP": f"{self.backoff_cap:g}",
-        }  # fmt: skip
-        return values
 
 
 class ModelCallError(RuntimeError):
@@ -165,6 +156,8 @@ async def complete(
         }
     messages = [{"role": "user", "content": prompt}]
     response = await _call(litellm, model, messages, options, path)
+    if not getattr(response, "choices", None):
+        raise ModelCallError(model, "EmptyReply", "the provider's reply has no choices", 1)
     text = response.choices[0].message.content or ""
     usage = getattr(response, "usage", None)
     if usage is None or usage.prompt_tokens is None:  # a provider that reports no usage: count it ourselves
@@ -197,28 +190,37 @@ async def _call(
             raise ModelCallError(model, type(error).__name__, str(error), attempt) from error
         except transient as error:
             kind = "timeout" if isinstance(error, TimeoutError) else type(error).__name__
-            if attempt == path.attempts:
+            if attempt == path.attempts or _refused(error):
                 raise ModelCallError(model, kind, str(error) or kind, attempt) from error
             await asyncio.sleep(retry_delay(error, attempt, path))
+        except Exception as error:  # anything litellm could not sort (its own bugs, a provider's odd reply)
+            raise ModelCallError(model, type(error).__name__, str(error), attempt) from error
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _refused(error: BaseException) -> bool:
+    """A 4xx the provider will answer the same way again (not 408, 409, 425 or 429), whatever class litellm
+    gave it."""
+    status = getattr(error, "status_code", None)
+    return isinstance(status, int) and 400 <= status < 500 and status not in (408, 409, 425, 429)
 
 
 def retry_delay(error: BaseException, attempt: int, path: ModelPath) -> float:
     """Seconds before attempt `attempt + 1`: the provider's `Retry-After` if it sent one, else a full-jitter
     exponential delay; never more than `backoff_cap`."""
     after = retry_after(error)
-    if after is None:
+    if after is None or not math.isfinite(after):
         after = random.uniform(0, path.backoff * 2 ** (attempt - 1))
     return min(max(after, 0.0), path.backoff_cap)
 
 
 def retry_after(error: BaseException) -> float | None:
     """The `Retry-After` (seconds, or an HTTP date) or `retry-after-ms` a provider's error response carried."""
-    response = getattr(error, "response", None)
-    headers = getattr(error, "litellm_response_headers", None) or getattr(response, "headers", None)
-    if not headers:
-        return None
-    lowered = {str(k).lower(): str(v) for k, v in dict(headers).items()}
+    lowered: dict[str, str] = {}
+    for headers in (getattr(getattr(error, "response", None), "headers", None),
+                    getattr(error, "litellm_response_headers", None)):  # fmt: skip
+        if headers:
+            lowered.update({str(k).lower(): str(v) for k, v in dict(headers).items()})
     if "retry-after-ms" in lowered:
         try:
             return float(lowered["retry-after-ms"]) / 1000

@@ -12,6 +12,7 @@ the run. `results.json` is kept current as steps complete; `steps.jsonl` has a l
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 import time
@@ -81,8 +82,8 @@ class WorkResult:
     finish_accepted: bool = False
     check_exit_code: int | None = None
     ended: str = ""
-    """`finished`, `max_steps`, `timeout`, `no_valid_reply` (every reply of a step refused), or
-    `model_failed` (a model call retrying could not fix: `error` says which)."""
+    """`finished`, `max_steps`, `timeout`, `no_valid_reply` (every reply of a step refused), `model_failed`
+    (a model call retrying could not fix: `error` says which), or `error` (anything else, raised too)."""
     error: str | None = None
     final_state: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
@@ -119,10 +120,17 @@ async def run_work(
         elif time.monotonic() - started > config.timeout_s:
             result.ended = "timeout"
         else:
-            await _step(client, execution_id, config, workdir, records, result, out / "steps.jsonl")
+            try:
+                async with asyncio.timeout(config.timeout_s - (time.monotonic() - started)):
+                    await _step(client, execution_id, config, workdir, records, result, out / "steps.jsonl")
+            except TimeoutError:
+                result.ended = "timeout"
+            except BaseException as error:
+                result.ended, result.error = "error", f"{type(error).__name__}: {error}"
+                _write(out, result, started)
+                raise
         result.final_state = (await client.get_state(execution_id)).state
-        result.wall_s = round(time.monotonic() - started, 2)
-        (out / "results.json").write_text(json.dumps(asdict(result), indent=2) + "\n", encoding="utf-8")
+        _write(out, result, started)
         if on_step is not None:
             on_step(result)
     return result
@@ -139,13 +147,15 @@ async def _step(
 ) -> None:
     """One step: the model asked (again while its replies are refused), then its actions run."""
     result.steps += 1
+    sizes: dict[str, int] = {}
     try:
-        reply, sizes = await _ask(client, execution_id, config, render_records(records), result)
+        reply = await _ask(client, execution_id, config, render_records(records), result, sizes)
     except ModelCallError as error:
         result.ended, result.error = "model_failed", str(error)
-        return
+        reply = None
     if reply is None:
-        result.ended = "no_valid_reply"
+        result.ended = result.ended or "no_valid_reply"
+        _append(steps_file, {"step": result.steps, **sizes, "records": [], "ended": result.ended})
         return
     done = await _act(workdir, config, reply, result)
     records.extend(done)
@@ -153,11 +163,16 @@ async def _step(
 
 
 async def _ask(
-    client: StateClient, execution_id: str, config: WorkConfig, observation: str, result: WorkResult
-) -> tuple[WorkReply | None, dict[str, int]]:
-    """The step's reply, its patch committed; None when every reply was refused."""
+    client: StateClient,
+    execution_id: str,
+    config: WorkConfig,
+    observation: str,
+    result: WorkResult,
+    sizes: dict[str, int],
+) -> WorkReply | None:
+    """The step's reply, its patch committed; None when every reply was refused. `sizes` gets the prompt and
+    reply sizes of its attempts, summed."""
     refusal = ""
-    sizes: dict[str, int] = {}
     for _ in range(config.invalid_retries + 1):
         state = await client.get_state(execution_id)
         shown = observation + (f"\n\nYour last reply was refused: {refusal} Answer again." if refusal else "")
@@ -167,9 +182,10 @@ async def _ask(
         result.input_tokens += completion.prompt_tokens
         result.output_tokens += completion.completion_tokens
         result.cached_input_tokens += completion.cached_prompt_tokens
-        sizes = {"prompt_chars": len(prompt), "reply_chars": len(completion.text),
-                 "prompt_tokens": completion.prompt_tokens,
-                 "completion_tokens": completion.completion_tokens}  # fmt: skip
+        for name, value in (("prompt_chars", len(prompt)), ("reply_chars", len(completion.text)),
+                            ("prompt_tokens", completion.prompt_tokens),
+                            ("completion_tokens", completion.completion_tokens), ("attempts", 1)):  # fmt: skip
+            sizes[name] = sizes.get(name, 0) + value
         try:
             reply = parse_work_reply(completion.text, batch=config.batch)
             if reply.state_patch:
@@ -180,8 +196,8 @@ async def _ask(
         except (ValidationError, ConflictError) as error:
             refusal = f"the state patch was refused: {error.message}"
         else:
-            return reply, sizes
-    return None, sizes
+            return reply
+    return None
 
 
 async def _act(workdir: Workdir, config: WorkConfig, reply: WorkReply, result: WorkResult) -> list[ActionRecord]:
@@ -189,14 +205,16 @@ async def _act(workdir: Workdir, config: WorkConfig, reply: WorkReply, result: W
     check passes."""
     done: list[ActionRecord] = []
     for action in reply.actions:
+        if result.finish_accepted:
+            done.append(ActionRecord(action, "skipped", "Not run: the finish before it was accepted."))
+            continue
         if done and done[-1].status != "completed":
             done.append(ActionRecord(action, "skipped", "Not run: an earlier action of this reply did not complete."))
             continue
         record = await (_finish(workdir, config, action, result) if action.name == "finish" else workdir.run(action))
         done.append(record)
-        if result.finish_accepted:
-            result.ended = "finished"
-            break
+    if result.finish_accepted:
+        result.ended = "finished"
     return done
 
 
@@ -211,6 +229,11 @@ async def _finish(workdir: Workdir, config: WorkConfig, action: Action, result: 
         return ActionRecord(action, "completed", f"The check passed.\n{checked.result}", checked.truncated, 0)
     return ActionRecord(action, "failed", f"The finish is refused: the check did not pass.\n{checked.result}",
                         checked.truncated, checked.exit_code)  # fmt: skip
+
+
+def _write(out: Path, result: WorkResult, started: float) -> None:
+    result.wall_s = round(time.monotonic() - started, 2)
+    (out / "results.json").write_text(json.dumps(asdict(result), indent=2) + "\n", encoding="utf-8")
 
 
 def _append(path: Path, line: dict[str, Any]) -> None:

@@ -1,9 +1,14 @@
 """The tools a working agent acts with (`skillstate work`), run in its working directory and nowhere else.
 
 `bash` `{"command", "timeout_s"}`, `read_file` `{"path", "offset", "limit"}`, `write_file` `{"path",
-"content"}` and `finish` `{"summary"}`. A path is resolved inside the directory: `..` that climbs out of it,
-an absolute path elsewhere, or a symbolic link that leads out is refused. Every command has a time limit and
-its output a size limit; a cut is said in the record (`truncated`), never silent. Each action gives an
+"content"}` and `finish` `{"summary"}`. A file path is resolved inside the directory: `..` that climbs out of
+it, an absolute path elsewhere, or a symbolic link that leads out is refused. A command runs with the
+directory as its working directory and without the environment's keys and tokens (`_command_environment`),
+but it is not a sandbox: it can reach what the user can (run `work` in a container for a task you do not
+trust). Every command has a time limit, and what it prints a size limit: the output is read as it comes,
+the rest thrown away past the limit, and the cut said in the record (`truncated`), never silent. A command
+that leaves a child holding its output open (`server &`) is taken as done once it exits and its output
+goes quiet for OUTPUT_GRACE; the child is killed with its process group. Each action gives an
 `ActionRecord`, what the agent's next observation shows: the action, its comment, its status (`completed`,
 `failed`, `timeout` or `skipped`) and its result.
 """
@@ -26,6 +31,12 @@ RESULT_LIMIT = 2 * 1024 * 1024
 """Characters of a result kept before it is cut (the cut is said in the record)."""
 READ_LIMIT = 2000
 """Lines `read_file` returns unless its `limit` says otherwise."""
+OUTPUT_GRACE = 0.5
+"""Seconds a command's output may stay open after it exited (a child it left running holds it)."""
+EXIT_POLL = 0.02
+"""Seconds between looks at whether a command exited."""
+SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+"""Environment variables whose name holds one of these are not passed to commands."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +99,10 @@ class Workdir:
             if action.name == "finish":
                 return ActionRecord(action, "completed", str(action.input.get("summary", "")))
             raise ToolError(f"unknown tool {action.name!r}: use {', '.join(TOOLS)}")
-        except (ToolError, OSError, UnicodeDecodeError) as error:
+        except ToolError as error:
             return ActionRecord(action, "failed", str(error))
+        except (OSError, ValueError, RuntimeError) as error:  # a missing file, a NUL byte, a lone surrogate, a loop
+            return ActionRecord(action, "failed", f"{type(error).__name__}: {error}")
 
     def _read(self, arguments: dict[str, Any]) -> str:
         path = self.path(arguments.get("path"))
@@ -113,26 +126,69 @@ class Workdir:
         limit = action.input.get("timeout_s", COMMAND_TIMEOUT)
         if not isinstance(limit, (int, float)) or isinstance(limit, bool) or limit <= 0:
             raise ToolError("timeout_s: a number of seconds above 0")
+        limit = min(float(limit), MAX_COMMAND_TIMEOUT)
         process = await asyncio.create_subprocess_exec(
-            "bash", "-c", command, cwd=self.root, stdin=asyncio.subprocess.DEVNULL,
+            "bash", "-c", command, cwd=self.root, env=_command_environment(), stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        try:
-            output, _ = await asyncio.wait_for(process.communicate(), min(float(limit), MAX_COMMAND_TIMEOUT))
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)  # the command and whatever it started
-            await process.wait()
-            return ActionRecord(action, "timeout", f"Stopped after {float(limit):g} s.", exit_code=process.returncode)
+        assert process.stdout is not None
+        output = _Output(self.result_limit)
+        reading = asyncio.ensure_future(output.read(process.stdout))
+        timed_out = not await _exited(process, limit)  # not process.wait(): it waits for the output to close
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(reading), OUTPUT_GRACE)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # the command, or what it left running
+        reading.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reading
+        await _exited(process, OUTPUT_GRACE)
+        process._transport.close()  # type: ignore[attr-defined]  # a child outside the group may hold the pipe
+        text, truncated = output.text()
+        if timed_out:
+            return ActionRecord(action, "timeout", f"Stopped after {limit:g} s. Its output so far:\n{text}",
+                                truncated, process.returncode)  # fmt: skip
         status = "completed" if process.returncode == 0 else "failed"
-        text = output.decode("utf-8", errors="replace")
-        record = self._cut(action, status, text)
-        return ActionRecord(action, record.status, record.result, record.truncated, process.returncode)
+        return ActionRecord(action, status, text, truncated, process.returncode)
 
     def _cut(self, action: Action, status: str, result: str) -> ActionRecord:
         if len(result) <= self.result_limit:
             return ActionRecord(action, status, result)
         return ActionRecord(action, status, result[: self.result_limit], truncated=self.result_limit)
+
+
+async def _exited(process: asyncio.subprocess.Process, within: float) -> bool:
+    """Whether the process exited within `within` seconds (its exit status, not its output's end)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while process.returncode is None and loop.time() < deadline:
+        await asyncio.sleep(EXIT_POLL)
+    return process.returncode is not None
+
+
+class _Output:
+    """A command's output as it comes, kept up to a limit (the rest read and thrown away)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.seen = 0
+
+    async def read(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            self.seen += len(chunk)
+            room = self.limit - len(self.kept)
+            if room > 0:
+                self.kept += chunk[:room]
+
+    def text(self) -> tuple[str, int | None]:
+        """The output kept, and how much was kept when it was cut (None: whole)."""
+        return self.kept.decode("utf-8", errors="replace"), (len(self.kept) if self.seen > len(self.kept) else None)
+
+
+def _command_environment() -> dict[str, str]:
+    """The environment without its keys and tokens: a command's output goes to the model and to disk."""
+    return {name: value for name, value in os.environ.items() if not any(s in name.upper() for s in SECRET_NAMES)}
 
 
 def _count(arguments: dict[str, Any], name: str, default: int) -> int:

@@ -82,3 +82,24 @@ async def test_calls_in_flight_are_capped(server: OpenAIServer) -> None:
     path = path_to(server, max_concurrent_calls=2)
     await asyncio.gather(*(complete("openai/local-model", f"Instructions: wait {i}.", path=path) for i in range(6)))
     assert len(server.requests) == 6 and server.most_in_flight == 2
+
+
+def test_retry_after_is_read_in_seconds_milliseconds_or_a_date_and_never_waits_without_end() -> None:
+    import email.utils
+    import time
+    from types import SimpleNamespace
+
+    from skillstate.agents.runtime.llm import retry_after, retry_delay
+
+    def failed(**headers: str) -> SimpleNamespace:
+        return SimpleNamespace(response=SimpleNamespace(headers=headers))
+
+    path = ModelPath(backoff=1.0, backoff_cap=30.0)
+    assert retry_after(failed(**{"Retry-After": "2.5"})) == 2.5
+    assert retry_after(failed(**{"retry-after-ms": "1500", "Retry-After": "9"})) == 1.5
+    in_ten = email.utils.formatdate(time.time() + 10, usegmt=True)
+    assert 8 <= retry_after(failed(**{"Retry-After": in_ten})) <= 10  # type: ignore[operator]
+    assert retry_after(failed(**{"Retry-After": "soon"})) is None and retry_after(failed()) is None
+    assert retry_delay(failed(**{"Retry-After": "3600"}), 1, path) == 30.0, "capped"
+    assert 0 <= retry_delay(failed(**{"Retry-After": "nan"}), 3, path) <= 4.0, "a NaN falls back to the backoff"
+    assert 0 <= retry_delay(failed(), 2, path) <= 2.0

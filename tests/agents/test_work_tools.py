@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from skillstate.agents.work.tools import Action, Workdir
 
 
@@ -48,3 +50,38 @@ async def test_an_unknown_tool_or_a_bad_argument_is_a_failed_record(tmp_path: Pa
     assert missing.status == "failed" and "content" in missing.result
     absent = await work.run(Action("read_file", {"path": "nope.txt"}))
     assert absent.status == "failed" and "No such file" in absent.result
+
+
+async def test_a_child_left_running_is_killed_and_output_so_far_is_kept(tmp_path: Path) -> None:
+    """Found in review: `server &` kept the output open, so a command that was done read as a time-out, and
+    a time-out dropped what the command had printed."""
+    work = Workdir(tmp_path)
+    left = await work.run(Action("bash", {"command": "echo $$ > pid; sleep 30 & echo $! > child; echo hi"}))
+    assert (left.status, left.result) == ("completed", "hi\n")
+    child = int((tmp_path / "child").read_text())
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2], "killed"
+    slow = await work.run(Action("bash", {"command": "echo partial; sleep 5", "timeout_s": 0.5}))
+    assert slow.status == "timeout" and slow.result.endswith("Its output so far:\npartial\n")
+
+
+async def test_commands_get_no_keys_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKILLSTATE_API_KEY", "sk-do-not-show")
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-do-not-show")
+    monkeypatch.setenv("HARMLESS_SETTING", "shown")
+    record = await Workdir(tmp_path).run(Action("bash", {"command": "env"}))
+    assert "do-not-show" not in record.result and "HARMLESS_SETTING=shown" in record.result
+
+
+async def test_output_past_the_limit_is_read_and_thrown_away(tmp_path: Path) -> None:
+    record = await Workdir(tmp_path, result_limit=1000).run(Action("bash", {"command": "head -c 50000000 /dev/zero"}))
+    assert record.status == "completed" and len(record.result) == 1000 and record.truncated == 1000
+
+
+async def test_input_no_tool_can_take_is_a_failed_record(tmp_path: Path) -> None:
+    """Found in review: each of these raised out of the tools and ended the run."""
+    work = Workdir(tmp_path)
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for action in (Action("read_file", {"path": "a\x00b"}), Action("write_file", {"path": "s.txt", "content": "\ud800"}),
+                   Action("read_file", {"path": "loop/x"}), Action("bash", {"command": "echo a\x00b"})):  # fmt: skip
+        record = await work.run(action)
+        assert record.status == "failed", (action, record)
