@@ -81,7 +81,8 @@ async def test_input_no_tool_can_take_is_a_failed_record(tmp_path: Path) -> None
     """Found in review: each of these raised out of the tools and ended the run."""
     work = Workdir(tmp_path)
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
-    for action in (Action("read_file", {"path": "a\x00b"}), Action("write_file", {"path": "s.txt", "content": "\ud800"}),
-                   Action("read_file", {"path": "loop/x"}), Action("bash", {"command": "echo a\x00b"})):  # fmt: skip
+    unusable = [Action("read_file", {"path": "a\x00b"}), Action("write_file", {"path": "s.txt", "content": "\ud800"}),
+                Action("read_file", {"path": "loop/x"}), Action("bash", {"command": "echo a\x00b"})]  # fmt: skip
+    for action in unusable:
         record = await work.run(action)
         assert record.status == "failed", (action, record)
