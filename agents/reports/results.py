@@ -103,13 +103,17 @@ class FailedRun:
     def line(self) -> str:
         return f"the {self.runtime} run ({self.run}) failed: {self.error}"
 
+    def sentence(self) -> str:
+        """`line`, as a note under a table says it."""
+        return f"The {self.runtime} run ({self.run}) failed: {self.error}"
+
 
 def _reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
 def notes(results: Sequence[SimResult], failed: Sequence[FailedRun] = ()) -> str:
-    lines = [f"{run.line()[0].upper()}{run.line()[1:]}" for run in failed]
+    lines = [run.sentence() for run in failed]
     for model in sorted({r.config.model for r in results}):
         if not is_test_policy(model):
             lines.append(f"Model: {model}.")

@@ -68,7 +68,7 @@ def _number(value: float | None) -> str:
 
 
 def notes(results: Sequence[TeamResult], failed: Sequence[FailedRun] = ()) -> str:
-    lines = [f"{run.line()[0].upper()}{run.line()[1:]}" for run in failed]
+    lines = [run.sentence() for run in failed]
     if not results:
         return "\n".join(lines)
     first = results[0].config

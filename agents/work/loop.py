@@ -35,19 +35,21 @@ CHECK_TIMEOUT = 600.0
 PERMISSIVE_SCHEMA: dict[str, Any] = {"type": "object"}
 """The execution's schema when the skill brings none."""
 
-FORMAT = """Provide your response with:
+_ASKED = """Provide your response with:
 1. Step-by-step reasoning (will be discarded after execution)
 2. A JSON block fenced with ```json ... ``` with exactly these keys:
 "state_patch": <dict: your state updates, set keys to null to delete>,
-"action": {"name": "<bash | read_file | write_file | finish>", "input": {<its arguments>}},
-"comment": "<string: why, in a few words>"
-Tools: bash {"command", "timeout_s"}, read_file {"path", "offset", "limit"}, write_file {"path", "content"},
+"""
+_TOOLS = """Tools: bash {"command", "timeout_s"}, read_file {"path", "offset", "limit"}, write_file {"path", "content"},
 finish {"summary"}. Paths are inside the working directory."""
-BATCH_FORMAT = FORMAT.replace(
-    '"action": {"name": "<bash | read_file | write_file | finish>", "input": {<its arguments>}},\n'
-    '"comment": "<string: why, in a few words>"',
-    '"actions": [{"name": "<bash | read_file | write_file | finish>", "input": {...}, "comment": "..."}, ...]\n'
-    "(run in order; after one fails, the rest are skipped)",
+FORMAT = (
+    _ASKED + '"action": {"name": "<bash | read_file | write_file | finish>", "input": {<its arguments>}},\n'
+    '"comment": "<string: why, in a few words>"\n' + _TOOLS
+)
+BATCH_FORMAT = (
+    _ASKED + '"actions": [{"name": "<bash | read_file | write_file | finish>", "input": {...}, '
+    '"comment": "..."}, ...]\n'
+    "(run in order; after one fails, the rest are skipped)\n" + _TOOLS
 )
 
 
